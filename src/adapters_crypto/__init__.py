@@ -1,0 +1,71 @@
+"""Secrets at rest and randomness: AES-256-GCM license keys, keyed digests, Argon2id passwords."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import time
+
+from argon2 import PasswordHasher as _Argon2
+from argon2.exceptions import InvalidHashError, VerificationError
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+NONCE_BYTES = 12
+KEY_VERSION = b"\x01"
+
+
+class AesGcmKeyVault:
+    """License keys encrypted under a key-encryption key (KEK) from configuration.
+
+    The KEK is split into two derived keys, one to encrypt and one for the look-up digest, so
+    the digest reveals nothing usable about the encryption key. The license id is the
+    associated data: a ciphertext moved to another row does not decrypt.
+    """
+
+    def __init__(self, kek: bytes) -> None:
+        if len(kek) != 32:
+            raise ValueError("the key-encryption key must be 32 bytes")
+        self._aead = AESGCM(hmac.digest(kek, b"licore license-key encryption", "sha256"))
+        self._digest_key = hmac.digest(kek, b"licore license-key lookup", "sha256")
+
+    def encrypt(self, license_key: str, license_id: str) -> bytes:
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, license_key.encode(), license_id.encode())
+        return KEY_VERSION + nonce + sealed
+
+    def decrypt(self, ciphertext: bytes, license_id: str) -> str:
+        if ciphertext[:1] != KEY_VERSION:
+            raise ValueError("unknown license key encryption version")
+        nonce, sealed = ciphertext[1:1 + NONCE_BYTES], ciphertext[1 + NONCE_BYTES:]
+        return self._aead.decrypt(nonce, sealed, license_id.encode()).decode()
+
+    def lookup_digest(self, license_key: str) -> str:
+        return hmac.new(self._digest_key, license_key.encode(), hashlib.sha256).hexdigest()
+
+
+class Argon2Passwords:
+    """Argon2id digests (argon2-cffi's defaults follow RFC 9106's recommendations)."""
+
+    def __init__(self) -> None:
+        self._hasher = _Argon2()
+
+    def hash(self, password: str) -> str:
+        return self._hasher.hash(password)
+
+    def verify(self, digest: str, password: str) -> bool:
+        try:
+            return self._hasher.verify(digest, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+
+class SystemRandom:
+    def token_bytes(self, n: int) -> bytes:
+        return secrets.token_bytes(n)
+
+
+class SystemClock:
+    def now(self) -> int:
+        return int(time.time())

@@ -1,0 +1,17 @@
+"""Storage adapters: SQLite (embedded default) and PostgreSQL, one schema, one SQL."""
+
+from __future__ import annotations
+
+from adapters_storage.postgres import PostgresStorage
+from adapters_storage.sqlite import SqliteStorage
+
+
+def open_storage(url: str) -> SqliteStorage | PostgresStorage:
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStorage(url)
+    if url.startswith("sqlite:"):
+        return SqliteStorage.from_url(url)
+    raise ValueError("the database URL must start with sqlite:/// or postgresql://")
+
+
+__all__ = ["PostgresStorage", "SqliteStorage", "open_storage"]

@@ -1,0 +1,73 @@
+"""PostgreSQL through psycopg 3, async, with a connection pool, for scale."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from functools import cache
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from adapters_storage.schema import MIGRATIONS, statements
+from adapters_storage.sql_transaction import SqlTransaction
+
+MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
+
+
+@cache
+def _pg(sql: str) -> str:
+    # The shared SQL uses `?`; psycopg wants `%s`, and a literal `%` must be doubled.
+    return re.sub(r"\?", "%s", sql.replace("%", "%%"))
+
+
+class _Executor:
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.conn = conn
+
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cur = await self.conn.execute(_pg(sql), params)
+        return [tuple(r) for r in await cur.fetchall()] if cur.description else []
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cur = await self.conn.execute(_pg(sql), params)
+        return cur.rowcount
+
+
+class PostgresStorage:
+    def __init__(self, url: str, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False)
+        self._opened = False
+
+    async def _open(self) -> None:
+        if not self._opened:
+            await self.pool.open(wait=True)
+            self._opened = True
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlTransaction]:
+        await self._open()
+        async with self.pool.connection() as conn, conn.transaction():
+            yield SqlTransaction(_Executor(conn))
+
+    async def migrate(self) -> None:
+        async with self.transaction() as tx:
+            db = tx.db
+            await db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            await db.run("CREATE TABLE IF NOT EXISTS schema_migrations "
+                         "(version INTEGER PRIMARY KEY)")
+            done = {r[0] for r in await db.rows("SELECT version FROM schema_migrations")}
+            for version, migration in enumerate(MIGRATIONS, start=1):
+                if version in done:
+                    continue
+                for sql in statements("postgresql", migration):
+                    await db.run(sql)
+                await db.run("INSERT INTO schema_migrations (version) VALUES (?)", [version])
+
+    async def close(self) -> None:
+        if self._opened:
+            await self.pool.close()
+            self._opened = False

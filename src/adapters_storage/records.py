@@ -1,0 +1,81 @@
+"""Mapping between the core's attrs records and table rows, by field name and field type."""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+T = TypeVar("T")
+_UNIONS = (typing.Union, types.UnionType)
+
+
+def _decoder(tp: Any) -> Callable[[Any], Any]:
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in _UNIONS:
+        inner = _decoder(args[0])
+        return lambda v: None if v is None else inner(v)
+    if typing.get_origin(tp) is tuple:
+        return lambda v: tuple(v.split(" ")) if v else ()
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp
+    if tp is bool:
+        return bool
+    if tp is bytes:
+        return bytes
+    return lambda v: v
+
+
+def _encoder(tp: Any) -> Callable[[Any], Any]:
+    if typing.get_origin(tp) in _UNIONS:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        inner = _encoder(args[0])
+        return lambda v: None if v is None else inner(v)
+    if typing.get_origin(tp) is tuple:
+        return lambda v: " ".join(v)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return lambda v: v.value
+    return lambda v: v
+
+
+_Plan = tuple[tuple[str, ...], tuple[Callable[[Any], Any], ...], tuple[Callable[[Any], Any], ...]]
+_PLANS: dict[type, _Plan] = {}
+
+
+def _plan(cls: type) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = _make_plan(cls)
+    return plan
+
+
+def _make_plan(cls: type) -> _Plan:
+    attrs.resolve_types(cls)
+    fields = attrs.fields(cls)
+    return (
+        tuple(f.name for f in fields),
+        tuple(_decoder(f.type) for f in fields),
+        tuple(_encoder(f.type) for f in fields),
+    )
+
+
+def columns(cls: type) -> tuple[str, ...]:
+    return _plan(cls)[0]
+
+
+def column_list(cls: type, prefix: str = "") -> str:
+    return ", ".join(prefix + c for c in columns(cls))
+
+
+def to_row(record: Any) -> list[Any]:
+    names, _, encoders = _plan(type(record))
+    return [enc(getattr(record, name)) for name, enc in zip(names, encoders, strict=True)]
+
+
+def from_row(cls: type[T], row: Sequence[Any]) -> T:
+    _, decoders, _ = _plan(cls)
+    return cls(*(dec(v) for dec, v in zip(decoders, row, strict=False)))

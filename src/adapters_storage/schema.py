@@ -1,0 +1,171 @@
+"""One schema for SQLite and PostgreSQL, written once with a few type macros.
+
+Times are integer unix seconds, booleans are real booleans in PostgreSQL and 0/1 in SQLite,
+ids are text that sort by creation time (byte order, hence `COLLATE "C"` in PostgreSQL).
+Each migration is a list of statements applied in one transaction, at most once.
+"""
+
+from __future__ import annotations
+
+MACROS = {
+    "sqlite": {"id": "TEXT", "bool": "INTEGER", "blob": "BLOB", "bigint": "INTEGER"},
+    "postgresql": {"id": 'TEXT COLLATE "C"', "bool": "BOOLEAN", "blob": "BYTEA",
+                   "bigint": "BIGINT"},
+}
+
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE accounts (
+            id {id} PRIMARY KEY,
+            platform_id TEXT NOT NULL UNIQUE,
+            username TEXT NOT NULL,
+            username_key TEXT NOT NULL UNIQUE,
+            password_digest TEXT,
+            created_at {bigint} NOT NULL)""",
+        """CREATE TABLE studios (
+            id {id} PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            owner_account_id {id} NOT NULL REFERENCES accounts(id),
+            place_limit INTEGER NOT NULL,
+            created_at {bigint} NOT NULL)""",
+        """CREATE TABLE memberships (
+            studio_id {id} NOT NULL REFERENCES studios(id),
+            account_id {id} NOT NULL REFERENCES accounts(id),
+            manage_products {bool} NOT NULL,
+            manage_licenses {bool} NOT NULL,
+            PRIMARY KEY (studio_id, account_id))""",
+        "CREATE INDEX memberships_account ON memberships(account_id)",
+        """CREATE TABLE clients (
+            id {id} PRIMARY KEY,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            disabled {bool} NOT NULL,
+            created_at {bigint} NOT NULL)""",
+        """CREATE TABLE device_authorizations (
+            id {id} PRIMARY KEY,
+            device_code_digest TEXT NOT NULL UNIQUE,
+            user_code TEXT NOT NULL UNIQUE,
+            client_id {id} NOT NULL REFERENCES clients(id),
+            requested_scopes TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at {bigint} NOT NULL,
+            expires_at {bigint} NOT NULL,
+            interval INTEGER NOT NULL,
+            last_poll_at {bigint},
+            granted_scopes TEXT NOT NULL,
+            studio_id {id},
+            account_id {id})""",
+        """CREATE TABLE api_keys (
+            id {id} PRIMARY KEY,
+            digest TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            scopes TEXT NOT NULL,
+            client_id {id} NOT NULL REFERENCES clients(id),
+            account_id {id} NOT NULL REFERENCES accounts(id),
+            studio_id {id} REFERENCES studios(id),
+            created_at {bigint} NOT NULL,
+            last_used_at {bigint} NOT NULL,
+            revoked_at {bigint})""",
+        "CREATE INDEX api_keys_studio ON api_keys(studio_id)",
+        "CREATE INDEX api_keys_account ON api_keys(account_id)",
+        """CREATE TABLE products (
+            id {id} PRIMARY KEY,
+            studio_id {id} NOT NULL REFERENCES studios(id),
+            slug TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            tagline TEXT NOT NULL,
+            description TEXT NOT NULL,
+            price_credit INTEGER NOT NULL,
+            discoverable {bool} NOT NULL,
+            licensing_enabled {bool} NOT NULL,
+            created_at {bigint} NOT NULL,
+            updated_at {bigint} NOT NULL,
+            current_version_id {id},
+            current_version TEXT,
+            placeholder TEXT NOT NULL,
+            verify_scripts {bool} NOT NULL,
+            unlock_data TEXT NOT NULL,
+            protection TEXT NOT NULL)""",
+        "CREATE INDEX products_studio ON products(studio_id, id)",
+        """CREATE TABLE blobs (
+            id {id} PRIMARY KEY,
+            data {blob} NOT NULL)""",
+        """CREATE TABLE versions (
+            id {id} PRIMARY KEY,
+            product_id {id} NOT NULL REFERENCES products(id),
+            label TEXT NOT NULL,
+            format TEXT NOT NULL,
+            size_bytes {bigint} NOT NULL,
+            sha256 TEXT NOT NULL,
+            blob_id {id} NOT NULL REFERENCES blobs(id),
+            published {bool} NOT NULL,
+            created_at {bigint} NOT NULL,
+            UNIQUE (product_id, label))""",
+        """CREATE TABLE licenses (
+            id {id} PRIMARY KEY,
+            product_id {id} NOT NULL REFERENCES products(id),
+            platform_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            state TEXT NOT NULL,
+            verified_at {bigint} NOT NULL,
+            created_at {bigint} NOT NULL,
+            key_ciphertext {blob},
+            key_digest TEXT UNIQUE,
+            key_generation INTEGER NOT NULL,
+            UNIQUE (product_id, platform_id))""",
+        "CREATE INDEX licenses_owner ON licenses(platform_id, id)",
+        """CREATE TABLE prepared_copies (
+            version_id {id} NOT NULL REFERENCES versions(id),
+            license_id {id} NOT NULL REFERENCES licenses(id),
+            key_generation INTEGER NOT NULL,
+            data {blob} NOT NULL,
+            PRIMARY KEY (version_id, license_id))""",
+        """CREATE TABLE alerts (
+            id {id} PRIMARY KEY,
+            studio_id {id} NOT NULL REFERENCES studios(id),
+            kind TEXT NOT NULL,
+            product_id {id} NOT NULL,
+            license_id {id},
+            platform_id TEXT,
+            key_owner_platform_id TEXT,
+            game_id TEXT,
+            script_name TEXT,
+            count INTEGER NOT NULL,
+            first_seen_at {bigint} NOT NULL,
+            last_seen_at {bigint} NOT NULL)""",
+        "CREATE INDEX alerts_studio ON alerts(studio_id, id)",
+        "CREATE INDEX alerts_dedupe ON alerts(kind, license_id, game_id, last_seen_at)",
+        """CREATE TABLE blacklist (
+            studio_id {id} NOT NULL REFERENCES studios(id),
+            platform_id TEXT NOT NULL,
+            created_at {bigint} NOT NULL,
+            PRIMARY KEY (studio_id, platform_id))""",
+        """CREATE TABLE nonces (
+            license_id {id} NOT NULL,
+            nonce TEXT NOT NULL,
+            expires_at {bigint} NOT NULL,
+            PRIMARY KEY (license_id, nonce))""",
+        """CREATE TABLE license_places (
+            license_id {id} NOT NULL,
+            game_id TEXT NOT NULL,
+            first_seen_at {bigint} NOT NULL,
+            PRIMARY KEY (license_id, game_id))""",
+        """CREATE TABLE rate_counters (
+            bucket TEXT NOT NULL,
+            window_start {bigint} NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (bucket, window_start))""",
+        """CREATE TABLE chat_role_outbox (
+            id {id} PRIMARY KEY,
+            license_id {id} NOT NULL,
+            action TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_at {bigint} NOT NULL,
+            done_at {bigint})""",
+    ],
+]
+
+
+def statements(dialect: str, migration: list[str]) -> list[str]:
+    return [s.format(**MACROS[dialect]) for s in migration]

@@ -1,0 +1,368 @@
+"""The storage port's transaction, written once in SQL both SQLite and PostgreSQL accept.
+
+Placeholders are `?`; the PostgreSQL executor rewrites them. Uniqueness conflicts are handled
+with `ON CONFLICT ... DO NOTHING RETURNING`, which never aborts a PostgreSQL transaction, so
+the caller learns "taken" as a value and carries on in the same unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+from adapters_storage.records import column_list, columns, from_row, to_row
+from licore.device_flow import DeviceState
+from licore.licenses import LicenseState
+from licore.model import (
+    Account,
+    Alert,
+    ApiKey,
+    Client,
+    DeviceAuthorization,
+    License,
+    Membership,
+    Page,
+    Product,
+    Studio,
+)
+from licore.ports import ConnectedApp, LibraryEntry
+from licore.products import slug_candidate
+from licore.scopes import Permission
+
+T = TypeVar("T")
+
+SLUG_ATTEMPTS = 10_000
+
+
+class Executor(Protocol):
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+
+def _insert(table: str, cls: type, conflict: str = "") -> str:
+    cols = columns(cls)
+    marks = ", ".join("?" for _ in cols)
+    tail = f" ON CONFLICT {conflict} DO NOTHING RETURNING id" if conflict else ""
+    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}){tail}"
+
+
+def _update(table: str, cls: type, where: str) -> str:
+    sets = ", ".join(f"{c} = ?" for c in columns(cls) if c != "id")
+    return f"UPDATE {table} SET {sets} WHERE {where}"
+
+
+def _without_id(record: Any) -> list[Any]:
+    row = to_row(record)
+    return row[1:]  # every record lists `id` first
+
+
+class SqlTransaction:
+    def __init__(self, db: Executor) -> None:
+        self.db = db
+
+    async def _one(self, cls: type[T], sql: str, params: Sequence[Any]) -> T | None:
+        rows = await self.db.rows(sql, params)
+        return from_row(cls, rows[0]) if rows else None
+
+    async def _page(self, cls: type[T], sql: str, params: Sequence[Any], limit: int | None,
+                    cursor: str | None, id_column: str = "id") -> Page[T]:
+        params = list(params)
+        if cursor is not None:
+            sql += f" AND {id_column} > ?"
+            params.append(cursor)
+        sql += f" ORDER BY {id_column}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        rows = await self.db.rows(sql, params)
+        items = tuple(from_row(cls, r) for r in rows)
+        if limit is not None and len(items) > limit:
+            items = items[:limit]
+            return Page(items, getattr(items[-1], "id"))  # noqa: B009
+        return Page(items, None)
+
+    # accounts, studios, memberships -------------------------------------------------------
+
+    async def add_account(self, account: Account) -> bool:
+        cols = column_list(Account)
+        rows = await self.db.rows(
+            f"INSERT INTO accounts ({cols}, username_key) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            [*to_row(account), account.username.casefold()],
+        )
+        return bool(rows)
+
+    async def account_by_id(self, account_id: str) -> Account | None:
+        return await self._one(Account, f"SELECT {column_list(Account)} FROM accounts "
+                               "WHERE id = ?", [account_id])
+
+    async def account_by_username(self, username: str) -> Account | None:
+        return await self._one(Account, f"SELECT {column_list(Account)} FROM accounts "
+                               "WHERE username_key = ?", [username.casefold()])
+
+    async def account_by_platform_id(self, platform_id: str) -> Account | None:
+        return await self._one(Account, f"SELECT {column_list(Account)} FROM accounts "
+                               "WHERE platform_id = ?", [platform_id])
+
+    async def add_studio(self, studio: Studio) -> bool:
+        return bool(await self.db.rows(_insert("studios", Studio, "(name)"), to_row(studio)))
+
+    async def studio_by_id(self, studio_id: str) -> Studio | None:
+        return await self._one(Studio, f"SELECT {column_list(Studio)} FROM studios "
+                               "WHERE id = ?", [studio_id])
+
+    async def studio_by_name(self, name: str) -> Studio | None:
+        return await self._one(Studio, f"SELECT {column_list(Studio)} FROM studios "
+                               "WHERE name = ?", [name])
+
+    async def put_membership(self, membership: Membership) -> None:
+        p = membership.permissions
+        await self.db.run(
+            "INSERT INTO memberships (studio_id, account_id, manage_products, manage_licenses) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (studio_id, account_id) DO UPDATE SET "
+            "manage_products = excluded.manage_products, "
+            "manage_licenses = excluded.manage_licenses",
+            [membership.studio_id, membership.account_id,
+             Permission.MANAGE_PRODUCTS in p, Permission.MANAGE_LICENSES in p],
+        )
+
+    @staticmethod
+    def _membership(row: tuple[Any, ...]) -> Membership:
+        perms = {perm for perm, on in ((Permission.MANAGE_PRODUCTS, row[2]),
+                                       (Permission.MANAGE_LICENSES, row[3])) if on}
+        return Membership(row[0], row[1], frozenset(perms))
+
+    async def membership(self, studio_id: str, account_id: str) -> Membership | None:
+        rows = await self.db.rows(
+            "SELECT studio_id, account_id, manage_products, manage_licenses FROM memberships "
+            "WHERE studio_id = ? AND account_id = ?", [studio_id, account_id])
+        return self._membership(rows[0]) if rows else None
+
+    async def memberships_of(self, account_id: str) -> Sequence[Membership]:
+        rows = await self.db.rows(
+            "SELECT studio_id, account_id, manage_products, manage_licenses FROM memberships "
+            "WHERE account_id = ? ORDER BY studio_id", [account_id])
+        return [self._membership(r) for r in rows]
+
+    # clients ------------------------------------------------------------------------------
+
+    async def add_client(self, client: Client) -> bool:
+        return bool(await self.db.rows(_insert("clients", Client, "(id)"), to_row(client)))
+
+    async def client_by_id(self, client_id: str) -> Client | None:
+        return await self._one(Client, f"SELECT {column_list(Client)} FROM clients "
+                               "WHERE id = ?", [client_id])
+
+    async def set_client_disabled(self, client_id: str, disabled: bool) -> bool:
+        return await self.db.run("UPDATE clients SET disabled = ? WHERE id = ?",
+                                 [disabled, client_id]) > 0
+
+    # device authorizations ----------------------------------------------------------------
+
+    async def add_device(self, device: DeviceAuthorization) -> bool:
+        sql = _insert("device_authorizations", DeviceAuthorization, "(user_code)")
+        return bool(await self.db.rows(sql, to_row(device)))
+
+    async def device_by_code_digest(self, digest: str) -> DeviceAuthorization | None:
+        return await self._one(DeviceAuthorization,
+                               f"SELECT {column_list(DeviceAuthorization)} FROM "
+                               "device_authorizations WHERE device_code_digest = ?", [digest])
+
+    async def device_by_user_code(self, user_code: str) -> DeviceAuthorization | None:
+        return await self._one(DeviceAuthorization,
+                               f"SELECT {column_list(DeviceAuthorization)} FROM "
+                               "device_authorizations WHERE user_code = ?", [user_code])
+
+    async def replace_device(self, device: DeviceAuthorization, expected: DeviceState) -> bool:
+        sql = _update("device_authorizations", DeviceAuthorization, "id = ? AND state = ?")
+        return await self.db.run(sql, [*_without_id(device), device.id, expected.value]) == 1
+
+    # API keys -----------------------------------------------------------------------------
+
+    async def add_api_key(self, key: ApiKey) -> None:
+        await self.db.run(_insert("api_keys", ApiKey), to_row(key))
+
+    async def api_key_by_digest(self, digest: str) -> ApiKey | None:
+        return await self._one(ApiKey, f"SELECT {column_list(ApiKey)} FROM api_keys "
+                               "WHERE digest = ?", [digest])
+
+    async def api_key_by_id(self, key_id: str) -> ApiKey | None:
+        return await self._one(ApiKey, f"SELECT {column_list(ApiKey)} FROM api_keys "
+                               "WHERE id = ?", [key_id])
+
+    async def touch_api_key(self, key_id: str, now: int) -> None:
+        await self.db.run("UPDATE api_keys SET last_used_at = ? WHERE id = ? "
+                          "AND last_used_at < ?", [now, key_id, now])
+
+    async def revoke_api_key(self, key_id: str, now: int) -> bool:
+        return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? "
+                                 "AND revoked_at IS NULL", [now, key_id]) == 1
+
+    async def connected_apps(self, *, studio_id: str | None = None,
+                             account_id: str | None = None) -> Sequence[ConnectedApp]:
+        if studio_id is not None:
+            where, param = "k.studio_id = ?", studio_id
+        else:
+            where, param = "k.account_id = ? AND k.studio_id IS NULL", account_id or ""
+        rows = await self.db.rows(
+            f"SELECT {column_list(ApiKey, 'k.')}, c.name FROM api_keys k "
+            f"JOIN clients c ON c.id = k.client_id WHERE {where} AND k.revoked_at IS NULL "
+            "ORDER BY k.id", [param])
+        n = len(columns(ApiKey))
+        return [ConnectedApp(from_row(ApiKey, r[:n]), r[n]) for r in rows]
+
+    # products -----------------------------------------------------------------------------
+
+    async def add_product(self, product: Product, slug_base: str) -> Product:
+        sql = _insert("products", Product, "(slug)")
+        row = to_row(product)
+        slug_at = columns(Product).index("slug")
+        for attempt in range(1, SLUG_ATTEMPTS):
+            slug = slug_candidate(slug_base, attempt)
+            row[slug_at] = slug
+            if await self.db.rows(sql, row):
+                return from_row(Product, row)
+        raise RuntimeError("no free slug")  # 10,000 products with one title
+
+    async def product_by_id(self, product_id: str) -> Product | None:
+        return await self._one(Product, f"SELECT {column_list(Product)} FROM products "
+                               "WHERE id = ?", [product_id])
+
+    async def save_product(self, product: Product) -> None:
+        await self.db.run(_update("products", Product, "id = ?"),
+                          [*_without_id(product), product.id])
+
+    async def products_of_studio(self, studio_id: str, limit: int | None,
+                                 cursor: str | None) -> Page[Product]:
+        return await self._page(Product, f"SELECT {column_list(Product)} FROM products "
+                                "WHERE studio_id = ?", [studio_id], limit, cursor)
+
+    async def listed_products(self) -> Sequence[tuple[Product, str]]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(Product, 'p.')}, s.name FROM products p "
+            "JOIN studios s ON s.id = p.studio_id WHERE p.discoverable = ? ORDER BY p.id",
+            [True])
+        n = len(columns(Product))
+        return [(from_row(Product, r[:n]), r[n]) for r in rows]
+
+    # licenses -----------------------------------------------------------------------------
+
+    async def add_license(self, license: License) -> bool:
+        sql = _insert("licenses", License, "(product_id, platform_id)")
+        return bool(await self.db.rows(sql, to_row(license)))
+
+    async def license_for(self, product_id: str, platform_id: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE product_id = ? AND platform_id = ?",
+                               [product_id, platform_id])
+
+    async def license_by_id(self, license_id: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE id = ?", [license_id])
+
+    async def license_by_key_digest(self, digest: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE key_digest = ?", [digest])
+
+    async def replace_license(self, license: License, expected: LicenseState) -> bool:
+        sql = _update("licenses", License, "id = ? AND state = ?")
+        return await self.db.run(sql, [*_without_id(license), license.id, expected.value]) == 1
+
+    async def licenses_of_product(self, product_id: str, limit: int | None,
+                                  cursor: str | None) -> Page[License]:
+        return await self._page(License, f"SELECT {column_list(License)} FROM licenses "
+                                "WHERE product_id = ?", [product_id], limit, cursor)
+
+    async def library_of(self, platform_id: str, limit: int | None,
+                         cursor: str | None) -> Page[LibraryEntry]:
+        sql = (f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
+               "FROM licenses l JOIN products p ON p.id = l.product_id "
+               "JOIN studios s ON s.id = p.studio_id "
+               "WHERE l.platform_id = ? AND l.state = 'active'")
+        params: list[Any] = [platform_id]
+        if cursor is not None:
+            sql += " AND l.id > ?"
+            params.append(cursor)
+        sql += " ORDER BY l.id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        rows = await self.db.rows(sql, params)
+        nl, np_ = len(columns(License)), len(columns(Product))
+        entries = tuple(
+            LibraryEntry(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
+                         r[nl + np_])
+            for r in rows)
+        if limit is not None and len(entries) > limit:
+            entries = entries[:limit]
+            return Page(entries, entries[-1].license.id)
+        return Page(entries, None)
+
+    # alerts, blacklist, nonces, places, rate limits ---------------------------------------
+
+    async def raise_alert(self, alert: Alert, window: int) -> Alert:
+        same = await self._one(
+            Alert,
+            f"SELECT {column_list(Alert)} FROM alerts WHERE kind = ? AND studio_id = ? "
+            "AND product_id = ? AND license_id IS NOT DISTINCT FROM ? "
+            "AND game_id IS NOT DISTINCT FROM ? AND script_name IS NOT DISTINCT FROM ? "
+            "AND platform_id IS NOT DISTINCT FROM ? AND last_seen_at >= ? "
+            "ORDER BY last_seen_at DESC LIMIT 1",
+            [alert.kind, alert.studio_id, alert.product_id, alert.license_id, alert.game_id,
+             alert.script_name, alert.platform_id, alert.last_seen_at - window])
+        if same is None:
+            await self.db.run(_insert("alerts", Alert), to_row(alert))
+            return alert
+        await self.db.run("UPDATE alerts SET count = count + ?, last_seen_at = ? WHERE id = ?",
+                          [alert.count, alert.last_seen_at, same.id])
+        bumped = await self._one(Alert, f"SELECT {column_list(Alert)} FROM alerts "
+                                 "WHERE id = ?", [same.id])
+        assert bumped is not None
+        return bumped
+
+    async def alerts_of_studio(self, studio_id: str, product_id: str | None,
+                               limit: int | None, cursor: str | None) -> Page[Alert]:
+        sql = f"SELECT {column_list(Alert)} FROM alerts WHERE studio_id = ?"
+        params: list[Any] = [studio_id]
+        if product_id is not None:
+            sql += " AND product_id = ?"
+            params.append(product_id)
+        return await self._page(Alert, sql, params, limit, cursor)
+
+    async def set_blacklisted(self, studio_id: str, platform_id: str, on: bool,
+                              now: int) -> None:
+        if on:
+            await self.db.run("INSERT INTO blacklist (studio_id, platform_id, created_at) "
+                              "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                              [studio_id, platform_id, now])
+        else:
+            await self.db.run("DELETE FROM blacklist WHERE studio_id = ? AND platform_id = ?",
+                              [studio_id, platform_id])
+
+    async def is_blacklisted(self, studio_id: str, platform_id: str) -> bool:
+        return bool(await self.db.rows("SELECT 1 FROM blacklist WHERE studio_id = ? "
+                                       "AND platform_id = ?", [studio_id, platform_id]))
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        # An expired row may be reused; otherwise a second use of the nonce is refused.
+        rows = await self.db.rows(
+            "INSERT INTO nonces (license_id, nonce, expires_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (license_id, nonce) DO UPDATE SET expires_at = excluded.expires_at "
+            "WHERE nonces.expires_at <= ? RETURNING nonce",
+            [license_id, nonce, expires_at, now])
+        return bool(rows)
+
+    async def record_place(self, license_id: str, game_id: str, now: int) -> int:
+        await self.db.run("INSERT INTO license_places (license_id, game_id, first_seen_at) "
+                          "VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [license_id, game_id, now])
+        rows = await self.db.rows("SELECT COUNT(*) FROM license_places WHERE license_id = ?",
+                                  [license_id])
+        return int(rows[0][0])
+
+    async def count_hit(self, bucket: str, window_start: int) -> int:
+        rows = await self.db.rows(
+            "INSERT INTO rate_counters (bucket, window_start, count) VALUES (?, ?, 1) "
+            "ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1 "
+            "RETURNING count", [bucket, window_start])
+        return int(rows[0][0])

@@ -1,0 +1,125 @@
+"""The error vocabulary of the specification (section 7), one class a code.
+
+Every error carries the HTTP status the specification gives it, so the HTTP edge turns any of
+them into `{ error, error_description }` without a lookup table of its own. Descriptions are
+written for people and never contain a secret.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class LicoreError(Exception):
+    code: ClassVar[str] = "server_error"
+    status: ClassVar[int] = 500
+
+    def __init__(self, description: str = "") -> None:
+        super().__init__(description or self.code)
+        self.description = description or self.code.replace("_", " ")
+
+
+class InvalidRequest(LicoreError):
+    code = "invalid_request"
+    status = 400
+
+    def __init__(self, description: str, field: str | None = None) -> None:
+        super().__init__(description)
+        self.field = field
+
+
+class InvalidToken(LicoreError):
+    code = "invalid_token"
+    status = 401
+
+
+class InsufficientScope(LicoreError):
+    code = "insufficient_scope"
+    status = 403
+
+    def __init__(self, description: str, scope: str | None = None) -> None:
+        super().__init__(description)
+        self.scope = scope
+
+
+class NotFound(LicoreError):
+    code = "not_found"
+    status = 404
+
+
+class AlreadyOwned(LicoreError):
+    code = "already_owned"
+    status = 409
+
+
+class AlreadyExists(LicoreError):
+    code = "already_exists"
+    status = 409
+
+
+class PayloadTooLarge(LicoreError):
+    code = "payload_too_large"
+    status = 413
+
+
+class RateLimited(LicoreError):
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many requests; retry after {retry_after} seconds")
+        self.retry_after = retry_after
+
+
+class ServerError(LicoreError):
+    code = "server_error"
+    status = 500
+
+
+# The device flow (RFC 8628 shaped): status 400 unless marked.
+
+
+class InvalidClient(LicoreError):
+    code = "invalid_client"
+    status = 400
+
+
+class InvalidScope(LicoreError):
+    code = "invalid_scope"
+    status = 400
+
+
+class UnsupportedGrantType(LicoreError):
+    code = "unsupported_grant_type"
+    status = 400
+
+
+class AuthorizationPending(LicoreError):
+    code = "authorization_pending"
+    status = 400
+
+
+class SlowDown(LicoreError):
+    code = "slow_down"
+    status = 400
+
+    def __init__(self, interval: int) -> None:
+        super().__init__(f"polling too fast; wait {interval} seconds between polls")
+        self.interval = interval
+
+
+class AccessDenied(LicoreError):
+    code = "access_denied"
+    status = 400
+
+
+class ExpiredToken(LicoreError):
+    code = "expired_token"
+    status = 400
+
+
+class ApprovalRefused(LicoreError):
+    """Approval where no requested scope survives the approver's permissions (spec 3, 5)."""
+
+    code = "access_denied"
+    status = 403

@@ -1,0 +1,139 @@
+"""The records licore keeps, as frozen attrs values. Times are unix seconds."""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+import attrs
+
+from licore.device_flow import DeviceState
+from licore.licenses import LicenseState, Source
+from licore.scopes import KeyKind, Permission
+
+
+@attrs.frozen
+class Account:
+    id: str
+    platform_id: str
+    username: str
+    password_digest: str | None
+    created_at: int
+
+
+@attrs.frozen
+class Studio:
+    id: str
+    name: str
+    owner_account_id: str
+    place_limit: int
+    created_at: int
+
+
+@attrs.frozen
+class Membership:
+    studio_id: str
+    account_id: str
+    permissions: frozenset[Permission]
+
+
+@attrs.frozen
+class Client:
+    id: str
+    name: str
+    description: str
+    scopes: tuple[str, ...]
+    disabled: bool
+    created_at: int
+
+
+@attrs.frozen
+class DeviceAuthorization:
+    id: str
+    device_code_digest: str
+    user_code: str  # normalized: 8 characters, no hyphen
+    client_id: str
+    requested_scopes: tuple[str, ...]
+    state: DeviceState
+    created_at: int
+    expires_at: int
+    interval: int
+    last_poll_at: int | None = None
+    granted_scopes: tuple[str, ...] = ()
+    studio_id: str | None = None
+    account_id: str | None = None
+
+
+@attrs.frozen
+class ApiKey:
+    id: str
+    digest: str
+    kind: KeyKind
+    scopes: tuple[str, ...]
+    client_id: str
+    account_id: str  # the person who approved it
+    studio_id: str | None  # set for studio keys
+    created_at: int
+    last_used_at: int
+    revoked_at: int | None = None
+
+
+@attrs.frozen
+class Product:
+    id: str
+    studio_id: str
+    slug: str
+    title: str
+    tagline: str
+    description: str
+    price_credit: int
+    discoverable: bool
+    licensing_enabled: bool
+    created_at: int
+    updated_at: int
+    current_version_id: str | None = None
+    current_version: str | None = None  # label of the live build
+    placeholder: str = "LICORE_LICENSE_KEY"
+    verify_scripts: bool = False
+    unlock_data: str = "null"  # JSON text, the seller's sealed `data`
+    protection: str = "{}"  # JSON text, the seller's rules
+
+
+@attrs.frozen
+class License:
+    id: str
+    product_id: str
+    platform_id: str
+    source: Source
+    state: LicenseState
+    verified_at: int
+    created_at: int
+    key_ciphertext: bytes | None = None  # AES-256-GCM under the key-encryption key
+    key_digest: str | None = None  # keyed digest, to find a license by its key
+    key_generation: int = 0  # bumped on every new key, so cached copies of old keys die
+
+
+@attrs.frozen
+class Alert:
+    id: str
+    studio_id: str
+    kind: str
+    product_id: str
+    license_id: str | None
+    platform_id: str | None
+    key_owner_platform_id: str | None
+    game_id: str | None
+    script_name: str | None
+    count: int
+    first_seen_at: int
+    last_seen_at: int
+
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Page(Generic[T]):
+    """One page of a list: the items and the cursor of the next page (None at the end)."""
+
+    items: tuple[T, ...]
+    next_cursor: str | None

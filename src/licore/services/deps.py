@@ -1,0 +1,44 @@
+"""What every use case needs, handed in by the composition root."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import attrs
+
+from licore import tokens
+from licore.ports import Clock, KeyVault, PasswordHasher, Randomness, Storage
+
+
+@attrs.frozen
+class Settings:
+    public_url: str = "http://127.0.0.1:8000"
+    device_lifetime: int = 600
+    device_interval: int = 5
+    partner_rate_limit: int = 120  # a key, a minute
+    device_code_rate_limit: int = 20  # an IP, a minute
+    code_entry_rate_limit: int = 20  # wrong user-code entries, an IP, a minute
+    runtime_key_rate_limit: int = 600
+    runtime_ip_rate_limit: int = 1200
+    alert_window: int = 3600
+    max_upload_bytes: int = 50 * 1024 * 1024
+
+
+@attrs.frozen
+class Deps:
+    storage: Storage
+    clock: Clock
+    random: Randomness
+    vault: KeyVault
+    passwords: PasswordHasher
+    settings: Settings = Settings()
+
+    def new_id(self, prefix: str) -> str:
+        now_ms = self.clock.now() * 1000
+        return tokens.make_id(prefix, now_ms, self.random.token_bytes(16))
+
+
+def iso(ts: int | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,294 @@
+"""The device authorization flow (spec 4.1), the approval step, and key revocation."""
+
+from __future__ import annotations
+
+import attrs
+
+from licore import api_keys, tokens
+from licore import device_flow as df
+from licore import scopes as sc
+from licore.device_flow import DeviceEvent, DeviceState
+from licore.errors import (
+    ExpiredToken,
+    InvalidClient,
+    InvalidRequest,
+    InvalidToken,
+    LicoreError,
+    NotFound,
+    SlowDown,
+)
+from licore.model import ApiKey, Client, DeviceAuthorization
+from licore.ports import Transaction
+from licore.services import limits
+from licore.services.deps import Deps
+
+
+@attrs.frozen
+class DeviceCodeResponse:
+    device_code: str
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str
+    expires_in: int
+    interval: int
+
+
+@attrs.frozen
+class TokenResponse:
+    access_token: str
+    token_type: str
+    scope: str
+    studio_id: str | None
+
+
+async def _active_client(tx: Transaction, client_id: str) -> Client:
+    client = await tx.client_by_id(client_id)
+    if client is None or client.disabled:
+        raise InvalidClient("unknown or disabled client_id")
+    return client
+
+
+async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
+    """POST /device/code."""
+    requested = sc.parse_scope_string(scope_text)
+    async with deps.storage.transaction() as tx:
+        client = await _active_client(tx, client_id)
+    wanted = sc.requestable(requested, client.scopes)
+    await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
+    now = deps.clock.now()
+    device_code = tokens.make_device_code(deps.random.token_bytes(48))
+    for _ in range(10):  # a user-code collision among live codes is rare; draw again
+        user_code = tokens.make_user_code(deps.random.token_bytes(16), df.USER_CODE_ALPHABET,
+                                          df.USER_CODE_LENGTH)
+        device = DeviceAuthorization(
+            id=deps.new_id("dev"), device_code_digest=tokens.device_code_digest(device_code),
+            user_code=user_code, client_id=client.id, requested_scopes=wanted,
+            state=DeviceState.PENDING, created_at=now,
+            expires_at=now + deps.settings.device_lifetime,
+            interval=deps.settings.device_interval)
+        async with deps.storage.transaction() as tx:
+            if await tx.add_device(device):
+                break
+    else:
+        raise LicoreError("could not allocate a user code")
+    shown = df.format_user_code(user_code)
+    uri = deps.settings.public_url.rstrip("/") + "/device"
+    return DeviceCodeResponse(device_code, shown, uri, f"{uri}?code={shown}",
+                              deps.settings.device_lifetime, deps.settings.device_interval)
+
+
+async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResponse:
+    """POST /device/token. Errors are raised only after the poll itself is recorded."""
+    if not device_code:
+        raise InvalidRequest("device_code is required", "device_code")
+    now = deps.clock.now()
+    refusal: LicoreError | None = None
+    issued: TokenResponse | None = None
+    async with deps.storage.transaction() as tx:
+        device = await tx.device_by_code_digest(tokens.device_code_digest(device_code))
+        if device is None:
+            raise ExpiredToken("unknown device_code; start over")
+        if client_id is not None and client_id != device.client_id:
+            raise InvalidClient("this device_code was issued to another client")
+        timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                           device.last_poll_at)
+        state = df.effective_state(device.state, timing, now)
+        event = df.poll_event(timing, now)
+        updated = attrs.evolve(device, state=state, last_poll_at=now)
+        try:
+            outcome = df.transition(state, event)
+        except LicoreError as error:
+            refusal = error
+        else:
+            updated = attrs.evolve(updated, state=outcome.next)
+            if outcome.effect == df.GROW_INTERVAL:
+                updated = attrs.evolve(updated, interval=df.grown_interval(device.interval))
+                refusal = SlowDown(updated.interval)
+            elif outcome.effect == df.ISSUE_KEY:
+                issued = await _issue_key(deps, tx, device)
+        if not await tx.replace_device(updated, expected=device.state):
+            # Someone else polled this code in the same instant and claimed it first.
+            raise ExpiredToken("the code was already used; start over")
+    if refusal is not None:
+        raise refusal
+    assert issued is not None
+    return issued
+
+
+async def _issue_key(deps: Deps, tx: Transaction, device: DeviceAuthorization) -> TokenResponse:
+    kind = sc.kind_of(device.granted_scopes)
+    plain = tokens.make_api_key(kind, deps.random.token_bytes(40))
+    now = deps.clock.now()
+    assert device.account_id is not None
+    await tx.add_api_key(ApiKey(
+        id=deps.new_id("key"), digest=tokens.api_key_digest(plain), kind=kind,
+        scopes=device.granted_scopes, client_id=device.client_id,
+        account_id=device.account_id, studio_id=device.studio_id,
+        created_at=now, last_used_at=now))
+    return TokenResponse(plain, "Bearer", sc.format_scopes(device.granted_scopes),
+                         device.studio_id)
+
+
+# The approval step (spec 4.1 "user-facing approval step"); the web page is one front for it.
+
+
+@attrs.frozen
+class ApprovalView:
+    """What the consent screen shows; never the device code or a key."""
+
+    user_code: str
+    client_name: str
+    client_description: str
+    kind: sc.KeyKind
+    requested: tuple[str, ...]
+    state: DeviceState
+
+
+@attrs.frozen
+class EntryAttempts:
+    """Wrong user-code entries of one approval session (contract 6)."""
+
+    wrong: int = 0
+    linked_user_code: str | None = None  # set when opened from verification_uri_complete
+
+    @property
+    def burned(self) -> bool:
+        return self.wrong >= df.WRONG_ENTRY_LIMIT
+
+
+class SessionBurned(LicoreError):
+    code = "access_denied"
+    status = 403
+
+    def __init__(self) -> None:
+        super().__init__("too many wrong codes; sign in again to enter another code")
+
+
+async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
+                  ip: str) -> tuple[ApprovalView | None, EntryAttempts]:
+    """Find the pending authorization a person typed the code of.
+
+    A wrong entry counts against the session (5 burn it, and burn the authorization the
+    session was opened for) and against the IP. Returns the view, or None and the new count.
+    """
+    if attempts.burned:
+        raise SessionBurned()
+    code = df.normalize_user_code(entered)
+    now = deps.clock.now()
+    async with deps.storage.transaction() as tx:
+        device = await tx.device_by_user_code(code) if df.is_well_formed_user_code(code) else None
+        if device is not None:
+            timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                               device.last_poll_at)
+            if df.effective_state(device.state, timing, now) is DeviceState.PENDING:
+                client = await tx.client_by_id(device.client_id)
+                assert client is not None
+                view = ApprovalView(df.format_user_code(code), client.name, client.description,
+                                    sc.kind_of(device.requested_scopes),
+                                    device.requested_scopes, DeviceState.PENDING)
+                return view, attempts
+        after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
+        if after.burned and attempts.linked_user_code is not None:
+            await _burn(tx, attempts.linked_user_code, now)
+    await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
+    return None, after
+
+
+async def _burn(tx: Transaction, user_code: str, now: int) -> None:
+    device = await tx.device_by_user_code(df.normalize_user_code(user_code))
+    if device is None:
+        return
+    timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
+    state = df.effective_state(device.state, timing, now)
+    if state is DeviceState.PENDING:
+        burned = attrs.evolve(device, state=df.transition(state, DeviceEvent.BURN).next)
+        await tx.replace_device(burned, expected=device.state)
+
+
+async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
+                        studio_id: str | None) -> sc.Grantable:
+    """What this person may grant: for studio scopes, their permissions in that studio."""
+    if kind is sc.KeyKind.LIBRARY:
+        return sc.Grantable(frozenset())
+    if studio_id is None:
+        return sc.Grantable(frozenset())
+    async with deps.storage.transaction() as tx:
+        membership = await tx.membership(studio_id, account_id)
+    return sc.Grantable(membership.permissions if membership else frozenset())
+
+
+async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
+                 studio_id: str | None = None) -> tuple[str, ...]:
+    """Approve (with the chosen studio for studio scopes) or deny. Returns the granted scopes.
+
+    Approval where nothing survives the approver's permissions is refused with HTTP 403 and
+    leaves the authorization pending (spec 3).
+    """
+    code = df.normalize_user_code(user_code)
+    now = deps.clock.now()
+    async with deps.storage.transaction() as tx:
+        device = await tx.device_by_user_code(code)
+        account = await tx.account_by_id(account_id)
+        if device is None or account is None:
+            raise NotFound("no authorization with that code")
+        timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                           device.last_poll_at)
+        state = df.effective_state(device.state, timing, now)
+        kind = sc.kind_of(device.requested_scopes)
+        if not approve:
+            denied = attrs.evolve(device, state=df.transition(state, DeviceEvent.DENY).next,
+                                  account_id=account_id)
+            await tx.replace_device(denied, expected=device.state)
+            return ()
+        if kind is sc.KeyKind.STUDIO:
+            membership = await tx.membership(studio_id, account_id) if studio_id else None
+            permissions = membership.permissions if membership else frozenset()
+        else:
+            studio_id, permissions = None, frozenset()
+        granted = sc.Grantable(permissions).filter(device.requested_scopes)
+        event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
+        outcome = df.transition(state, event)
+        approved = attrs.evolve(device, state=outcome.next, granted_scopes=granted,
+                                studio_id=studio_id, account_id=account_id)
+        if not await tx.replace_device(approved, expected=device.state):
+            raise ExpiredToken("this code is no longer waiting for approval")
+    return granted
+
+
+async def revoke_key(deps: Deps, key: ApiKey) -> None:
+    """POST /revoke by the holder (the key was authenticated by the caller)."""
+    api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
+    async with deps.storage.transaction() as tx:
+        await tx.revoke_api_key(key.id, deps.clock.now())
+
+
+async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
+                               account_id: str | None = None) -> None:
+    """Revocation from a connected-apps list; only keys acting for that studio or person."""
+    async with deps.storage.transaction() as tx:
+        key = await tx.api_key_by_id(key_id)
+        if key is None or (studio_id is not None and key.studio_id != studio_id) or (
+                studio_id is None and (key.account_id != account_id or key.studio_id)):
+            raise NotFound("no such connected app")
+        api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at,
+                                              deps.clock.now()), api_keys.KeyEvent.USER_REVOKES)
+        await tx.revoke_api_key(key.id, deps.clock.now())
+
+
+async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:
+    """The key behind `Authorization: Bearer`, or `invalid_token` (spec 5)."""
+    if not bearer or not tokens.api_key_shape_ok(bearer):
+        raise InvalidToken("the key is unknown, revoked or expired")
+    now = deps.clock.now()
+    async with deps.storage.transaction() as tx:
+        key = await tx.api_key_by_digest(tokens.api_key_digest(bearer))
+        if key is None:
+            raise InvalidToken("the key is unknown, revoked or expired")
+        state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
+        if state is api_keys.KeyState.REVOKED and key.revoked_at is None:
+            await tx.revoke_api_key(key.id, now)  # idle for 60 days: revoked for good
+    api_keys.transition(state, api_keys.KeyEvent.USE)
+    if api_keys.needs_touch(key.last_used_at, now):
+        async with deps.storage.transaction() as tx:
+            await tx.touch_api_key(key.id, now)
+    return key

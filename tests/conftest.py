@@ -1,0 +1,67 @@
+"""Storage fixtures: every storage test runs on SQLite and on PostgreSQL.
+
+With CI=true a PostgreSQL test never skips: if the server is unreachable the test fails.
+Elsewhere it skips with a reason that says so. Each PostgreSQL test gets a schema of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import pytest_asyncio
+
+from adapters_storage import PostgresStorage, SqliteStorage
+
+PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def _postgres_or_skip() -> None:
+    try:
+        psycopg.connect(PG_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        reason = f"PostgreSQL is not reachable at {PG_URL}: {exc}".splitlines()[0]
+        if IN_CI:
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    _postgres_or_skip()
+    schema = "t_" + secrets.token_hex(6)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in PG_URL else "?"
+    try:
+        yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'licore.db'}"
+    url: str = request.getfixturevalue("pg_schema_url")
+    return url
+
+
+@pytest_asyncio.fixture
+async def storage(database_url: str) -> AsyncIterator[SqliteStorage | PostgresStorage]:
+    from adapters_storage import open_storage
+
+    store = open_storage(database_url)
+    await store.migrate()
+    try:
+        yield store
+    finally:
+        await store.close()

@@ -1,0 +1,226 @@
+"""The storage port's contract, run against every adapter (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from typing import Any
+
+import psycopg
+import pytest
+
+from adapters_storage import open_storage
+from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
+from licore.licenses import LicenseState
+from licore.model import Alert
+from licore.ports import Storage
+from licore.services import device, partner
+from tests.support.fakes import FakeClock, make_deps
+from tests.support.scenario import ALL_STUDIO, build_world, key_record
+
+
+async def test_migrations_run_twice_and_concurrently(database_url: str) -> None:
+    stores = [open_storage(database_url) for _ in range(3)]
+    try:
+        await asyncio.gather(*(s.migrate() for s in stores))
+        await stores[0].migrate()
+        async with stores[1].transaction() as tx:
+            assert await tx.account_by_username("nobody") is None
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_unit_of_work_rolls_back_everything_on_error(storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    created = await partner.save_product(deps, key, {"title": "Sword"})
+    with pytest.raises(RuntimeError):
+        async with storage.transaction() as tx:
+            product = await tx.product_by_id(created["id"])
+            assert product is not None
+            import attrs
+
+            await tx.save_product(attrs.evolve(product, title="Changed"))
+            raise RuntimeError("boom")
+    async with storage.transaction() as tx:
+        product = await tx.product_by_id(created["id"])
+    assert product is not None and product.title == "Sword"
+
+
+async def test_concurrent_grants_give_one_license_and_one_already_owned(storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Gun"})
+    body = {"product_id": product["id"], "user": world.buyer.platform_id}
+    results = await asyncio.gather(*(partner.grant(deps, key, dict(body)) for _ in range(2)),
+                                   return_exceptions=True)
+    oks = [r for r in results if isinstance(r, dict)]
+    owned = [r for r in results if isinstance(r, AlreadyOwned)]
+    assert len(oks) == 1 and len(owned) == 1, results
+    listed = await partner.list_licenses(deps, key, {"product_id": product["id"]})
+    assert len(listed["licenses"]) == 1
+
+
+async def test_concurrent_creations_with_one_title_get_distinct_slugs(storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    results = await asyncio.gather(
+        *(partner.save_product(deps, key, {"title": "Café Racer!"}) for _ in range(4)))
+    slugs = sorted(r["slug"] for r in results)
+    assert slugs == ["cafe-racer", "cafe-racer-2", "cafe-racer-3", "cafe-racer-4"]
+
+
+async def test_concurrent_claims_of_one_approved_code_return_the_key_once(
+        storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    start = await device.start(deps, world.client.id, ALL_STUDIO, "10.0.0.1")
+    await device.decide(deps, world.owner.id, start.user_code, True, world.studio.id)
+    results = await asyncio.gather(
+        *(device.poll(deps, start.device_code, None) for _ in range(3)),
+        return_exceptions=True)
+    tokens = [r for r in results if isinstance(r, device.TokenResponse)]
+    refused = [r for r in results if isinstance(r, ExpiredToken)]
+    assert len(tokens) == 1 and len(refused) == 2, results
+
+
+async def test_alerts_repeat_within_an_hour_bump_the_count(storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Boat"})
+    base = Alert(id="alr_1", studio_id=world.studio.id, kind="leaked_key",
+                 product_id=product["id"], license_id="lic_x", platform_id="9",
+                 key_owner_platform_id="8", game_id="55", script_name=None, count=1,
+                 first_seen_at=1000, last_seen_at=1000)
+    async with storage.transaction() as tx:
+        first = await tx.raise_alert(base, 3600)
+        again = await tx.raise_alert(
+            attrs_evolve(base, id="alr_2", first_seen_at=2000, last_seen_at=2000), 3600)
+        other_place = await tx.raise_alert(
+            attrs_evolve(base, id="alr_3", game_id="56", last_seen_at=2100), 3600)
+        later = await tx.raise_alert(
+            attrs_evolve(base, id="alr_4", first_seen_at=9000, last_seen_at=9000), 3600)
+    assert first.id == again.id == "alr_1" and again.count == 2
+    assert other_place.id == "alr_3" and later.id == "alr_4"
+
+
+def attrs_evolve(obj: Any, **changes: Any) -> Any:
+    import attrs
+
+    return attrs.evolve(obj, **changes)
+
+
+async def test_nonce_is_used_once_until_it_expires(storage: Storage) -> None:
+    async with storage.transaction() as tx:
+        assert await tx.use_nonce("lic_1", "abc", expires_at=400, now=100)
+        assert not await tx.use_nonce("lic_1", "abc", expires_at=500, now=200)
+        assert await tx.use_nonce("lic_2", "abc", expires_at=500, now=200)
+        assert await tx.use_nonce("lic_1", "abc", expires_at=900, now=400)
+
+
+async def test_rate_counters_count_per_bucket_and_window(storage: Storage) -> None:
+    async with storage.transaction() as tx:
+        counts = [await tx.count_hit("k1", 60) for _ in range(3)]
+        other = await tx.count_hit("k2", 60)
+        next_window = await tx.count_hit("k1", 120)
+    assert counts == [1, 2, 3] and other == 1 and next_window == 1
+
+
+async def test_places_are_counted_distinctly(storage: Storage) -> None:
+    async with storage.transaction() as tx:
+        assert await tx.record_place("lic_1", "1", 10) == 1
+        assert await tx.record_place("lic_1", "1", 11) == 1
+        assert await tx.record_place("lic_1", "2", 12) == 2
+
+
+async def test_pagination_walks_every_item_once(storage: Storage) -> None:
+    deps = make_deps(storage, FakeClock())
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    made = []
+    for i in range(7):
+        made.append((await partner.save_product(deps, key, {"title": f"P{i}"}))["id"])
+        deps.clock.advance(1)  # type: ignore[attr-defined]
+    seen: list[str] = []
+    query: dict[str, str] = {"limit": "3"}
+    while True:
+        page = await partner.list_products(deps, key, query)
+        seen += [p["id"] for p in page["products"]]
+        if page["next_cursor"] is None:
+            break
+        query = {"limit": "3", "cursor": page["next_cursor"]}
+    assert seen == made
+
+
+async def test_no_api_key_or_license_key_is_stored_in_the_clear(
+        database_url: str, storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Secret"})
+    await partner.grant(deps, key, {"product_id": product["id"],
+                                    "user": world.buyer.platform_id})
+    async with storage.transaction() as tx:
+        lic = await tx.license_for(product["id"], world.buyer.platform_id)
+    assert lic is not None and lic.key_ciphertext is not None
+    license_key = deps.vault.decrypt(lic.key_ciphertext, lic.id)
+    assert license_key.startswith("lk_")
+    secrets = [world.studio_key, world.library_key, license_key]
+    dump = await _raw_dump(database_url)
+    for secret in secrets:
+        assert secret.encode() not in dump
+        assert secret[4:20].encode() not in dump  # not even a recognisable part
+
+
+async def _raw_dump(database_url: str) -> bytes:
+    if database_url.startswith("sqlite"):
+        path = database_url.removeprefix("sqlite:///")
+        await asyncio.sleep(0)
+        con = sqlite3.connect(path)
+        con.execute("PRAGMA wal_checkpoint(FULL)")
+        con.close()
+        data = b""
+        for suffix in ("", "-wal"):
+            try:
+                with open(path + suffix, "rb") as fh:
+                    data += fh.read()
+            except FileNotFoundError:
+                pass
+        return data
+    out = []
+    with psycopg.connect(database_url) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        for table in tables:
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                out.append(repr(row))
+    return "\n".join(out).encode()
+
+
+async def test_revoke_clears_the_key_and_regrant_mints_a_new_one(storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Hat"})
+    target = {"product_id": product["id"], "user": world.buyer.username}
+    await partner.grant(deps, key, dict(target))
+    async with storage.transaction() as tx:
+        first = await tx.license_for(product["id"], world.buyer.platform_id)
+    await partner.revoke(deps, key, target)
+    async with storage.transaction() as tx:
+        revoked = await tx.license_for(product["id"], world.buyer.platform_id)
+    assert revoked is not None and revoked.state is LicenseState.INACTIVE
+    assert revoked.key_ciphertext is None and revoked.key_digest is None
+    await partner.grant(deps, key, dict(target))
+    async with storage.transaction() as tx:
+        again = await tx.license_for(product["id"], world.buyer.platform_id)
+    assert first is not None and again is not None
+    assert again.state is LicenseState.ACTIVE and again.id == first.id
+    assert again.key_digest not in (None, first.key_digest)
+    with pytest.raises(LicoreError):
+        await partner.grant(deps, key, dict(target))

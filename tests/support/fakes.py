@@ -1,0 +1,39 @@
+"""Deterministic time and randomness for tests; real adapters for everything else."""
+
+from __future__ import annotations
+
+import attrs
+
+from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemRandom
+from licore.ports import Storage
+from licore.services.deps import Deps, Settings
+
+
+@attrs.define
+class FakeClock:
+    t: int = 1_800_000_000
+
+    def now(self) -> int:
+        return self.t
+
+    def advance(self, seconds: int) -> None:
+        self.t += seconds
+
+
+class FastPasswords(Argon2Passwords):
+    """Argon2id with tiny costs, so tests that make many accounts stay quick."""
+
+    def __init__(self) -> None:
+        from argon2 import PasswordHasher
+
+        self._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+
+TEST_KEK = bytes(range(32))
+
+
+def make_deps(storage: Storage, clock: FakeClock | None = None,
+              settings: Settings | None = None) -> Deps:
+    return Deps(storage=storage, clock=clock or FakeClock(), random=SystemRandom(),
+                vault=AesGcmKeyVault(TEST_KEK), passwords=FastPasswords(),
+                settings=settings or Settings())

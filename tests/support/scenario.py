@@ -1,0 +1,46 @@
+"""A small world for tests: an owner with a studio, a buyer, a client, and keys for both."""
+
+from __future__ import annotations
+
+import attrs
+
+from licore.model import Account, ApiKey, Client, Studio
+from licore.services import device, operator
+from licore.services.deps import Deps
+
+
+@attrs.frozen
+class World:
+    owner: Account
+    buyer: Account
+    studio: Studio
+    client: Client
+    studio_key: str
+    library_key: str
+
+
+ALL_STUDIO = "packages:read packages:write products:read products:write licenses:read licenses:write"
+ALL_LIBRARY = "library:read library:download"
+
+
+async def obtain_key(deps: Deps, client: Client, scope: str, approver: Account,
+                     studio_id: str | None) -> str:
+    start = await device.start(deps, client.id, scope, "127.0.0.1")
+    await device.decide(deps, approver.id, start.user_code, True, studio_id)
+    token = await device.poll(deps, start.device_code, client.id)
+    return token.access_token
+
+
+async def build_world(deps: Deps, tag: str = "") -> World:
+    owner = await operator.add_account(deps, f"owner{tag}", f"100{len(tag)}1", None)
+    buyer = await operator.add_account(deps, f"buyer{tag}", f"200{len(tag)}2", None)
+    studio = await operator.add_studio(deps, f"Studio {tag}".strip(), owner.username)
+    client = await operator.add_client(deps, "Installer", "Installs things",
+                                       f"{ALL_STUDIO} {ALL_LIBRARY}")
+    studio_key = await obtain_key(deps, client, ALL_STUDIO, owner, studio.id)
+    library_key = await obtain_key(deps, client, ALL_LIBRARY, buyer, None)
+    return World(owner, buyer, studio, client, studio_key, library_key)
+
+
+async def key_record(deps: Deps, plain: str) -> ApiKey:
+    return await device.authenticate(deps, plain)
