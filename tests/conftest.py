@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -32,8 +33,8 @@ def _postgres_or_skip() -> None:
         pytest.skip(reason)
 
 
-@pytest.fixture
-def pg_schema_url() -> Iterator[str]:
+@contextmanager
+def fresh_pg_schema() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
     _postgres_or_skip()
     schema = "t_" + secrets.token_hex(6)
@@ -45,6 +46,24 @@ def pg_schema_url() -> Iterator[str]:
     finally:
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def pg_schema_url() -> Iterator[str]:
+    with fresh_pg_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module",
+                params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def module_database_url(request: pytest.FixtureRequest,
+                        tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One database for a whole module of end-to-end tests, on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db') / 'licore.db'}"
+        return
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -22,7 +22,8 @@ def refuse_unknown(body: Mapping[str, object], allowed: Iterable[str]) -> None:
     known = set(allowed)
     for name in body:
         if name not in known:
-            raise InvalidRequest(f"unknown field: {name}", name)
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise InvalidRequest(f"unknown field: {shown}", shown)
 
 
 def text(body: Mapping[str, object], name: str, *, max_len: int, required: bool = False,

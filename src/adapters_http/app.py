@@ -1,0 +1,141 @@
+"""The bundled server's ASGI application: one process serving every interface family, or a
+chosen subset (`--only runtime`), with the access log and the error shape in one place."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adapters_http import device, partner
+from adapters_http.openapi import openapi_document
+from adapters_http.responses import JSONResponse, error_response
+from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
+from licore.services.deps import Deps
+
+access_log = logging.getLogger("licore.access")
+error_log = logging.getLogger("licore.error")
+
+FAMILIES = ("partner", "auth", "runtime", "web")
+
+
+class AccessLog:
+    """One structured line a request: method, path (no query), status, duration, key id."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def record(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, record)
+        finally:
+            state = scope.get("state", {})
+            access_log.info(json.dumps({
+                "method": scope["method"], "path": scope["path"], "status": status,
+                "duration_ms": round((time.perf_counter() - start) * 1000, 2),
+                "key_id": state.get("key_id"),
+            }))
+
+
+async def _licore_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, LicoreError)
+    sent = getattr(request.state, "credentials_sent", True)
+    return error_response(exc, credentials_sent=sent)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(NotFound("no such endpoint"))
+    if exc.status_code == 405:
+        return JSONResponse({"error": "invalid_request",
+                             "error_description": "method not allowed here"}, status_code=405)
+    return error_response(InvalidRequest(str(exc.detail)))
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # The log gets the exception type and path only: a message could quote a secret.
+    error_log.error("unhandled %s on %s %s", type(exc).__name__, request.method,
+                    request.url.path)
+    return error_response(ServerError("the server failed; retry the request"))
+
+
+def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
+               extra_routes: list[Route | Mount] | None = None) -> Starlette:
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            async with deps.storage.transaction() as tx:
+                await tx.client_by_id("readiness-probe")
+        except Exception:
+            return JSONResponse({"ok": False}, status_code=503)
+        return JSONResponse({"ok": True})
+
+    base = deps.settings.public_url.rstrip("/")
+
+    async def discovery(request: Request) -> Response:
+        return JSONResponse({
+            "issuer": base,
+            "device_authorization_endpoint": f"{base}/auth/device/code",
+            "token_endpoint": f"{base}/auth/device/token",
+            "revocation_endpoint": f"{base}/auth/revoke",
+            "grant_types_supported": [device.DEVICE_GRANT],
+            "scopes_supported": list(_scopes()),
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+            "response_types_supported": [],
+        })
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document(base))
+
+    routes: list[Route | Mount] = [
+        Route("/healthz", healthz), Route("/readyz", readyz),
+        Route("/openapi.json", openapi),
+    ]
+    if "partner" in only:
+        routes.append(Mount("/v1", routes=partner.routes(deps)))
+    if "auth" in only:
+        routes.append(Mount("/auth", routes=device.routes(deps)))
+        routes.append(Route("/.well-known/oauth-authorization-server", discovery))
+    routes += extra_routes or []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await deps.storage.close()
+
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        LicoreError: _licore_error, HTTPException: _http_error, Exception: _unexpected}
+    return Starlette(routes=routes, exception_handlers=handlers,
+                     middleware=[Middleware(AccessLog)], lifespan=lifespan)
+
+
+def _scopes() -> tuple[str, ...]:
+    from licore.scopes import SCOPES
+
+    return tuple(SCOPES)

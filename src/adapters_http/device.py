@@ -1,0 +1,81 @@
+"""The device flow at `{auth_url}` = `/auth` (spec 4.1, contract 6), JSON or form bodies."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters_http.bodies import basic_client_id, read_json_or_form
+from adapters_http.partner import authenticate
+from adapters_http.responses import JSONResponse
+from licore import tokens
+from licore import validation as v
+from licore.errors import InvalidRequest, InvalidToken, UnsupportedGrantType
+from licore.services import device
+from licore.services.deps import Deps
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+# Stock OAuth 2.0 clients send these beside the specification's fields (contract 6); a
+# form body earns that leniency, a JSON body (the specification's shape) is held strictly.
+OAUTH_EXTRAS = ("client_secret", "grant_type", "client_id")
+FORM_EXTRAS = (*OAUTH_EXTRAS, "scope")
+
+
+def _client_ip(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _field(body: dict[str, Any], name: str, required: bool) -> str | None:
+    value = v.text(body, name, max_len=2000, required=required, min_len=1 if required else 0)
+    return value
+
+
+def routes(deps: Deps) -> list[Route]:
+    async def device_code(request: Request) -> Response:
+        body, form = await read_json_or_form(request)
+        v.refuse_unknown(body, ("client_id", "scope", *(OAUTH_EXTRAS if form else ())))
+        client_id = _field(body, "client_id", False) or basic_client_id(request)
+        if not client_id:
+            raise InvalidRequest("client_id is required", "client_id")
+        scope = _field(body, "scope", True)
+        assert scope is not None
+        started = await device.start(deps, client_id, scope, _client_ip(request))
+        return JSONResponse(started, headers={"Cache-Control": "no-store"})
+
+    async def device_token(request: Request) -> Response:
+        body, form = await read_json_or_form(request)
+        v.refuse_unknown(body, ("device_code", *(FORM_EXTRAS if form else OAUTH_EXTRAS)))
+        grant_type = _field(body, "grant_type", False)
+        if grant_type is not None and grant_type != DEVICE_GRANT:
+            raise UnsupportedGrantType(f"grant_type must be {DEVICE_GRANT}")
+        code = _field(body, "device_code", True)
+        assert code is not None
+        client_id = _field(body, "client_id", False) or basic_client_id(request)
+        token = await device.poll(deps, code, client_id)
+        return JSONResponse(token, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
+
+    async def revoke(request: Request) -> Response:
+        if request.headers.get("authorization", "").lower().startswith("bearer"):
+            key = await authenticate(deps, request)
+            await device.revoke_key(deps, key)
+            return JSONResponse({"ok": True})
+        # RFC 7009 shape (extension): `token` in a form body; 200 whatever the token.
+        body, _ = await read_json_or_form(request)
+        v.refuse_unknown(body, ("token", "token_type_hint", "client_id", "client_secret"))
+        token = _field(body, "token", True)
+        assert token is not None
+        # Unknown or revoked tokens answer 200 too (RFC 7009 section 2.2).
+        with contextlib.suppress(InvalidToken):
+            if tokens.api_key_shape_ok(token):
+                await device.revoke_key(deps, await device.authenticate(deps, token))
+        return JSONResponse({"ok": True})
+
+    return [
+        Route("/device/code", device_code, methods=["POST"]),
+        Route("/device/token", device_token, methods=["POST"]),
+        Route("/revoke", revoke, methods=["POST"]),
+    ]

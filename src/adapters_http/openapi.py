@@ -1,0 +1,220 @@
+"""The OpenAPI 3.1 document at `/openapi.json`, written as data next to the routes it
+describes; a test checks real responses against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from licore.scopes import DESCRIPTIONS
+
+J = dict[str, Any]
+
+
+def obj(required: list[str], **props: J) -> J:
+    return {"type": "object", "required": required, "properties": props,
+            "additionalProperties": False}
+
+
+STR: J = {"type": "string"}
+BOOL: J = {"type": "boolean"}
+INT: J = {"type": "integer"}
+NSTR: J = {"type": ["string", "null"]}
+TIME: J = {"type": "string", "format": "date-time"}
+ID: J = {"type": ["string", "integer"]}
+
+ERROR = obj(["error", "error_description"], error=STR, error_description=STR,
+            interval=INT)
+PAGE_PARAMS: list[J] = [
+    {"name": "limit", "in": "query", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+    {"name": "cursor", "in": "query", "required": False, "schema": STR},
+]
+NEXT = {"next_cursor": NSTR}
+
+PRODUCT = obj(["id", "slug", "title", "tagline", "price_credit", "discoverable",
+               "licensing_enabled", "current_version"],
+              id=STR, slug=STR, title=STR, tagline=STR, price_credit=INT, discoverable=BOOL,
+              licensing_enabled=BOOL, current_version=NSTR)
+LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
+              id=STR, platform_id=STR, verified_at=TIME, is_active=BOOL,
+              source={"enum": ["purchase_pass", "grant"]},
+              state={"enum": ["active", "paused", "inactive"]})
+LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
+                      id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
+                      acquired_at=TIME)
+VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "created_at"],
+              id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL, created_at=TIME)
+ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner_platform_id",
+             "game_id", "script_name", "count", "first_seen_at", "last_seen_at"],
+            id=STR, kind={"enum": ["leaked_key", "stolen_product", "key_user_mismatch",
+                                   "invalid_key_for_license", "unrecognised_place"]},
+            product_id=STR, license_id=NSTR, platform_id=NSTR, key_owner_platform_id=NSTR,
+            game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
+SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
+OK = obj(["ok"], ok=BOOL)
+TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
+PRODUCT_BODY = obj([], id=STR, title={"type": "string", "maxLength": 80},
+                   tagline={"type": "string", "maxLength": 140},
+                   description={"type": "string", "maxLength": 5000},
+                   price_credit={"type": "integer", "minimum": 0, "maximum": 1_000_000},
+                   discoverable=BOOL)
+
+
+def json_body(schema: J) -> J:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def answers(ok: J, *errors: int, ok_status: int = 200) -> J:
+    out: J = {str(ok_status): {"description": "success",
+                               "content": {"application/json": {"schema": ok}}}}
+    for status in errors:
+        out[str(status)] = {"description": _ERROR_TEXT[status],
+                            "content": {"application/json": {"schema": ERROR}}}
+    return out
+
+
+_ERROR_TEXT = {
+    400: "invalid_request (a field missing, malformed or unknown), or a device-flow error",
+    401: "invalid_token: key unknown, revoked or expired",
+    403: "insufficient_scope: wrong scope or wrong key kind",
+    404: "not_found: the object does not exist or is not the caller's",
+    409: "already_owned",
+    413: "payload_too_large",
+    429: "rate limited; Retry-After gives seconds",
+    500: "server_error; retry",
+}
+PARTNER_ERRORS = (400, 401, 403, 429, 500)
+
+
+def partner_op(summary: str, scope: str, ok: J, *, body: J | None = None,
+               params: list[J] | None = None, extra: tuple[int, ...] = ()) -> J:
+    op: J = {"summary": summary, "security": [{"bearer": [scope]}],
+             "responses": answers(ok, *sorted({*PARTNER_ERRORS, *extra}))}
+    if body is not None:
+        op["requestBody"] = json_body(body)
+    if params:
+        op["parameters"] = params
+    return op
+
+
+def q(name: str, required: bool = True) -> J:
+    return {"name": name, "in": "query", "required": required, "schema": STR}
+
+
+def runtime_op(summary: str, body: J, ok: J) -> J:
+    return {"summary": summary, "requestBody": json_body(body),
+            "responses": {"200": {"description": "answer (success or denial)",
+                                  "content": {"application/json": {"schema": ok}}},
+                          "400": {"description": "malformed request: the same failure body",
+                                  "content": {"application/json": {"schema": ok}}},
+                          "429": {"description": "rate limited: the failure body",
+                                  "content": {"application/json": {"schema": ok}}}}}
+
+
+RUNTIME_BASE = {"user_id": ID, "product_id": STR, "key": STR}
+NONCE = {"type": "string", "pattern": "^[A-Za-z0-9]{16,128}$"}
+FAIL = obj(["ok"], ok={"const": False})
+
+
+def openapi_document(server: str) -> J:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "licore", "version": "1",
+                 "description": "Partner API, device authorization flow and Runtime API."},
+        "servers": [{"url": server}],
+        "components": {"securitySchemes": {"bearer": {
+            "type": "oauth2", "flows": {"deviceAuthorization": {
+                "deviceAuthorizationUrl": f"{server}/auth/device/code",
+                "tokenUrl": f"{server}/auth/device/token",
+                "scopes": dict(DESCRIPTIONS)}}}},
+            "schemas": {"Error": ERROR, "Product": PRODUCT, "License": LICENSE,
+                        "LibraryProduct": LIBRARY_PRODUCT, "Version": VERSION,
+                        "Alert": ALERT}},
+        "paths": {
+            "/v1/products": {
+                "get": partner_op("List the studio's products", "products:read",
+                                  obj(["products"], products={"type": "array", "items": PRODUCT},
+                                      **NEXT), params=PAGE_PARAMS),
+                "post": partner_op("Create (no id) or change (with id) a product",
+                                   "products:write", SAVED, body=PRODUCT_BODY, extra=(404,)),
+            },
+            "/v1/licenses": {
+                "get": partner_op("List a product's licenses", "licenses:read",
+                                  obj(["licenses"], licenses={"type": "array", "items": LICENSE},
+                                      **NEXT),
+                                  params=[q("product_id"), *PAGE_PARAMS], extra=(404,)),
+                "post": partner_op("Grant a license (re-activates an inactive one)",
+                                   "licenses:write", obj(["ok", "license"], ok=BOOL,
+                                                         license=LICENSE),
+                                   body=TARGET, extra=(404, 409)),
+                "delete": partner_op("Revoke a license (kept, key cleared)", "licenses:write",
+                                     OK, params=[q("product_id"), q("user")], extra=(404,)),
+            },
+            "/v1/licenses/pause": {"post": partner_op(
+                "Pause a license (extension)", "licenses:write", OK, body=TARGET,
+                extra=(404,))},
+            "/v1/licenses/resume": {"post": partner_op(
+                "Resume a paused license (extension)", "licenses:write", OK, body=TARGET,
+                extra=(404,))},
+            "/v1/alerts": {"get": partner_op(
+                "List the studio's alerts (extension)", "licenses:read",
+                obj(["alerts"], alerts={"type": "array", "items": ALERT}, **NEXT),
+                params=[q("product_id", False), *PAGE_PARAMS], extra=(404,))},
+            "/v1/library": {"get": partner_op(
+                "A person's products, or one product's versions with versions=1",
+                "library:read",
+                {"oneOf": [obj(["products"], products={"type": "array",
+                                                        "items": LIBRARY_PRODUCT}, **NEXT),
+                           obj(["versions"], versions={"type": "array", "items": VERSION})]},
+                params=[q("product_id", False), q("versions", False), *PAGE_PARAMS],
+                extra=(404,))},
+            "/auth/device/code": {"post": {
+                "summary": "Start a device authorization (JSON or form body)",
+                "requestBody": json_body(obj(["client_id", "scope"], client_id=STR,
+                                             scope=STR)),
+                "responses": answers(obj(
+                    ["device_code", "user_code", "verification_uri",
+                     "verification_uri_complete", "expires_in", "interval"],
+                    device_code=STR, user_code={"type": "string",
+                                                "pattern": "^[A-Z]{4}-[A-Z]{4}$"},
+                    verification_uri=STR, verification_uri_complete=STR, expires_in=INT,
+                    interval=INT), 400, 429)}},
+            "/auth/device/token": {"post": {
+                "summary": "Poll for the key (returned once)",
+                "requestBody": json_body(obj(["device_code"], device_code=STR, grant_type=STR,
+                                             client_id=STR)),
+                "responses": answers(obj(["access_token", "token_type", "scope", "studio_id"],
+                                         access_token=STR, token_type={"const": "Bearer"},
+                                         scope=STR, studio_id=NSTR), 400)}},
+            "/auth/revoke": {"post": {
+                "summary": "Revoke the bearer key", "security": [{"bearer": []}],
+                "responses": answers(OK, 401)}},
+            "/runtime/check": {"post": runtime_op(
+                "Is this license valid? (forgeable; non-critical checks only)",
+                obj(["user_id", "product_id", "key"], **RUNTIME_BASE, game_id=ID),
+                obj(["success"], success=BOOL))},
+            "/runtime/unlock": {"post": runtime_op(
+                "The seller's unlock payload, sealed under the license key",
+                obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
+                    game_id=ID),
+                {"oneOf": [obj(["ok", "exp", "cipher", "tag"], ok={"const": True}, exp=INT,
+                               cipher=STR, tag=STR), FAIL]})},
+            "/runtime/version": {"post": runtime_op(
+                "The newest published version label",
+                obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR),
+                {"oneOf": [obj(["ok", "latest", "update", "fileId"], ok={"const": True},
+                               latest=STR, update=BOOL, fileId=STR), FAIL]})},
+            "/runtime/update": {"post": runtime_op(
+                "The buyer's protected copy of the live build, sealed",
+                obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
+                    current=STR),
+                {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"],
+                               ok={"const": True}, version=STR, update=BOOL, cipher=STR,
+                               tag=STR), FAIL]})},
+            "/runtime/verify-source": {"post": runtime_op(
+                "Is the running source byte-identical to the stored live source?",
+                obj(["user_id", "product_id", "key", "script_name", "source"],
+                    **RUNTIME_BASE, script_name=STR, source=STR),
+                obj(["ok"], ok=BOOL))},
+        },
+    }

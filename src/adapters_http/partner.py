@@ -1,0 +1,103 @@
+"""The Partner API at `{base_url}` = `/v1` (spec 4.2 to 4.4, contract 3), as a route table."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters_http.bodies import bearer, read_json
+from adapters_http.responses import JSONResponse
+from licore import scopes as sc
+from licore.errors import InvalidToken
+from licore.licenses import LicenseEvent
+from licore.model import ApiKey
+from licore.services import device, limits, partner
+from licore.services.deps import Deps
+
+Handler = Callable[[Deps, ApiKey, Request], Awaitable[dict[str, Any]]]
+STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY
+
+
+@attrs.frozen
+class Endpoint:
+    method: str
+    path: str
+    scope: str
+    handler: Handler
+
+    @property
+    def kind(self) -> sc.KeyKind:
+        return sc.SCOPES[self.scope][0]
+
+
+async def _query(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]],
+                 deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
+    return await fn(deps, key, request.query_params)
+
+
+async def _body(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]],
+                deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
+    return await fn(deps, key, await read_json(request))
+
+
+def q(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]]) -> Handler:
+    return lambda deps, key, request: _query(fn, deps, key, request)
+
+
+def b(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]]) -> Handler:
+    return lambda deps, key, request: _body(fn, deps, key, request)
+
+
+def _pause(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:
+    return partner.pause_or_resume(deps, key, body, LicenseEvent.PAUSE)
+
+
+def _resume(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:
+    return partner.pause_or_resume(deps, key, body, LicenseEvent.RESUME)
+
+
+ENDPOINTS: list[Endpoint] = [
+    Endpoint("GET", "/products", "products:read", q(partner.list_products)),
+    Endpoint("POST", "/products", "products:write", b(partner.save_product)),
+    Endpoint("GET", "/licenses", "licenses:read", q(partner.list_licenses)),
+    Endpoint("POST", "/licenses", "licenses:write", b(partner.grant)),
+    Endpoint("DELETE", "/licenses", "licenses:write", q(partner.revoke)),
+    Endpoint("POST", "/licenses/pause", "licenses:write", b(_pause)),
+    Endpoint("POST", "/licenses/resume", "licenses:write", b(_resume)),
+    Endpoint("GET", "/alerts", "licenses:read", q(partner.alerts)),
+    Endpoint("GET", "/library", "library:read", q(partner.library)),
+]
+
+
+async def authenticate(deps: Deps, request: Request) -> ApiKey:
+    """Bearer key, then the per-key rate limit; the key id is kept for the access log."""
+    plain, sent = bearer(request)
+    request.state.credentials_sent = sent
+    if plain is None:
+        raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
+    key = await device.authenticate(deps, plain)
+    request.state.key_id = key.id
+    await limits.hit(deps, f"key:{key.id}", deps.settings.partner_rate_limit)
+    return key
+
+
+def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for e in endpoints:
+        by_path.setdefault(e.path, {})[e.method] = e
+
+    def make(methods: dict[str, Endpoint]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            e = methods[request.method]
+            key = await authenticate(deps, request)
+            sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
+            return JSONResponse(await e.handler(deps, key, request))
+
+        return endpoint
+
+    return [Route(path, make(methods), methods=list(methods)) for path, methods in by_path.items()]

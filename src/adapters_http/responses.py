@@ -1,0 +1,41 @@
+"""Answers in the specification's shapes: JSON bodies and `{ error, error_description }`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import cattrs
+from starlette.responses import Response
+
+from licore.errors import InsufficientScope, InvalidToken, LicoreError, RateLimited, SlowDown
+
+converter = cattrs.Converter()
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(converter.unstructure(content), ensure_ascii=False,
+                          separators=(",", ":")).encode()
+
+
+def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSONResponse:
+    body: dict[str, Any] = {"error": error.code, "error_description": error.description}
+    headers: dict[str, str] = {}
+    if isinstance(error, SlowDown):
+        body["interval"] = error.interval
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(error.retry_after)
+    if isinstance(error, InvalidToken):
+        # RFC 6750 section 3: no error attribute when the request carried no credentials.
+        headers["WWW-Authenticate"] = (
+            f'Bearer error="invalid_token", error_description="{error.description}"'
+            if credentials_sent else "Bearer")
+    elif isinstance(error, InsufficientScope):
+        scope = f', scope="{error.scope}"' if error.scope else ""
+        headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope"{scope}'
+    if error.status in (400, 401) or isinstance(error, LicoreError):
+        headers.setdefault("Cache-Control", "no-store")
+    return JSONResponse(body, status_code=error.status, headers=headers)

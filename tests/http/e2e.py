@@ -1,0 +1,96 @@
+"""Shared pieces of the end-to-end tests: a server, the operator CLI, and core approval."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import attrs
+import httpx
+
+from adapters_crypto import SystemClock
+from adapters_storage import open_storage
+from licore.services.deps import Deps
+from tests.support.fakes import make_deps
+from tests.support.server import LICORE, Server
+
+T = TypeVar("T")
+
+
+def cli(database_url: str, *args: str, stdin: str = "") -> str:
+    env = {**os.environ, "LICORE_DATABASE_URL": database_url}
+    done = subprocess.run([str(LICORE), *args], input=stdin, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
+    """Run a core use case against the server's own database, from the test process."""
+
+    async def run() -> T:
+        deps = attrs.evolve(make_deps(open_storage(database_url)), clock=SystemClock())
+        try:
+            return await action(deps)
+        finally:
+            await deps.storage.close()
+
+    return asyncio.run(run())
+
+
+@attrs.frozen
+class People:
+    owner_id: str
+    buyer_id: str
+    helper_id: str
+    studio_id: str
+    client_id: str
+
+
+def setup_people(database_url: str, tag: str) -> People:
+    owner = cli(database_url, "account", "add", f"owner{tag}", "--platform-id", f"1{tag}",
+                stdin="owner-password\n")
+    buyer = cli(database_url, "account", "add", f"buyer{tag}", "--platform-id", f"2{tag}",
+                stdin="buyer-password\n")
+    helper = cli(database_url, "account", "add", f"helper{tag}", "--platform-id", f"3{tag}",
+                 "--no-password")
+    studio = cli(database_url, "studio", "add", f"Studio{tag}", "--owner", f"owner{tag}")
+    cli(database_url, "studio", "collaborator", f"Studio{tag}", f"helper{tag}",
+        "--manage-licenses")
+    client = cli(database_url, "client", "add", "Installer", "--description",
+                 "Installs products into your game", "--scopes",
+                 "products:read products:write licenses:read licenses:write "
+                 "packages:read library:read library:download")
+    return People(owner, buyer, helper, studio, client)
+
+
+def start_flow(server: Server, client_id: str, scope: str) -> dict[str, Any]:
+    r = httpx.post(f"{server.url}/auth/device/code", json={"client_id": client_id,
+                                                           "scope": scope})
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def poll(server: Server, device_code: str) -> httpx.Response:
+    return httpx.post(f"{server.url}/auth/device/token", json={"device_code": device_code})
+
+
+def obtain_key(server: Server, people: People, scope: str, approver_id: str,
+               studio_id: str | None) -> str:
+    from licore.services import device
+
+    flow = start_flow(server, people.client_id, scope)
+    core(server.database_url, lambda d: device.decide(d, approver_id, flow["user_code"], True,
+                                                      studio_id))
+    r = poll(server, flow["device_code"])
+    assert r.status_code == 200, r.text
+    token: str = r.json()["access_token"]
+    return token
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}

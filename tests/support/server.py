@@ -1,0 +1,76 @@
+"""A real `licore serve` process on a free loopback port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.support.fakes import TEST_KEK
+
+LICORE = Path(sys.executable).parent / "licore"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, database_url: str, data_dir: Path, extra_env: dict[str, str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.database_url = database_url
+        self.log_path = data_dir / f"server-{self.port}.log"
+        env = {**os.environ, "LICORE_DATABASE_URL": database_url,
+               "LICORE_DATA_DIR": str(data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [str(LICORE), "serve", "--port", str(self.port)], env=env, cwd=data_dir,
+            stdout=self._log, stderr=subprocess.STDOUT)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"licore serve exited:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"licore serve did not become ready:\n{self.log()}")
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()
+
+
+@contextmanager
+def running_server(database_url: str, **extra_env: str) -> Iterator[Server]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(database_url, Path(tmp), extra_env)
+        try:
+            yield server
+        finally:
+            server.stop()
