@@ -69,3 +69,6 @@ class SystemRandom:
 class SystemClock:
     def now(self) -> int:
         return int(time.time())
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000

@@ -30,6 +30,10 @@ class Clock(Protocol):
         """Unix seconds."""
         ...
 
+    def now_ms(self) -> int:
+        """Unix milliseconds, so ids made in one second still sort by creation."""
+        ...
+
 
 class Randomness(Protocol):
     def token_bytes(self, n: int) -> bytes: ...

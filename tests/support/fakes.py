@@ -12,9 +12,14 @@ from licore.services.deps import Deps, Settings
 @attrs.define
 class FakeClock:
     t: int = 1_800_000_000
+    ms: int = 0
 
     def now(self) -> int:
         return self.t
+
+    def now_ms(self) -> int:
+        self.ms += 1  # strictly increasing within a second
+        return self.t * 1000 + self.ms % 1000
 
     def advance(self, seconds: int) -> None:
         self.t += seconds

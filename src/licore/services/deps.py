@@ -34,7 +34,7 @@ class Deps:
     settings: Settings = Settings()
 
     def new_id(self, prefix: str) -> str:
-        now_ms = self.clock.now() * 1000
+        now_ms = self.clock.now_ms()
         return tokens.make_id(prefix, now_ms, self.random.token_bytes(16))
 
 
