@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -184,14 +185,8 @@ async def _raw_dump(database_url: str) -> bytes:
         con = sqlite3.connect(path)
         con.execute("PRAGMA wal_checkpoint(FULL)")
         con.close()
-        data = b""
-        for suffix in ("", "-wal"):
-            try:
-                with open(path + suffix, "rb") as fh:
-                    data += fh.read()
-            except FileNotFoundError:
-                pass
-        return data
+        files = [Path(path + suffix) for suffix in ("", "-wal")]
+        return b"".join(f.read_bytes() for f in files if f.exists())
     out = []
     with psycopg.connect(database_url) as conn:
         tables = [r[0] for r in conn.execute(

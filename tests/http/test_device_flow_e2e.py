@@ -13,6 +13,7 @@ import pytest
 from licore.device_flow import DeviceState
 from licore.errors import ApprovalRefused
 from licore.services import device
+from licore.services.deps import Deps
 from licore.tokens import device_code_digest
 from tests.http.e2e import People, auth, cli, core, obtain_key, poll, setup_people, start_flow
 from tests.support.server import Server, running_server
@@ -115,7 +116,7 @@ def test_denied_gives_access_denied(server: Server, people: People) -> None:
 def test_expired_after_lifetime_gives_expired_token(server: Server, people: People) -> None:
     flow = start_flow(server, people.client_id, "library:read")
 
-    async def age(d: device.Deps) -> None:
+    async def age(d: Deps) -> None:
         async with d.storage.transaction() as tx:
             record = await tx.device_by_code_digest(device_code_digest(flow["device_code"]))
             assert record is not None

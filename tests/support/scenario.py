@@ -19,7 +19,8 @@ class World:
     library_key: str
 
 
-ALL_STUDIO = "packages:read packages:write products:read products:write licenses:read licenses:write"
+ALL_STUDIO = (
+    "packages:read packages:write products:read products:write licenses:read licenses:write")
 ALL_LIBRARY = "library:read library:download"
 
 

@@ -18,7 +18,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import Transaction
+from licore.ports import ConnectedApp, Transaction
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -273,6 +273,16 @@ async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None
         api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at,
                                               deps.clock.now()), api_keys.KeyEvent.USER_REVOKES)
         await tx.revoke_api_key(key.id, deps.clock.now())
+
+
+async def connected_apps(deps: Deps, *, studio_id: str | None = None,
+                         account_id: str | None = None) -> list[ConnectedApp]:
+    """Every key still acting for a studio (or a person's library keys), idle ones left out."""
+    now = deps.clock.now()
+    async with deps.storage.transaction() as tx:
+        apps = await tx.connected_apps(studio_id=studio_id, account_id=account_id)
+    return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
+            is api_keys.KeyState.ACTIVE]
 
 
 async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:

@@ -142,12 +142,12 @@ def _mint(deps: Deps, license: License) -> License:
         key_digest=deps.vault.lookup_digest(key), key_generation=license.key_generation + 1)
 
 
-async def change_license(deps: Deps, key: ApiKey, product_id: str, user: str,
+async def change_license(deps: Deps, studio_id: str | None, product_id: str, user: str,
                          event: LicenseEvent, source: Source = Source.GRANT) -> License:
     """One license transition as one unit of work, by the table in `licore.licenses`."""
     now = deps.clock.now()
     async with deps.storage.transaction() as tx:
-        await own_product(tx, key.studio_id, product_id)
+        await own_product(tx, studio_id, product_id)
         platform_id = await resolve_user(tx, user)
         current = await tx.license_for(product_id, platform_id)
         state = current.state if current else LicenseState.NONE
@@ -176,7 +176,8 @@ async def change_license(deps: Deps, key: ApiKey, product_id: str, user: str,
 
 async def grant(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
     product_id, user = parse_license_target(body)
-    license = await change_license(deps, key, product_id, user, LicenseEvent.GRANT)
+    license = await change_license(deps, key.studio_id, product_id, user,
+                                   LicenseEvent.GRANT)
     return {"ok": True, "license": license_view(license)}
 
 
@@ -186,14 +187,14 @@ async def revoke(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str,
         raise InvalidRequest("product_id is required", "product_id")
     if not user:
         raise InvalidRequest("user is required", "user")
-    await change_license(deps, key, product_id, user, LicenseEvent.REVOKE)
+    await change_license(deps, key.studio_id, product_id, user, LicenseEvent.REVOKE)
     return {"ok": True}
 
 
 async def pause_or_resume(deps: Deps, key: ApiKey, body: object,
                           event: LicenseEvent) -> dict[str, Any]:
     product_id, user = parse_license_target(body)
-    await change_license(deps, key, product_id, user, event)
+    await change_license(deps, key.studio_id, product_id, user, event)
     return {"ok": True}
 
 
