@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http import device, partner
+from adapters_http import device, partner, runtime
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
@@ -122,6 +122,8 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     if "auth" in only:
         routes.append(Mount("/auth", routes=device.routes(deps)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
+    if "runtime" in only:
+        routes.append(Mount("/runtime", routes=runtime.routes(deps)))
     routes += extra_routes or []
 
     @asynccontextmanager

@@ -16,7 +16,7 @@ from licore import scopes as sc
 from licore.errors import InvalidToken
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
-from licore.services import device, limits, partner
+from licore.services import device, limits, packages, partner
 from licore.services.deps import Deps
 
 Handler = Callable[[Deps, ApiKey, Request], Awaitable[dict[str, Any]]]
@@ -71,6 +71,8 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("POST", "/licenses/resume", "licenses:write", b(_resume)),
     Endpoint("GET", "/alerts", "licenses:read", q(partner.alerts)),
     Endpoint("GET", "/library", "library:read", q(partner.library)),
+    Endpoint("GET", "/packages", "packages:read", q(packages.list_packages)),
+    Endpoint("POST", "/packages/settings", "packages:write", b(packages.settings)),
 ]
 
 

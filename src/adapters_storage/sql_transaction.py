@@ -27,6 +27,7 @@ from licore.model import (
 )
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.products import slug_candidate
+from licore.runtime import Facts as RuntimeFacts
 from licore.scopes import Permission
 
 T = TypeVar("T")
@@ -298,6 +299,20 @@ class SqlTransaction:
             entries = entries[:limit]
             return Page(entries, entries[-1].license.id)
         return Page(entries, None)
+
+    async def runtime_facts(self, key_digest: str, user_id: str) -> RuntimeFacts:
+        rows = await self.db.rows(
+            f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
+            "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
+            "AND b.platform_id = ?) FROM licenses l JOIN products p ON p.id = l.product_id "
+            "JOIN studios s ON s.id = p.studio_id WHERE l.key_digest = ?",
+            [user_id, key_digest])
+        if not rows:
+            return RuntimeFacts(None, None, 0, False)
+        r = rows[0]
+        nl, np_ = len(columns(License)), len(columns(Product))
+        return RuntimeFacts(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
+                            int(r[nl + np_]), bool(r[nl + np_ + 1]))
 
     # alerts, blacklist, nonces, places, rate limits ---------------------------------------
 

@@ -23,6 +23,7 @@ from licore.model import (
     Product,
     Studio,
 )
+from licore.runtime import Facts as RuntimeFacts
 
 
 class Clock(Protocol):
@@ -140,6 +141,11 @@ class Transaction(Protocol):
         self, platform_id: str, limit: int | None, cursor: str | None
     ) -> Page[LibraryEntry]:
         """Active licenses only, so the list equals what the person can download."""
+        ...
+
+    async def runtime_facts(self, key_digest: str, user_id: str) -> RuntimeFacts:
+        """The license a key belongs to, its product, the studio's place limit and whether
+        `user_id` is on that studio's blacklist, in one query (the runtime hot path)."""
         ...
 
     # alerts, blacklist, nonces, places, rate limits

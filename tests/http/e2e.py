@@ -63,7 +63,7 @@ def setup_people(database_url: str, tag: str) -> People:
     client = cli(database_url, "client", "add", "Installer", "--description",
                  "Installs products into your game", "--scopes",
                  "products:read products:write licenses:read licenses:write "
-                 "packages:read library:read library:download")
+                 "packages:read packages:write library:read library:download")
     return People(owner, buyer, helper, studio, client)
 
 

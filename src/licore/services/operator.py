@@ -74,3 +74,13 @@ async def set_client_disabled(deps: Deps, client_id: str, disabled: bool) -> Non
     async with deps.storage.transaction() as tx:
         if not await tx.set_client_disabled(client_id, disabled):
             raise NotFound("no such client")
+
+
+async def set_blacklisted(deps: Deps, studio_id: str, platform_id: str, on: bool) -> None:
+    """A studio's blacklist: a listed user fails every runtime call for its products."""
+    if not platform_id.isdigit():
+        raise InvalidRequest("platform id must be a number", "platform_id")
+    async with deps.storage.transaction() as tx:
+        if await tx.studio_by_id(studio_id) is None:
+            raise NotFound("no such studio")
+        await tx.set_blacklisted(studio_id, platform_id, on, deps.clock.now())

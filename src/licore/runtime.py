@@ -1,0 +1,94 @@
+"""Runtime decisions (spec 4.5, 5 and 6; contract 5): who passes, and which alerts a call
+raises. Pure: the service loads the facts in one query and stores what this returns."""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from licore.licenses import LicenseState
+from licore.model import License, Product
+
+NONCE = re.compile(r"[A-Za-z0-9]{16,128}")
+UNLOCK_VALIDITY = 300  # seconds, spec section 8
+NONCE_MEMORY = 600  # a nonce is refused again while its payload could still be valid
+
+LEAKED_KEY = "leaked_key"
+STOLEN_PRODUCT = "stolen_product"
+KEY_USER_MISMATCH = "key_user_mismatch"
+INVALID_KEY_FOR_LICENSE = "invalid_key_for_license"
+UNRECOGNISED_PLACE = "unrecognised_place"
+ALERT_KINDS = (LEAKED_KEY, STOLEN_PRODUCT, KEY_USER_MISMATCH, INVALID_KEY_FOR_LICENSE,
+               UNRECOGNISED_PLACE)
+
+
+@attrs.frozen
+class Caller:
+    """A runtime request once its shape is known to be right."""
+
+    user_id: str
+    product_id: str
+    key: str
+    game_id: str | None = None
+
+
+@attrs.frozen
+class Facts:
+    """Everything a decision needs, loaded together: the license the key belongs to (if
+    any), its product, and whether the caller is on that studio's blacklist."""
+
+    license: License | None
+    product: Product | None
+    place_limit: int
+    blacklisted: bool
+
+
+@attrs.frozen
+class AlertDraft:
+    kind: str
+    license_id: str | None
+    platform_id: str | None
+    key_owner_platform_id: str | None
+    game_id: str | None
+    script_name: str | None = None
+
+
+@attrs.frozen
+class Verdict:
+    ok: bool
+    alerts: tuple[AlertDraft, ...] = ()
+
+
+def judge(caller: Caller, facts: Facts) -> Verdict:
+    """The license check shared by every runtime call that carries a key."""
+    lic = facts.license
+    if lic is None or facts.product is None or lic.product_id != caller.product_id:
+        return Verdict(False)  # no license behind this key for this product
+    if lic.platform_id != caller.user_id:
+        # A key used under another user id: the call fails and the seller hears of it.
+        return Verdict(False, (AlertDraft(LEAKED_KEY, lic.id, caller.user_id, lic.platform_id,
+                                          caller.game_id),))
+    if lic.state is not LicenseState.ACTIVE or facts.blacklisted:
+        return Verdict(False)
+    return Verdict(True)
+
+
+def place_alert(caller: Caller, license_id: str, places_seen: int,
+                place_limit: int) -> AlertDraft | None:
+    """A license seen in more distinct places than the studio allows."""
+    if caller.game_id is None or places_seen <= place_limit:
+        return None
+    return AlertDraft(UNRECOGNISED_PLACE, license_id, caller.user_id, caller.user_id,
+                      caller.game_id)
+
+
+def nonce_ok(nonce: object) -> bool:
+    return isinstance(nonce, str) and NONCE.fullmatch(nonce) is not None
+
+
+def wants_update(latest: str | None, current: str | None) -> bool:
+    """`update` of /version and /update: a version exists and differs from `current`."""
+    if latest is None:
+        return False
+    return current is None or latest != current

@@ -1,0 +1,171 @@
+"""The Runtime API use cases (spec 4.5, contract 5). Each call is one unit of work: rate
+counters, the facts (one query), and the effects (nonce, place, alerts) commit together."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from licore import runtime as rt
+from licore.errors import InvalidRequest, RateLimited
+from licore.model import Alert
+from licore.ports import Transaction
+from licore.runtime import AlertDraft, Caller, Facts
+from licore.sealing import seal
+from licore.services.deps import Deps
+from licore.services.limits import WINDOW
+
+ID_MAX = 200
+
+
+class Malformed(InvalidRequest):
+    """A runtime request of the wrong shape: HTTP 400 with exactly the failure body."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"{field} is missing or malformed", field)
+
+
+def _user_id(value: object) -> str:
+    # A string or a number (spec 4.5); either way a whole, non-negative platform id.
+    if isinstance(value, bool):
+        raise Malformed("user_id")
+    if isinstance(value, int) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and value.isdigit() and value.isascii() and len(value) <= 20:
+        return value
+    raise Malformed("user_id")
+
+
+def _game_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and 0 < len(value) <= ID_MAX:
+        return value
+    raise Malformed("game_id")
+
+
+def _text(body: Mapping[str, Any], name: str, required: bool = True) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value or len(value) > ID_MAX:
+        raise Malformed(name)
+    return value
+
+
+def parse_caller(body: object, *, with_game: bool = True) -> Caller:
+    if not isinstance(body, dict):
+        raise Malformed("body")
+    key = _text(body, "key")
+    product_id = _text(body, "product_id")
+    assert key is not None and product_id is not None
+    return Caller(_user_id(body.get("user_id")), product_id, key,
+                  _game_id(body.get("game_id")) if with_game else None)
+
+
+def parse_nonce(body: Mapping[str, Any]) -> str:
+    nonce = body.get("nonce")
+    if not rt.nonce_ok(nonce):
+        raise Malformed("nonce")
+    assert isinstance(nonce, str)
+    return nonce
+
+
+async def _limited(deps: Deps, tx: Transaction, key_digest: str, ip: str) -> int | None:
+    """Seconds to wait when the key or the IP is over its limit this minute, else None."""
+    now = deps.clock.now()
+    start = now - now % WINDOW
+    per_key = await tx.count_hit(f"rk:{key_digest}", start)
+    per_ip = await tx.count_hit(f"rip:{ip}", start)
+    s = deps.settings
+    if per_key > s.runtime_key_rate_limit or per_ip > s.runtime_ip_rate_limit:
+        return max(1, start + WINDOW - now)
+    return None
+
+
+async def _store_alerts(deps: Deps, tx: Transaction, facts: Facts,
+                        drafts: tuple[AlertDraft, ...] | list[AlertDraft]) -> None:
+    if not drafts or facts.product is None:
+        return
+    now = deps.clock.now()
+    for d in drafts:
+        await tx.raise_alert(Alert(
+            id=deps.new_id("alr"), studio_id=facts.product.studio_id, kind=d.kind,
+            product_id=facts.product.id, license_id=d.license_id, platform_id=d.platform_id,
+            key_owner_platform_id=d.key_owner_platform_id, game_id=d.game_id,
+            script_name=d.script_name, count=1, first_seen_at=now, last_seen_at=now),
+            deps.settings.alert_window)
+
+
+@attrs.frozen
+class Judged:
+    ok: bool
+    facts: Facts
+    nonce_fresh: bool = True
+
+
+async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -> Judged:
+    """The shared license check, with its effects, as one unit of work."""
+    digest = deps.vault.lookup_digest(caller.key)
+    now = deps.clock.now()
+    async with deps.storage.transaction() as tx:
+        wait = await _limited(deps, tx, digest, ip)
+        if wait is None:
+            facts = await tx.runtime_facts(digest, caller.user_id)
+            verdict = rt.judge(caller, facts)
+            alerts = list(verdict.alerts)
+            fresh = True
+            if verdict.ok and facts.license is not None:
+                if caller.game_id is not None:
+                    seen = await tx.record_place(facts.license.id, caller.game_id, now)
+                    alert = rt.place_alert(caller, facts.license.id, seen, facts.place_limit)
+                    if alert is not None:
+                        alerts.append(alert)
+                if nonce is not None:
+                    fresh = await tx.use_nonce(facts.license.id, nonce, now + rt.NONCE_MEMORY,
+                                               now)
+            await _store_alerts(deps, tx, facts, alerts)
+    if wait is not None:
+        raise RateLimited(wait)
+    return Judged(verdict.ok and fresh, facts, fresh)
+
+
+async def check(deps: Deps, body: object, ip: str) -> dict[str, Any]:
+    judged = await judge(deps, parse_caller(body), ip)
+    return {"success": judged.ok}
+
+
+FAIL = {"ok": False}
+
+
+async def unlock(deps: Deps, body: object, ip: str) -> dict[str, Any]:
+    caller = parse_caller(body)
+    assert isinstance(body, dict)
+    nonce = parse_nonce(body)
+    judged = await judge(deps, caller, ip, nonce)
+    lic, product = judged.facts.license, judged.facts.product
+    if not judged.ok or lic is None or product is None or lic.key_ciphertext is None:
+        return FAIL
+    exp = deps.clock.now() + rt.UNLOCK_VALIDITY
+    # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
+    payload = {"nonce": nonce, "data": json.loads(product.unlock_data), "exp": exp}
+    sealed = seal(caller.key, nonce, json.dumps(payload, separators=(",", ":")).encode())
+    return {"ok": True, "exp": exp, "cipher": sealed.cipher, "tag": sealed.tag}
+
+
+async def version(deps: Deps, body: object, ip: str) -> dict[str, Any]:
+    caller = parse_caller(body, with_game=False)
+    assert isinstance(body, dict)
+    current = _text(body, "current", required=False)
+    judged = await judge(deps, caller, ip)
+    product = judged.facts.product
+    if not judged.ok or product is None:
+        return FAIL
+    return {"ok": True, "latest": product.current_version or "",
+            "update": rt.wants_update(product.current_version, current),
+            "fileId": product.current_version_id or ""}
