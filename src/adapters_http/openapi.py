@@ -50,6 +50,9 @@ ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner
                                    "invalid_key_for_license", "unrecognised_place"]},
             product_id=STR, license_id=NSTR, platform_id=NSTR, key_owner_platform_id=NSTR,
             game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
+PACKAGE = obj(["product_id", "slug", "title", "current_version", "placeholder",
+               "verify_scripts"], product_id=STR, slug=STR, title=STR, current_version=NSTR,
+              placeholder=STR, verify_scripts=BOOL)
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
 TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
@@ -167,6 +170,21 @@ def openapi_document(server: str) -> J:
                                                         "items": LIBRARY_PRODUCT}, **NEXT),
                            obj(["versions"], versions={"type": "array", "items": VERSION})]},
                 params=[q("product_id", False), q("versions", False), *PAGE_PARAMS],
+                extra=(404,))},
+            "/v1/packages": {"get": partner_op(
+                "The studio's packages", "packages:read",
+                obj(["packages"], packages={"type": "array", "items": PACKAGE}, **NEXT),
+                params=PAGE_PARAMS)},
+            "/v1/packages/settings": {"post": partner_op(
+                "Set the placeholder, Verify scripts, unlock_data and protection rules",
+                "packages:write",
+                obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
+                     "verify_scripts", "unlock_data", "protection"], ok=BOOL, product_id=STR,
+                    slug=STR, title=STR, current_version=NSTR, placeholder=STR,
+                    verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
+                body=obj(["product_id"], product_id=STR,
+                         placeholder={"type": "string", "pattern": "^[A-Za-z0-9_]{4,64}$"},
+                         verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
                 extra=(404,))},
             "/auth/device/code": {"post": {
                 "summary": "Start a device authorization (JSON or form body)",

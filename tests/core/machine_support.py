@@ -20,7 +20,8 @@ class AsyncWorld:
         self.loop = asyncio.new_event_loop()
         self.clock = FakeClock()
         # Rate limits have their own tests; here they would only cut sequences short.
-        unlimited = Settings(device_code_rate_limit=10**9, code_entry_rate_limit=10**9)
+        unlimited = Settings(device_code_rate_limit=10**9, code_entry_rate_limit=10**9,
+                             runtime_key_rate_limit=10**9, runtime_ip_rate_limit=10**9)
         self.deps: Deps = make_deps(SqliteStorage(":memory:", pool_size=1), self.clock,
                                     unlimited)
         self.run(self.deps.storage.migrate())

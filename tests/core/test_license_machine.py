@@ -9,7 +9,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
-from licore.services import operator, partner
+from licore.services import operator, partner, runtime
 from tests.core.machine_support import AsyncWorld
 
 USERS = ("11", "12", "13")
@@ -87,6 +87,18 @@ class LicenseMachine(RuleBasedStateMachine):
             has_key = stored.key_digest is not None and stored.key_ciphertext is not None
             assert has_key == (state is not LicenseState.INACTIVE)
             assert passes_runtime(stored.state) == (state is LicenseState.ACTIVE)
+
+    @invariant()
+    def only_an_active_license_passes_the_runtime_check(self) -> None:
+        vault = self.w.deps.vault
+        for (pid, user), state in self.model.items():
+            stored = self._stored(pid, user)
+            if stored is None or stored.key_ciphertext is None:
+                continue
+            key = vault.decrypt(stored.key_ciphertext, stored.id)
+            body = {"user_id": user, "product_id": pid, "key": key}
+            answer = self.w.run(runtime.check(self.w.deps, body, "127.0.0.1"))
+            assert answer == {"success": state is LicenseState.ACTIVE}
 
     @invariant()
     def a_replaced_or_cleared_key_finds_no_license(self) -> None:

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from tests.http.e2e import People, auth, obtain_key, poll, setup_people, start_flow
+from tests.http.test_runtime_e2e import license_key
 from tests.support.server import Server, running_server
 
 
@@ -74,10 +75,28 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("DELETE", "/v1/licenses", httpx.delete(f"{u}/licenses", headers=h, params=target))
     go("DELETE", "/v1/licenses", httpx.delete(f"{u}/licenses", headers=h,
                                               params={"product_id": pid, "user": "1"}))
+    go("POST", "/v1/packages/settings", httpx.post(f"{u}/packages/settings", headers=h,
+                                                   json={"product_id": pid,
+                                                         "unlock_data": {"a": 1}}))
+    go("GET", "/v1/packages", httpx.get(f"{u}/packages", headers=h))
+    go("POST", "/v1/licenses", httpx.post(f"{u}/licenses", headers=h,
+                                          json={"product_id": pid, "user": "77"}))
+    lk = license_key(server, pid, "77")
+    r = server.url + "/runtime"
+    base = {"user_id": 77, "product_id": pid, "key": lk}
+    go("POST", "/runtime/check", httpx.post(f"{r}/check", json=base))
+    go("POST", "/runtime/check", httpx.post(f"{r}/check", content=b"x"))
+    go("POST", "/runtime/unlock", httpx.post(f"{r}/unlock", json={**base, "nonce": "n" * 16}))
+    go("POST", "/runtime/unlock", httpx.post(f"{r}/unlock", json={**base, "nonce": "n"}))
+    go("POST", "/runtime/version", httpx.post(f"{r}/version", json=base))
+    go("POST", "/runtime/version", httpx.post(f"{r}/version", json={**base, "key": "k"}))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
-    documented = {(m, p) for p, ops in doc["paths"].items() for m in ops
-                  if not p.startswith("/runtime")}
+    # /runtime/update and /runtime/verify-source arrive with the builds work.
+    pending = {("post", "/runtime/update"), ("post", "/runtime/verify-source"),
+               ("post", "/v1/packages/versions"), ("post", "/v1/packages/publish"),
+               ("get", "/v1/packages/versions"), ("get", "/v1/library/download")}
+    documented = {(m, p) for p, ops in doc["paths"].items() for m in ops} - pending
     assert documented <= seen, documented - seen
 
 
