@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from adapters_storage.schema import MIGRATIONS, statements
 from adapters_storage.sql_transaction import SqlTransaction
+from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
 
@@ -52,6 +53,16 @@ class PostgresStorage:
         await self._open()
         async with self.pool.connection() as conn, conn.transaction():
             yield SqlTransaction(_Executor(conn))
+
+    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
+                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        await self._open()
+        async with self.pool.connection() as conn:
+            tx = SqlTransaction(_Executor(conn))
+            counts = await tx.count_hits(buckets, window_start)
+            facts = await tx.runtime_facts(key_digest, user_id, game_id)
+            await conn.commit()
+        return counts, facts
 
     async def migrate(self) -> None:
         async with self.transaction() as tx:

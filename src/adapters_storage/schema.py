@@ -150,6 +150,7 @@ MIGRATIONS: list[list[str]] = [
             license_id {id} NOT NULL,
             game_id TEXT NOT NULL,
             first_seen_at {bigint} NOT NULL,
+            place_rank INTEGER NOT NULL,
             PRIMARY KEY (license_id, game_id))""",
         """CREATE TABLE rate_counters (
             bucket TEXT NOT NULL,

@@ -300,19 +300,26 @@ class SqlTransaction:
             return Page(entries, entries[-1].license.id)
         return Page(entries, None)
 
-    async def runtime_facts(self, key_digest: str, user_id: str) -> RuntimeFacts:
+    async def runtime_facts(self, key_digest: str, user_id: str,
+                            game_id: str | None) -> RuntimeFacts:
         rows = await self.db.rows(
             f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
             "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
-            "AND b.platform_id = ?) FROM licenses l JOIN products p ON p.id = l.product_id "
+            "AND b.platform_id = ?), "
+            "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
+            "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
+            "AND lp.game_id = ?) "
+            "FROM licenses l JOIN products p ON p.id = l.product_id "
             "JOIN studios s ON s.id = p.studio_id WHERE l.key_digest = ?",
-            [user_id, key_digest])
+            [user_id, game_id or "", key_digest])
         if not rows:
             return RuntimeFacts(None, None, 0, False)
         r = rows[0]
         nl, np_ = len(columns(License)), len(columns(Product))
-        return RuntimeFacts(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
-                            int(r[nl + np_]), bool(r[nl + np_ + 1]))
+        n = nl + np_
+        return RuntimeFacts(from_row(License, r[:nl]), from_row(Product, r[nl:n]),
+                            int(r[n]), bool(r[n + 1]), int(r[n + 2]),
+                            None if r[n + 3] is None else int(r[n + 3]))
 
     # alerts, blacklist, nonces, places, rate limits ---------------------------------------
 
@@ -369,15 +376,22 @@ class SqlTransaction:
         return bool(rows)
 
     async def record_place(self, license_id: str, game_id: str, now: int) -> int:
-        await self.db.run("INSERT INTO license_places (license_id, game_id, first_seen_at) "
-                          "VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [license_id, game_id, now])
-        rows = await self.db.rows("SELECT COUNT(*) FROM license_places WHERE license_id = ?",
-                                  [license_id])
+        await self.db.run(
+            "INSERT INTO license_places (license_id, game_id, first_seen_at, place_rank) "
+            "SELECT ?, ?, ?, COUNT(*) + 1 FROM license_places WHERE license_id = ? "
+            "ON CONFLICT DO NOTHING", [license_id, game_id, now, license_id])
+        rows = await self.db.rows("SELECT place_rank FROM license_places WHERE license_id = ? "
+                                  "AND game_id = ?", [license_id, game_id])
         return int(rows[0][0])
 
-    async def count_hit(self, bucket: str, window_start: int) -> int:
+    async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
+        # One statement for every bucket of a request: on the hot path each statement is a
+        # round trip. RETURNING order is unspecified, so the bucket comes back too.
+        values = ", ".join("(?, ?, 1)" for _ in buckets)
+        params = [v for b in buckets for v in (b, window_start)]
         rows = await self.db.rows(
-            "INSERT INTO rate_counters (bucket, window_start, count) VALUES (?, ?, 1) "
+            f"INSERT INTO rate_counters (bucket, window_start, count) VALUES {values} "
             "ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1 "
-            "RETURNING count", [bucket, window_start])
-        return int(rows[0][0])
+            "RETURNING bucket, count", params)
+        counts = {r[0]: int(r[1]) for r in rows}
+        return [counts[b] for b in buckets]

@@ -17,6 +17,7 @@ import aiosqlite
 
 from adapters_storage.schema import MIGRATIONS, statements
 from adapters_storage.sql_transaction import SqlTransaction
+from licore.runtime import Facts as RuntimeFacts
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -25,17 +26,19 @@ class _Executor:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
 
+    # Each await is a hop to aiosqlite's thread and back, the main cost of a short
+    # transaction, so a statement takes exactly one: execute_fetchall, or execute without
+    # closing the cursor explicitly (it closes when dropped).
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        async with self.conn.execute(sql, params) as cur:
-            return [tuple(r) for r in await cur.fetchall()]
+        return [tuple(r) for r in await self.conn.execute_fetchall(sql, params)]
 
     async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
-        async with self.conn.execute(sql, params) as cur:
-            return cur.rowcount
+        cursor = await self.conn.execute(sql, params)
+        return cursor.rowcount
 
 
 class SqliteStorage:
-    def __init__(self, path: str | Path, pool_size: int = 4) -> None:
+    def __init__(self, path: str | Path, pool_size: int = 1) -> None:
         self.path = str(path)
         self.pool_size = pool_size
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
@@ -76,6 +79,17 @@ class SqliteStorage:
                 await conn.execute("ROLLBACK")
                 raise
             await conn.execute("COMMIT")
+        finally:
+            self._idle.put_nowait(conn)
+
+    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
+                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        # Two autocommit statements, two trips to the connection's thread: no BEGIN/COMMIT.
+        conn = await self._acquire()
+        try:
+            tx = SqlTransaction(_Executor(conn))
+            counts = await tx.count_hits(buckets, window_start)
+            return counts, await tx.runtime_facts(key_digest, user_id, game_id)
         finally:
             self._idle.put_nowait(conn)
 

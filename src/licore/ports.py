@@ -143,11 +143,6 @@ class Transaction(Protocol):
         """Active licenses only, so the list equals what the person can download."""
         ...
 
-    async def runtime_facts(self, key_digest: str, user_id: str) -> RuntimeFacts:
-        """The license a key belongs to, its product, the studio's place limit and whether
-        `user_id` is on that studio's blacklist, in one query (the runtime hot path)."""
-        ...
-
     # alerts, blacklist, nonces, places, rate limits
     async def raise_alert(self, alert: Alert, window: int) -> Alert:
         """Add `alert`, or bump the count of the same kind, license and place seen within
@@ -164,16 +159,24 @@ class Transaction(Protocol):
         """False when the nonce was already used for this license and has not expired."""
         ...
     async def record_place(self, license_id: str, game_id: str, now: int) -> int:
-        """Record the place and return how many distinct places the license has been seen in."""
+        """Record the place (if new) and return its rank: 1 for the license's first place."""
         ...
-    async def count_hit(self, bucket: str, window_start: int) -> int:
-        """Add one to the counter of `bucket` in the window and return the new count."""
+    async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
+        """Add one to the counter of each bucket in the window; the new counts, in order."""
         ...
 
 
 class Storage(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Transaction]:
         """A unit of work: commits when the block ends normally, rolls back on an exception."""
+        ...
+
+    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
+                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        """The runtime hot path's one trip: count the request in `buckets` (as
+        `Transaction.count_hits`), then load the license the key belongs to, its product, the
+        studio's place limit, whether `user_id` is blacklisted there, and the license's places.
+        Not a unit of work: the counters commit whatever follows; effects use a transaction."""
         ...
 
     async def migrate(self) -> None: ...

@@ -42,6 +42,8 @@ class Facts:
     product: Product | None
     place_limit: int
     blacklisted: bool
+    places_seen: int = 0  # distinct places the license was used from
+    place_rank: int | None = None  # 1 for the license's first place; None if new
 
 
 @attrs.frozen
@@ -74,10 +76,15 @@ def judge(caller: Caller, facts: Facts) -> Verdict:
     return Verdict(True)
 
 
-def place_alert(caller: Caller, license_id: str, places_seen: int,
-                place_limit: int) -> AlertDraft | None:
-    """A license seen in more distinct places than the studio allows."""
-    if caller.game_id is None or places_seen <= place_limit:
+def new_place(caller: Caller, facts: Facts) -> bool:
+    return caller.game_id is not None and facts.place_rank is None
+
+
+def place_alert(caller: Caller, license_id: str, facts: Facts) -> AlertDraft | None:
+    """A call from a place past the first `place_limit` the license was seen in; every
+    such call raises it again, and repeats within the window bump its count."""
+    rank = facts.place_rank if facts.place_rank is not None else facts.places_seen + 1
+    if caller.game_id is None or rank <= facts.place_limit:
         return None
     return AlertDraft(UNRECOGNISED_PLACE, license_id, caller.user_id, caller.user_id,
                       caller.game_id)

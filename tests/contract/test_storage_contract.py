@@ -126,10 +126,10 @@ async def test_nonce_is_used_once_until_it_expires(storage: Storage) -> None:
 
 async def test_rate_counters_count_per_bucket_and_window(storage: Storage) -> None:
     async with storage.transaction() as tx:
-        counts = [await tx.count_hit("k1", 60) for _ in range(3)]
-        other = await tx.count_hit("k2", 60)
-        next_window = await tx.count_hit("k1", 120)
-    assert counts == [1, 2, 3] and other == 1 and next_window == 1
+        counts = [(await tx.count_hits(["k1"], 60))[0] for _ in range(3)]
+        both = await tx.count_hits(["k2", "k1"], 60)
+        next_window = await tx.count_hits(["k1"], 120)
+    assert counts == [1, 2, 3] and both == [1, 4] and next_window == [1]
 
 
 async def test_places_are_counted_distinctly(storage: Storage) -> None:
@@ -137,6 +137,8 @@ async def test_places_are_counted_distinctly(storage: Storage) -> None:
         assert await tx.record_place("lic_1", "1", 10) == 1
         assert await tx.record_place("lic_1", "1", 11) == 1
         assert await tx.record_place("lic_1", "2", 12) == 2
+        assert await tx.record_place("lic_2", "2", 12) == 1
+        assert await tx.record_place("lic_1", "1", 13) == 1
 
 
 async def test_pagination_walks_every_item_once(storage: Storage) -> None:

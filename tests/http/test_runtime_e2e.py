@@ -176,7 +176,11 @@ def test_more_places_than_allowed_raise_unrecognised_place(server: Server,
     assert [a for a in alerts(server, shop) if a["kind"] == "unrecognised_place"] == []
     assert check(server, shop, game_id="4").json() == {"success": True}
     found = [a for a in alerts(server, shop) if a["kind"] == "unrecognised_place"]
-    assert len(found) == 1 and found[0]["game_id"] == "4"
+    assert len(found) == 1 and found[0]["game_id"] == "4" and found[0]["count"] == 1
+    check(server, shop, game_id="4")
+    check(server, shop, game_id="2")
+    again = [a for a in alerts(server, shop) if a["kind"] == "unrecognised_place"]
+    assert len(again) == 1 and again[0]["count"] == 2
 
 
 def test_unlock_answers_pass_the_four_checks(server: Server, people: People) -> None:

@@ -14,6 +14,6 @@ async def hit(deps: Deps, bucket: str, limit: int) -> None:
     now = deps.clock.now()
     start = now - now % WINDOW
     async with deps.storage.transaction() as tx:
-        count = await tx.count_hit(bucket, start)
+        (count,) = await tx.count_hits([bucket], start)
     if count > limit:
         raise RateLimited(retry_after=max(1, start + WINDOW - now))

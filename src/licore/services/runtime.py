@@ -76,18 +76,6 @@ def parse_nonce(body: Mapping[str, Any]) -> str:
     return nonce
 
 
-async def _limited(deps: Deps, tx: Transaction, key_digest: str, ip: str) -> int | None:
-    """Seconds to wait when the key or the IP is over its limit this minute, else None."""
-    now = deps.clock.now()
-    start = now - now % WINDOW
-    per_key = await tx.count_hit(f"rk:{key_digest}", start)
-    per_ip = await tx.count_hit(f"rip:{ip}", start)
-    s = deps.settings
-    if per_key > s.runtime_key_rate_limit or per_ip > s.runtime_ip_rate_limit:
-        return max(1, start + WINDOW - now)
-    return None
-
-
 async def _store_alerts(deps: Deps, tx: Transaction, facts: Facts,
                         drafts: tuple[AlertDraft, ...] | list[AlertDraft]) -> None:
     if not drafts or facts.product is None:
@@ -110,28 +98,31 @@ class Judged:
 
 
 async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -> Judged:
-    """The shared license check, with its effects, as one unit of work."""
+    """The shared license check. The hot path is one trip (count the request, load the
+    facts); the effects (place, nonce, alerts) commit together only when there are any."""
     digest = deps.vault.lookup_digest(caller.key)
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        wait = await _limited(deps, tx, digest, ip)
-        if wait is None:
-            facts = await tx.runtime_facts(digest, caller.user_id)
-            verdict = rt.judge(caller, facts)
-            alerts = list(verdict.alerts)
-            fresh = True
-            if verdict.ok and facts.license is not None:
-                if caller.game_id is not None:
-                    seen = await tx.record_place(facts.license.id, caller.game_id, now)
-                    alert = rt.place_alert(caller, facts.license.id, seen, facts.place_limit)
-                    if alert is not None:
-                        alerts.append(alert)
-                if nonce is not None:
-                    fresh = await tx.use_nonce(facts.license.id, nonce, now + rt.NONCE_MEMORY,
-                                               now)
+    start = now - now % WINDOW
+    (per_key, per_ip), facts = await deps.storage.runtime_read(
+        [f"rk:{digest}", f"rip:{ip}"], start, digest, caller.user_id, caller.game_id)
+    s = deps.settings
+    if per_key > s.runtime_key_rate_limit or per_ip > s.runtime_ip_rate_limit:
+        raise RateLimited(max(1, start + WINDOW - now))
+    verdict = rt.judge(caller, facts)
+    lic = facts.license
+    alerts = list(verdict.alerts)
+    place = verdict.ok and lic is not None and rt.new_place(caller, facts)
+    if verdict.ok and lic is not None:
+        alert = rt.place_alert(caller, lic.id, facts)
+        alerts += [alert] if alert else []
+    fresh = True
+    if alerts or place or (verdict.ok and nonce is not None):
+        async with deps.storage.transaction() as tx:
+            if place and lic is not None and caller.game_id is not None:
+                await tx.record_place(lic.id, caller.game_id, now)
+            if verdict.ok and nonce is not None and lic is not None:
+                fresh = await tx.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
             await _store_alerts(deps, tx, facts, alerts)
-    if wait is not None:
-        raise RateLimited(wait)
     return Judged(verdict.ok and fresh, facts, fresh)
 
 
