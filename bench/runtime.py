@@ -96,7 +96,7 @@ async def load(url: str) -> list[tuple[str, str, str]]:
     per_product = LICENSES // PRODUCTS
     for start in range(0, LICENSES, 10_000):
         async with deps.storage.transaction() as tx:
-            for n in range(start, start + 10_000):
+            for n in range(start, min(start + 10_000, LICENSES)):
                 product = products[n // per_product]
                 key = make_license_key(secrets.token_bytes(48))
                 lic = License(deps.new_id("lic"), product.id, str(10_000 + n), Source.GRANT,
