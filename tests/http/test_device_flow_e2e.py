@@ -137,18 +137,26 @@ def test_unknown_device_code_is_expired_token(server: Server) -> None:
     assert (r.status_code, r.json()["error"]) == (400, "expired_token")
 
 
+@pytest.fixture(scope="module")
+def narrow_client(server: Server) -> str:
+    return cli(server.database_url, "client", "add", "Reader", "--description", "Reads",
+               "--scopes", "library:read")
+
+
 @pytest.mark.parametrize(("body", "error", "field"), [
     ({"scope": "library:read"}, "invalid_request", "client_id"),
     ({"client_id": "CLIENT"}, "invalid_request", "scope"),
     ({"client_id": "app_nope", "scope": "library:read"}, "invalid_client", None),
-    ({"client_id": "CLIENT", "scope": "packages:write"}, "invalid_scope", None),
+    ({"client_id": "NARROW", "scope": "products:read products:write"}, "invalid_scope", None),
+    ({"client_id": "CLIENT", "scope": "nonsense:scope"}, "invalid_scope", None),
     ({"client_id": "CLIENT", "scope": "library:read products:read"}, "invalid_scope", None),
     ({"client_id": "CLIENT", "scope": 5}, "invalid_request", "scope"),
     ({"client_id": "CLIENT", "scope": "library:read", "extra": 1}, "invalid_request", "extra"),
 ])
-def test_device_code_errors(server: Server, people: People, body: dict[str, object],
-                            error: str, field: str | None) -> None:
-    sent = {k: (people.client_id if v == "CLIENT" else v) for k, v in body.items()}
+def test_device_code_errors(server: Server, people: People, narrow_client: str,
+                            body: dict[str, object], error: str, field: str | None) -> None:
+    names = {"CLIENT": people.client_id, "NARROW": narrow_client}
+    sent = {k: names.get(v, v) if isinstance(v, str) else v for k, v in body.items()}
     r = httpx.post(f"{server.url}/auth/device/code", json=sent)
     assert (r.status_code, r.json()["error"]) == (400, error), r.text
     if field:

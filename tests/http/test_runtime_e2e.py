@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -276,3 +277,31 @@ def test_runtime_rate_limit_per_key(module_database_url: str) -> None:
         assert [a.json() for a in answers[:5]] == [{"success": True}] * 5
         assert answers[5].status_code == 429 and answers[5].json() == {"success": False}
         assert int(answers[5].headers["retry-after"]) >= 1
+
+
+def test_paused_and_blacklisted_fail_every_runtime_call(server: Server, people: People) -> None:
+    shop = new_shop(server, people, "50")
+    base = {"user_id": shop.buyer, "product_id": shop.product, "key": shop.buyer_key}
+    target = {"product_id": shop.product, "user": shop.buyer}
+
+    def answers() -> list[Any]:
+        return [rt(server, "/check", base).json(),
+                rt(server, "/unlock", {**base, "nonce": nonce()}).json(),
+                rt(server, "/version", base).json()]
+
+    assert [a.get("success", a.get("ok")) for a in answers()] == [True, True, True]
+    v1(server, "POST", "/licenses/pause", shop.key, json=target)
+    assert answers() == [{"success": False}, {"ok": False}, {"ok": False}]
+    v1(server, "POST", "/licenses/resume", shop.key, json=target)
+    studio = people.studio_id
+    core(server.database_url, lambda d: operator.set_blacklisted(d, studio, shop.buyer, True))
+    assert answers() == [{"success": False}, {"ok": False}, {"ok": False}]
+
+
+def test_serve_with_two_workers(module_database_url: str) -> None:
+    with running_server(module_database_url, workers="2") as server:
+        answers = {httpx.get(f"{server.url}/healthz").status_code for _ in range(20)}
+        assert answers == {200}
+        children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+        workers = [p for p in children.read_text().split() if p]
+        assert len(workers) >= 2

@@ -31,11 +31,13 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.database_url = database_url
         self.log_path = data_dir / f"server-{self.port}.log"
+        workers = extra_env.pop("workers", "1")
         env = {**os.environ, "LICORE_DATABASE_URL": database_url,
                "LICORE_DATA_DIR": str(data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(LICORE), "serve", "--port", str(self.port)], env=env, cwd=data_dir,
+            [str(LICORE), "serve", "--port", str(self.port), "--workers", workers], env=env,
+            cwd=data_dir,
             stdout=self._log, stderr=subprocess.STDOUT)
         self._wait_ready()
 
