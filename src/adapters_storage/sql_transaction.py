@@ -328,11 +328,10 @@ class SqlTransaction:
             Alert,
             f"SELECT {column_list(Alert)} FROM alerts WHERE kind = ? AND studio_id = ? "
             "AND product_id = ? AND license_id IS NOT DISTINCT FROM ? "
-            "AND game_id IS NOT DISTINCT FROM ? AND script_name IS NOT DISTINCT FROM ? "
-            "AND platform_id IS NOT DISTINCT FROM ? AND last_seen_at >= ? "
+            "AND game_id IS NOT DISTINCT FROM ? AND last_seen_at >= ? "
             "ORDER BY last_seen_at DESC LIMIT 1",
             [alert.kind, alert.studio_id, alert.product_id, alert.license_id, alert.game_id,
-             alert.script_name, alert.platform_id, alert.last_seen_at - window])
+             alert.last_seen_at - window])
         if same is None:
             await self.db.run(_insert("alerts", Alert), to_row(alert))
             return alert

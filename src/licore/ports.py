@@ -145,8 +145,8 @@ class Transaction(Protocol):
 
     # alerts, blacklist, nonces, places, rate limits
     async def raise_alert(self, alert: Alert, window: int) -> Alert:
-        """Add `alert`, or bump the count of the same kind, license and place seen within
-        `window` seconds, and return the stored row."""
+        """Add `alert`, or bump the count of the row of the same kind, license and place
+        (contract 3) last seen within `window` seconds, and return the stored row."""
         ...
     async def alerts_of_studio(
         self, studio_id: str, product_id: str | None, limit: int | None, cursor: str | None
