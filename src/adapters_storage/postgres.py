@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
+from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
 from adapters_storage.schema import MIGRATIONS, statements
 from adapters_storage.sql_transaction import SqlTransaction
 from licore.runtime import Facts as RuntimeFacts
@@ -42,6 +43,7 @@ class PostgresStorage:
         self.url = url
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False)
         self._opened = False
+        self._batcher = RuntimeBatcher(self._runtime_batch)
 
     async def _open(self) -> None:
         if not self._opened:
@@ -56,13 +58,17 @@ class PostgresStorage:
 
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        request = RuntimeRequest(tuple(buckets), key_digest, user_id, game_id)
+        return await self._batcher.read(window_start, request)
+
+    async def _runtime_batch(self, window_start: int, requests: Sequence[RuntimeRequest]
+                             ) -> list[tuple[list[int], RuntimeFacts]]:
         await self._open()
         async with self.pool.connection() as conn:
-            tx = SqlTransaction(_Executor(conn))
-            counts = await tx.count_hits(buckets, window_start)
-            facts = await tx.runtime_facts(key_digest, user_id, game_id)
+            answers = await SqlTransaction(_Executor(conn)).runtime_batch(window_start,
+                                                                          requests)
             await conn.commit()
-        return counts, facts
+        return answers
 
     async def migrate(self) -> None:
         async with self.transaction() as tx:

@@ -8,7 +8,7 @@ the caller learns "taken" as a value and carries on in the same unit of work.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from adapters_storage.records import column_list, columns, from_row, to_row
 from licore.device_flow import DeviceState
@@ -28,6 +28,9 @@ from licore.model import (
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.products import slug_candidate
 from licore.runtime import Facts as RuntimeFacts
+
+if TYPE_CHECKING:
+    from adapters_storage.batching import RuntimeRequest
 from licore.scopes import Permission
 
 T = TypeVar("T")
@@ -300,26 +303,48 @@ class SqlTransaction:
             return Page(entries, entries[-1].license.id)
         return Page(entries, None)
 
-    async def runtime_facts(self, key_digest: str, user_id: str,
-                            game_id: str | None) -> RuntimeFacts:
+    async def runtime_batch(self, window_start: int,
+                            requests: Sequence[RuntimeRequest]) -> list[tuple[list[int],
+                                                                         RuntimeFacts]]:
+        """Count every request and load every request's facts: two statements in all."""
+        increments: dict[str, int] = {}
+        for r in requests:
+            for bucket in r.buckets:
+                increments[bucket] = increments.get(bucket, 0) + 1
+        totals = await self._add_hits(increments, window_start)
+        # Each request sees the count as it stood when it arrived in the batch.
+        seen: dict[str, int] = {}
+        counts: list[list[int]] = []
+        for r in requests:
+            mine = []
+            for bucket in r.buckets:
+                seen[bucket] = seen.get(bucket, 0) + 1
+                mine.append(totals[bucket] - increments[bucket] + seen[bucket])
+            counts.append(mine)
+        values = ", ".join("(CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), "
+                           "CAST(? AS TEXT))" for _ in requests)
+        params: list[Any] = [v for i, r in enumerate(requests)
+                             for v in (i, r.key_digest, r.user_id, r.game_id)]
         rows = await self.db.rows(
-            f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
+            f"WITH req (i, digest, user_id, game_id) AS (VALUES {values}) "
+            f"SELECT req.i, {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
             "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
-            "AND b.platform_id = ?), "
+            "AND b.platform_id = req.user_id), "
             "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
             "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
-            "AND lp.game_id = ?) "
-            "FROM licenses l JOIN products p ON p.id = l.product_id "
-            "JOIN studios s ON s.id = p.studio_id WHERE l.key_digest = ?",
-            [user_id, game_id or "", key_digest])
-        if not rows:
-            return RuntimeFacts(None, None, 0, False)
-        r = rows[0]
+            "AND lp.game_id = req.game_id) "
+            "FROM req JOIN licenses l ON l.key_digest = req.digest "
+            "JOIN products p ON p.id = l.product_id JOIN studios s ON s.id = p.studio_id",
+            params)
+        facts = [RuntimeFacts(None, None, 0, False) for _ in requests]
         nl, np_ = len(columns(License)), len(columns(Product))
-        n = nl + np_
-        return RuntimeFacts(from_row(License, r[:nl]), from_row(Product, r[nl:n]),
-                            int(r[n]), bool(r[n + 1]), int(r[n + 2]),
-                            None if r[n + 3] is None else int(r[n + 3]))
+        n = 1 + nl + np_
+        for row in rows:
+            facts[int(row[0])] = RuntimeFacts(
+                from_row(License, row[1:1 + nl]), from_row(Product, row[1 + nl:n]),
+                int(row[n]), bool(row[n + 1]), int(row[n + 2]),
+                None if row[n + 3] is None else int(row[n + 3]))
+        return list(zip(counts, facts, strict=True))
 
     # alerts, blacklist, nonces, places, rate limits ---------------------------------------
 
@@ -384,13 +409,20 @@ class SqlTransaction:
         return int(rows[0][0])
 
     async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
-        # One statement for every bucket of a request: on the hot path each statement is a
-        # round trip. RETURNING order is unspecified, so the bucket comes back too.
-        values = ", ".join("(?, ?, 1)" for _ in buckets)
-        params = [v for b in buckets for v in (b, window_start)]
+        increments: dict[str, int] = {}
+        for bucket in buckets:
+            increments[bucket] = increments.get(bucket, 0) + 1
+        totals = await self._add_hits(increments, window_start)
+        return [totals[b] for b in buckets]
+
+    async def _add_hits(self, increments: dict[str, int], window_start: int) -> dict[str, int]:
+        # One statement for every bucket: on the hot path each statement is a round trip.
+        # A row may appear once per statement, hence the increments; RETURNING order is
+        # unspecified, hence the bucket comes back too.
+        values = ", ".join("(?, ?, ?)" for _ in increments)
+        params = [v for b, n in increments.items() for v in (b, window_start, n)]
         rows = await self.db.rows(
             f"INSERT INTO rate_counters (bucket, window_start, count) VALUES {values} "
-            "ON CONFLICT (bucket, window_start) DO UPDATE SET count = rate_counters.count + 1 "
-            "RETURNING bucket, count", params)
-        counts = {r[0]: int(r[1]) for r in rows}
-        return [counts[b] for b in buckets]
+            "ON CONFLICT (bucket, window_start) DO UPDATE "
+            "SET count = rate_counters.count + excluded.count RETURNING bucket, count", params)
+        return {r[0]: int(r[1]) for r in rows}

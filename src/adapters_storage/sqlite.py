@@ -15,6 +15,7 @@ from typing import Any
 
 import aiosqlite
 
+from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
 from adapters_storage.schema import MIGRATIONS, statements
 from adapters_storage.sql_transaction import SqlTransaction
 from licore.runtime import Facts as RuntimeFacts
@@ -44,6 +45,7 @@ class SqliteStorage:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._opening = asyncio.Lock()
+        self._batcher = RuntimeBatcher(self._runtime_batch)
 
     @classmethod
     def from_url(cls, url: str) -> SqliteStorage:
@@ -84,12 +86,15 @@ class SqliteStorage:
 
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        # Two autocommit statements, two trips to the connection's thread: no BEGIN/COMMIT.
+        request = RuntimeRequest(tuple(buckets), key_digest, user_id, game_id)
+        return await self._batcher.read(window_start, request)
+
+    async def _runtime_batch(self, window_start: int, requests: Sequence[RuntimeRequest]
+                             ) -> list[tuple[list[int], RuntimeFacts]]:
+        # Autocommit statements: no BEGIN/COMMIT trips; the counters need no transaction.
         conn = await self._acquire()
         try:
-            tx = SqlTransaction(_Executor(conn))
-            counts = await tx.count_hits(buckets, window_start)
-            return counts, await tx.runtime_facts(key_digest, user_id, game_id)
+            return await SqlTransaction(_Executor(conn)).runtime_batch(window_start, requests)
         finally:
             self._idle.put_nowait(conn)
 
