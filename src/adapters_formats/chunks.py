@@ -1,0 +1,78 @@
+"""Binary model framing: header and chunks, decompressed under hard size caps."""
+
+import struct
+
+import attrs
+import lz4.block
+import zstandard
+
+from adapters_formats.detect import BINARY_MAGIC
+from licore.builds.errors import ModelFormatError
+
+MAX_TOTAL_DECOMPRESSED = 256 * 1024 * 1024
+MAX_RATIO = 1024  # per chunk; real chunks compress far less than this
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_HEADER = struct.Struct("<HiiQ")
+_CHUNK = struct.Struct("<4sIII")
+
+
+@attrs.frozen
+class Chunk:
+    name: bytes
+    data: bytes  # decompressed payload
+    raw: bytes  # the chunk exactly as stored, header included, for exact rewrites
+
+
+@attrs.frozen
+class Framing:
+    version: int
+    class_count: int
+    instance_count: int
+    chunks: tuple[Chunk, ...]
+
+
+def _decompress(payload: bytes, size: int) -> bytes:
+    try:
+        if payload.startswith(_ZSTD_MAGIC):
+            out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
+        else:
+            out = lz4.block.decompress(payload, uncompressed_size=size)
+    except (zstandard.ZstdError, lz4.block.LZ4BlockError, ValueError) as err:
+        raise ModelFormatError(f"chunk does not decompress: {err}") from None
+    if len(out) != size:
+        raise ModelFormatError("decompressed chunk size differs from its header")
+    return bytes(out)
+
+
+def read_framing(data: bytes) -> Framing:
+    """Split a binary model into decompressed chunks; refuse malformed input."""
+    if not data.startswith(BINARY_MAGIC):
+        raise ModelFormatError("missing binary model magic")
+    pos = len(BINARY_MAGIC)
+    if len(data) < pos + _HEADER.size:
+        raise ModelFormatError("truncated header")
+    version, classes, instances, _ = _HEADER.unpack_from(data, pos)
+    if classes < 0 or instances < 0:
+        raise ModelFormatError("negative class or instance count")
+    pos += _HEADER.size
+    chunks: list[Chunk] = []
+    total = 0
+    while True:
+        if len(data) < pos + _CHUNK.size:
+            raise ModelFormatError("truncated chunk header (no END chunk)")
+        name, clen, ulen, _ = _CHUNK.unpack_from(data, pos)
+        start = pos + _CHUNK.size
+        stored = clen if clen else ulen
+        if start + stored > len(data):
+            raise ModelFormatError("chunk length runs past the end of the data")
+        total += ulen
+        if total > MAX_TOTAL_DECOMPRESSED:
+            raise ModelFormatError("decompressed size exceeds the limit")
+        if clen and ulen > max(clen, 64) * MAX_RATIO:
+            raise ModelFormatError("chunk compression ratio is implausible")
+        payload = data[start:start + stored]
+        body = _decompress(payload, ulen) if clen else payload
+        chunks.append(Chunk(name=name, data=body, raw=data[pos:start + stored]))
+        pos = start + stored
+        if name == b"END\x00":
+            return Framing(version, classes, instances, tuple(chunks))

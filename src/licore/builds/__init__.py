@@ -1,0 +1,1 @@
+"""Roblox model files as an instance tree (pure core)."""
