@@ -1,6 +1,6 @@
 """The protector port over tree-sitter-luau: safety checks and the `strip` transform.
 
-Only `strip` (comment removal) is implemented so far; other transforms are refused by
+Only `strip` and `encrypt_strings` are implemented so far; other transforms are refused by
 `check` and left untouched by `protect`, so output stays equivalent to the input.
 """
 
@@ -11,9 +11,10 @@ from collections.abc import Iterator, Sequence
 import tree_sitter
 import tree_sitter_luau
 
+from adapters_protection.strings import StringCipher, in_type, literal_bytes
 from licore.protection import ProtectionProblem, ProtectionSettings
 
-IMPLEMENTED: frozenset[str] = frozenset({"strip"})
+IMPLEMENTED: frozenset[str] = frozenset({"strip", "encrypt_strings"})
 _ENV_FUNCTIONS = {b"getfenv", b"setfenv"}
 
 
@@ -62,15 +63,27 @@ class LuauProtector:
         transforms = settings.transforms_for(path)
         data = source.encode()
         root = self._parser.parse(data).root_node
-        if "strip" not in transforms or root.has_error:
+        if not transforms & IMPLEMENTED or root.has_error:
             return source
+        cipher = StringCipher(license_secret, path)
+        encrypt = "encrypt_strings" in transforms
         out: list[bytes] = []
         pos = 0
         for node in _walk(root):
-            if node.type == "comment":
-                out.append(data[pos:node.start_byte])
+            if node.start_byte < pos:
+                continue
+            replacement: bytes | None = None
+            if node.type == "comment" and "strip" in transforms:
                 # A space keeps the tokens on either side apart.
-                out.append(b" ")
+                replacement = b" "
+            elif node.type == "string" and encrypt and not in_type(node):
+                value = literal_bytes(node)
+                if value is not None:
+                    replacement = b" " + cipher.encode(value).encode() + b" "
+            if replacement is not None:
+                out.append(data[pos:node.start_byte])
+                out.append(replacement)
                 pos = node.end_byte
         out.append(data[pos:])
-        return b"".join(out).decode()
+        body = b"".join(out).decode()
+        return cipher.decoder() + body if encrypt else body
