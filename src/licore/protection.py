@@ -1,0 +1,123 @@
+"""A seller's protection settings as values, their JSON parser, and the protector port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+from typing import Protocol
+
+import attrs
+
+TRANSFORMS: frozenset[str] = frozenset(
+    {"strip", "rename_locals", "encrypt_strings", "hoist_constants", "flatten"}
+)
+PRESETS: Mapping[str, frozenset[str]] = {
+    "none": frozenset(),
+    "minify": frozenset({"strip"}),
+    "light": frozenset({"strip", "rename_locals", "encrypt_strings"}),
+    "strong": TRANSFORMS,
+}
+
+
+class ProtectionSettingsError(ValueError):
+    """The seller's protection JSON is malformed; `field` names the offending path."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+@attrs.frozen
+class ProtectionRule:
+    """Scripts matching any name or path glob get `transforms` (empty set = identity)."""
+
+    transforms: frozenset[str]
+    names: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    def matches(self, path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return name in self.names or any(fnmatchcase(path, glob) for glob in self.paths)
+
+
+@attrs.frozen
+class ProtectionSettings:
+    """Rules in priority order (first match wins); excluded paths are never transformed."""
+
+    rules: tuple[ProtectionRule, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def transforms_for(self, path: str) -> frozenset[str]:
+        name = path.rsplit("/", 1)[-1]
+        if any(name == e or fnmatchcase(path, e) for e in self.exclude):
+            return frozenset()
+        for rule in self.rules:
+            if rule.matches(path):
+                return rule.transforms
+        return frozenset()
+
+
+@attrs.frozen
+class ProtectionProblem:
+    """Why `path` cannot be transformed safely, at `line` (1-based, 0 when unknown)."""
+
+    path: str
+    line: int
+    message: str
+
+
+class Protector(Protocol):
+    def check(
+        self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings
+    ) -> list[ProtectionProblem]: ...
+
+    def protect(
+        self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
+    ) -> str: ...
+
+
+def _strings(value: object, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ProtectionSettingsError(field, "must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _rule(raw: object, field: str) -> ProtectionRule:
+    if not isinstance(raw, dict):
+        raise ProtectionSettingsError(field, "must be an object")
+    unknown = set(raw) - {"names", "paths", "preset", "transforms"}
+    if unknown:
+        raise ProtectionSettingsError(f"{field}.{sorted(unknown)[0]}", "unknown field")
+    names = _strings(raw.get("names"), f"{field}.names")
+    paths = _strings(raw.get("paths"), f"{field}.paths")
+    if not names and not paths:
+        raise ProtectionSettingsError(field, "needs at least one of names or paths")
+    transforms: set[str] = set()
+    preset = raw.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str) or preset not in PRESETS:
+            raise ProtectionSettingsError(f"{field}.preset", f"must be one of {sorted(PRESETS)}")
+        transforms |= PRESETS[preset]
+    for i, t in enumerate(_strings(raw.get("transforms"), f"{field}.transforms")):
+        if t not in TRANSFORMS:
+            raise ProtectionSettingsError(f"{field}.transforms[{i}]", f"unknown transform {t!r}")
+        transforms.add(t)
+    return ProtectionRule(frozenset(transforms), names, paths)
+
+
+def parse_protection_settings(raw: object) -> ProtectionSettings:
+    """Parse the `protection` field of `POST /packages/settings` (schema: docs/protection.md)."""
+    if not isinstance(raw, dict):
+        raise ProtectionSettingsError("protection", "must be an object")
+    unknown = set(raw) - {"rules", "exclude"}
+    if unknown:
+        raise ProtectionSettingsError(f"protection.{sorted(unknown)[0]}", "unknown field")
+    rules_raw = raw.get("rules", [])
+    if not isinstance(rules_raw, list):
+        raise ProtectionSettingsError("protection.rules", "must be a list")
+    rules = tuple(_rule(r, f"protection.rules[{i}]") for i, r in enumerate(rules_raw))
+    exclude = _strings(raw.get("exclude"), "protection.exclude")
+    return ProtectionSettings(rules, exclude)
