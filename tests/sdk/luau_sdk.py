@@ -55,17 +55,22 @@ class LuauSdk:
         config.set("licenseKey", license_key)
         config.set("userId", 42)
 
-        # pluau calls Python functions as f(lua, (args...)).
+        # pluau calls Python functions as f(lua, (args...)) and wants a tuple of results.
         def lua_http(_lua: Any, args: tuple[Any, ...]) -> tuple[bool, int, str]:
             url, body = args
             return http(as_bytes(url).decode(), as_bytes(body).decode())
 
         remaining = list(nonces)
         config.set("http", self.lua.create_function(lua_http))
-        config.set("newNonce", self.lua.create_function(lambda *_: remaining.pop(0)))
-        config.set("now", self.lua.create_function(lambda *_: now))
+        config.set("newNonce", self.lua.create_function(lambda *_: (remaining.pop(0),)))
+        config.set("now", self.lua.create_function(lambda *_: (now,)))
         slept = sleeps if sleeps is not None else []
-        config.set("sleep", self.lua.create_function(lambda _lua, a: slept.append(a[0])))
+
+        def lua_sleep(_lua: Any, args: tuple[Any, ...]) -> tuple[()]:
+            slept.append(args[0])
+            return ()
+
+        config.set("sleep", self.lua.create_function(lua_sleep))
         for key, value in extra.items():
             config.set(key, value)
         return self.call("new", config)[0]
