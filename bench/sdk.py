@@ -9,8 +9,9 @@ import json
 import time
 from collections.abc import Callable
 
-from licore.sealing import Sealed, seal, verify_payload
 from tests.sdk.luau_sdk import LuauSdk
+
+from licore.sealing import Sealed, seal, verify_payload
 
 KEY = "LIC-BENCH-0001"
 NONCE = "0123456789abcdefBENCH"
