@@ -1,13 +1,4 @@
-"""The sealed envelope of `/unlock` and `/update` (spec section 5), pure.
-
-    sessionKey = hex(HMAC(licenseKey, "sk|" + nonce)); later HMACs key on its raw 32 bytes
-    block i    = HMAC(sessionKey, nonce + "|" + str(i)), i = 0, 1, 2, ...
-    cipher     = plaintext XOR (block 0 || block 1 || ...), sent as lower-case hex
-    tag        = hex(HMAC(sessionKey, nonce + "|tag|" + cipherHex))
-
-Strings are UTF-8. A receiver checks, in order: the tag (constant time), then decrypts, then
-the nonce echo, then `exp` for /unlock.
-"""
+"""Sealing scheme for runtime `/unlock` and `/update` answers (spec section 5)."""
 
 from __future__ import annotations
 
@@ -18,86 +9,89 @@ from typing import Any
 
 import attrs
 
-BLOCK = 32
+_BLOCK = 32
 
 
 @attrs.frozen
 class Sealed:
+    """A sealed envelope: lower-case hex ciphertext and tag."""
+
     cipher: str
     tag: str
 
 
 class SealError(Exception):
-    """A refused envelope; `reason` names the first check that failed."""
+    """Verification failed; `reason` names the first check that failed."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-TAG_MISMATCH = "tag_mismatch"
-NOT_JSON = "not_json"
-NONCE_MISMATCH = "nonce_mismatch"
-EXPIRED = "expired"
-
-
 def session_key(license_key: str, nonce: str) -> bytes:
-    # The specification names the hex string, but keys later HMACs on the raw digest.
-    return hmac.digest(license_key.encode(), f"sk|{nonce}".encode(), "sha256")
+    """Raw digest bytes of HMAC(licenseKey, "sk|"+nonce); its hex is the spec's sessionKey."""
+    return hmac.new(license_key.encode(), b"sk|" + nonce.encode(), hashlib.sha256).digest()
 
 
 def keystream(key: bytes, nonce: str, length: int) -> bytes:
-    base = hmac.new(key, digestmod=hashlib.sha256)
-    prefix = f"{nonce}|".encode()
-    blocks = []
-    for i in range((length + BLOCK - 1) // BLOCK):
+    """Concatenated blocks HMAC(sessionKey, nonce+"|"+i), cut to `length` bytes."""
+    # One keyed object copied per block skips re-deriving the HMAC pads each time.
+    base = hmac.new(key, nonce.encode() + b"|", hashlib.sha256)
+    blocks = (length + _BLOCK - 1) // _BLOCK
+    out = bytearray()
+    for i in range(blocks):
         h = base.copy()
-        h.update(prefix + str(i).encode())
-        blocks.append(h.digest())
-    return b"".join(blocks)[:length]
+        h.update(str(i).encode())
+        out += h.digest()
+    return bytes(out[:length])
 
 
 def _xor(data: bytes, stream: bytes) -> bytes:
-    n = len(data)
-    if n == 0:
+    if not data:
         return b""
     mixed = int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")
-    return mixed.to_bytes(n, "big")
+    return mixed.to_bytes(len(data), "big")
 
 
 def _tag(key: bytes, nonce: str, cipher_hex: str) -> str:
-    return hmac.new(key, f"{nonce}|tag|{cipher_hex}".encode(), hashlib.sha256).hexdigest()
+    msg = (nonce + "|tag|" + cipher_hex).encode()
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
 
 
 def seal(license_key: str, nonce: str, plaintext: bytes) -> Sealed:
+    """Encrypt and tag `plaintext` for the holder of `license_key`."""
     key = session_key(license_key, nonce)
     cipher_hex = _xor(plaintext, keystream(key, nonce, len(plaintext))).hex()
-    return Sealed(cipher_hex, _tag(key, nonce, cipher_hex))
+    return Sealed(cipher=cipher_hex, tag=_tag(key, nonce, cipher_hex))
 
 
 def open_sealed(license_key: str, nonce: str, cipher_hex: str, tag_hex: str) -> bytes:
-    """Checks 1 and 2: the tag first, and only then decryption."""
+    """Check the tag (constant time) first, then decrypt; raise `SealError` on a bad tag."""
     key = session_key(license_key, nonce)
-    if not hmac.compare_digest(_tag(key, nonce, cipher_hex).encode(),
-                               tag_hex.lower().encode()):
-        raise SealError(TAG_MISMATCH)
+    # The tag covers the hex text exactly as received, so it is checked before parsing it.
+    expected = _tag(key, nonce, cipher_hex)
+    if not hmac.compare_digest(expected.encode(), tag_hex.encode()):
+        raise SealError("tag_mismatch")
     try:
-        data = bytes.fromhex(cipher_hex)
+        cipher = bytes.fromhex(cipher_hex)
     except ValueError:
-        raise SealError(TAG_MISMATCH) from None
-    return _xor(data, keystream(key, nonce, len(data)))
+        raise SealError("tag_mismatch") from None
+    return _xor(cipher, keystream(key, nonce, len(cipher)))
 
 
-def verify_payload(license_key: str, nonce: str, cipher_hex: str, tag_hex: str, now: int,
-                   exp: int | None) -> Any:
-    """All four checks of a receiving product, in the specification's order."""
-    plain = open_sealed(license_key, nonce, cipher_hex, tag_hex)
+def verify_payload(
+    license_key: str, nonce: str, cipher: str, tag: str, now: int, exp: int | None
+) -> dict[str, Any]:
+    """All four receiving checks in the spec's order; `exp` is None for `/update`."""
+    plaintext = open_sealed(license_key, nonce, cipher, tag)
     try:
-        payload = json.loads(plain)
-    except (ValueError, UnicodeDecodeError):
-        raise SealError(NOT_JSON) from None
-    if not isinstance(payload, dict) or payload.get("nonce") != nonce:
-        raise SealError(NONCE_MISMATCH)
+        payload = json.loads(plaintext.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise SealError("not_json") from None
+    if not isinstance(payload, dict):
+        raise SealError("not_json")
+    if payload.get("nonce") != nonce:
+        raise SealError("nonce_mismatch")
     if exp is not None and now > exp:
-        raise SealError(EXPIRED)
+        raise SealError("expired")
     return payload

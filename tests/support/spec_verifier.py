@@ -1,8 +1,4 @@
-"""A receiving product's checks, written from the specification's text alone (section 5).
-
-It deliberately imports nothing from licore, so a mistake shared by the server's sealing
-code and its tests cannot hide.
-"""
+"""Independent receiver written from spec section 5; deliberately does not import licore."""
 
 from __future__ import annotations
 
@@ -12,7 +8,9 @@ import json
 from typing import Any
 
 
-class Refused(Exception):
+class SpecCheckFailed(Exception):
+    """`check` names the receiving step that failed: tag, decrypt, nonce or exp."""
+
     def __init__(self, check: str) -> None:
         super().__init__(check)
         self.check = check
@@ -22,35 +20,43 @@ def _hmac(key: bytes, message: str) -> bytes:
     return hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest()
 
 
-def decrypt(license_key: str, nonce: str, cipher_hex: str, tag_hex: str) -> bytes:
-    """Checks 1 and 2: the tag, then decryption."""
-    # sessionKey is the hex string of HMAC(licenseKey, "sk|" || nonce); later HMACs use the
-    # raw bytes of that digest as the key.
-    session_hex = _hmac(license_key.encode("utf-8"), "sk|" + nonce).hex()
-    session = bytes.fromhex(session_hex)
-    # 1. Recompute the tag over the hex cipher and compare.
-    expected = _hmac(session, nonce + "|tag|" + cipher_hex).hex()
+def open_envelope(license_key: str, nonce: str, cipher_hex: str, tag_hex: str) -> bytes:
+    """Receiving steps 1 and 2: compare the tag, then decrypt to raw plaintext bytes."""
+    session_key_hex = _hmac(license_key.encode("utf-8"), "sk|" + nonce).hex()
+    key = bytes.fromhex(session_key_hex)
+
+    expected = _hmac(key, nonce + "|tag|" + cipher_hex).hex()
     if not hmac.compare_digest(expected, tag_hex):
-        raise Refused("tag")
-    # 2. Decrypt: keystream block i = HMAC(sessionKey, nonce || "|" || i), i decimal from 0.
+        raise SpecCheckFailed("tag")
+
     cipher = bytes.fromhex(cipher_hex)
-    stream = b""
+    plain = bytearray()
     i = 0
-    while len(stream) < len(cipher):
-        stream += _hmac(session, nonce + "|" + str(i))
+    while len(plain) < len(cipher):
+        block = _hmac(key, nonce + "|" + str(i))
+        for b in block:
+            if len(plain) == len(cipher):
+                break
+            plain.append(cipher[len(plain)] ^ b)
         i += 1
-    return bytes(c ^ s for c, s in zip(cipher, stream, strict=False))
+    return bytes(plain)
 
 
-def verify(license_key: str, nonce: str, body: dict[str, Any], now: int | None) -> Any:
-    """Returns the decrypted payload, or raises `Refused` naming the failed check.
-    `now` None skips the `exp` check (for /update, which has none)."""
-    plain = decrypt(license_key, nonce, body["cipher"], body["tag"])
-    payload = json.loads(plain.decode("utf-8"))
-    # 3. The nonce echo.
+def verify(license_key: str, nonce: str, body: dict[str, Any], now: int) -> dict[str, Any]:
+    """Run the four receiving checks on a runtime answer body; return the decrypted payload.
+
+    `exp` is checked only when the body carries one (the `/unlock` answer).
+    """
+    plain = open_envelope(license_key, nonce, str(body["cipher"]), str(body["tag"]))
+    try:
+        payload = json.loads(plain.decode("utf-8"))
+    except ValueError as exc:
+        raise SpecCheckFailed("decrypt") from exc
+    if not isinstance(payload, dict):
+        raise SpecCheckFailed("decrypt")
+
     if payload.get("nonce") != nonce:
-        raise Refused("nonce")
-    # 4. For /unlock, the current time has not passed exp.
-    if now is not None and now > body["exp"]:
-        raise Refused("exp")
+        raise SpecCheckFailed("nonce")
+    if "exp" in body and now > int(body["exp"]):
+        raise SpecCheckFailed("exp")
     return payload
