@@ -57,6 +57,8 @@ ENDPOINTS: list[tuple[str, bool, dict[str, Any], str, tuple[str, Any], tuple[str
      ("user", 55), ("product_id", "p" * 201)),
     ("/v1/packages/settings", True, {"product_id": "PRODUCT", "verify_scripts": True},
      "product_id", ("verify_scripts", "yes"), ("placeholder", "ab")),
+    ("/v1/packages/settings", True, {"product_id": "PRODUCT", "protection": {"rules": []}},
+     "product_id", ("protection", {"rules": {}}), ("protection", {"rules": [{"preset": "x"}]})),
     ("/auth/device/code", False, {"client_id": "CLIENT", "scope": "library:read"}, "scope",
      ("scope", ["library:read"]), ("client_id", "c" * 2001)),
     ("/auth/device/token", False, {"device_code": "abc"}, "device_code",

@@ -11,6 +11,7 @@ import attrs
 from licore import validation as v
 from licore.errors import InvalidRequest
 from licore.model import ApiKey
+from licore.protection import ProtectionSettingsError, parse_protection_settings
 from licore.services.deps import Deps
 from licore.services.partner import own_product, page_args, with_cursor
 
@@ -34,8 +35,11 @@ async def list_packages(deps: Deps, key: ApiKey, query: Any) -> dict[str, Any]:
 
 
 def _protection(value: object) -> str:
-    if not isinstance(value, dict):
-        raise InvalidRequest("protection must be a JSON object", "protection")
+    """Checked by the rule parser (schema in docs/protection.md), stored as sent."""
+    try:
+        parse_protection_settings(value)
+    except ProtectionSettingsError as error:
+        raise InvalidRequest(f"{error.field}: {error.reason}", error.field) from None
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
