@@ -12,8 +12,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
-from adapters_storage.schema import MIGRATIONS, statements
-from adapters_storage.sql_transaction import SqlTransaction
+from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
 from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
@@ -72,17 +71,9 @@ class PostgresStorage:
 
     async def migrate(self) -> None:
         async with self.transaction() as tx:
-            db = tx.db
-            await db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-            await db.run("CREATE TABLE IF NOT EXISTS schema_migrations "
-                         "(version INTEGER PRIMARY KEY)")
-            done = {r[0] for r in await db.rows("SELECT version FROM schema_migrations")}
-            for version, migration in enumerate(MIGRATIONS, start=1):
-                if version in done:
-                    continue
-                for sql in statements("postgresql", migration):
-                    await db.run(sql)
-                await db.run("INSERT INTO schema_migrations (version) VALUES (?)", [version])
+            # The advisory lock serialises migrators from several processes.
+            await tx.db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            await apply_migrations(tx.db, "postgresql")
 
     async def close(self) -> None:
         if self._opened:

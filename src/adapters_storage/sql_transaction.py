@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from adapters_storage.records import column_list, columns, from_row, to_row
+from adapters_storage.schema import MIGRATIONS, statements
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState
 from licore.model import (
@@ -42,6 +43,18 @@ class Executor(Protocol):
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
     async def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+
+async def apply_migrations(db: Executor, dialect: str) -> None:
+    """Apply, in the caller's transaction, every migration not yet recorded."""
+    await db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+    done = {r[0] for r in await db.rows("SELECT version FROM schema_migrations")}
+    for version, migration in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        for sql in statements(dialect, migration):
+            await db.run(sql)
+        await db.run("INSERT INTO schema_migrations (version) VALUES (?)", [version])
 
 
 def _insert(table: str, cls: type, conflict: str = "") -> str:

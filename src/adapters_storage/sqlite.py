@@ -8,6 +8,7 @@ timeout) instead of failing half-way, and readers are never blocked by WAL.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,11 +17,11 @@ from typing import Any
 import aiosqlite
 
 from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
-from adapters_storage.schema import MIGRATIONS, statements
-from adapters_storage.sql_transaction import SqlTransaction
+from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
 from licore.runtime import Facts as RuntimeFacts
 
 BUSY_TIMEOUT_MS = 30_000
+WAL_ATTEMPTS = 600  # 30 seconds, like the busy timeout
 
 
 class _Executor:
@@ -57,10 +58,28 @@ class SqliteStorage:
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        await self._use_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    @staticmethod
+    async def _use_wal(conn: aiosqlite.Connection) -> None:
+        # WAL is a property of the file, set once. Switching needs an exclusive lock and
+        # SQLite answers "locked" at once instead of using the busy timeout, so when several
+        # processes open a new file together the losers retry until the winner has switched.
+        for _ in range(WAL_ATTEMPTS):
+            try:
+                rows = await conn.execute_fetchall("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc):
+                    raise
+                await asyncio.sleep(0.05)
+                continue
+            if rows and str(next(iter(rows))[0]).lower() in ("wal", "memory"):
+                return
+            await asyncio.sleep(0.05)
+        raise sqlite3.OperationalError("could not switch the database to WAL mode")
 
     async def _acquire(self) -> aiosqlite.Connection:
         async with self._opening:
@@ -100,16 +119,7 @@ class SqliteStorage:
 
     async def migrate(self) -> None:
         async with self.transaction() as tx:
-            db = tx.db
-            await db.run("CREATE TABLE IF NOT EXISTS schema_migrations "
-                         "(version INTEGER PRIMARY KEY)")
-            done = {r[0] for r in await db.rows("SELECT version FROM schema_migrations")}
-            for version, migration in enumerate(MIGRATIONS, start=1):
-                if version in done:
-                    continue
-                for sql in statements("sqlite", migration):
-                    await db.run(sql)
-                await db.run("INSERT INTO schema_migrations (version) VALUES (?)", [version])
+            await apply_migrations(tx.db, "sqlite")
 
     async def close(self) -> None:
         for conn in self._all:

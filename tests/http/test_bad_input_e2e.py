@@ -4,7 +4,6 @@ out-of-range value, a body that is not JSON and an unknown field each get
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -12,19 +11,13 @@ import pytest
 
 from tests.http.e2e import People, auth, obtain_key, setup_people
 from tests.support.dbdump import tables_and_rows
-from tests.support.server import Server, running_server
+from tests.support.server import Server
 
 ALL = "packages:read packages:write products:read products:write licenses:read licenses:write"
 NOT_JSON = object()
 # Rate counters move on every request, and a key's last_used_at at most once a minute, by
 # design; everything else must stay exactly as it was.
 VOLATILE = ("rate_counters", "api_keys")
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[Server]:
-    with running_server(module_database_url) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
 
 import attrs
 import httpx
@@ -16,15 +15,9 @@ from licore.services import device
 from licore.services.deps import Deps
 from licore.tokens import device_code_digest
 from tests.http.e2e import People, auth, cli, core, obtain_key, poll, setup_people, start_flow
-from tests.support.server import Server, running_server
+from tests.support.server import Server
 
 STUDIO_SCOPES = "products:read products:write licenses:read licenses:write"
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[Server]:
-    with running_server(module_database_url) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import jsonschema
-import pytest
 
 from tests.http.e2e import People, auth, obtain_key, poll, setup_people, start_flow
 from tests.http.test_runtime_e2e import license_key
-from tests.support.server import Server, running_server
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[Server]:
-    with running_server(module_database_url) as s:
-        yield s
+from tests.support.server import Server
 
 
 def check(doc: dict[str, Any], method: str, path: str, response: httpx.Response) -> None:

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.http.e2e import People, auth, obtain_key, setup_people
-from tests.support.server import Server, running_server
+from tests.support.server import Server
 
 ALL_STUDIO = "products:read products:write licenses:read licenses:write"
-
-
-@pytest.fixture(scope="module")
-def server(module_database_url: str) -> Iterator[Server]:
-    with running_server(module_database_url) as s:
-        yield s
 
 
 @pytest.fixture(scope="module")
