@@ -36,6 +36,5 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
     elif isinstance(error, InsufficientScope):
         scope = f', scope="{error.scope}"' if error.scope else ""
         headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope"{scope}'
-    if error.status in (400, 401) or isinstance(error, LicoreError):
-        headers.setdefault("Cache-Control", "no-store")
+    headers.setdefault("Cache-Control", "no-store")
     return JSONResponse(body, status_code=error.status, headers=headers)

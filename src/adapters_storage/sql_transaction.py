@@ -7,7 +7,8 @@ the caller learns "taken" as a value and carries on in the same unit of work.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from adapters_storage.records import column_list, columns, from_row, to_row
@@ -82,8 +83,10 @@ class SqlTransaction:
         rows = await self.db.rows(sql, params)
         return from_row(cls, rows[0]) if rows else None
 
-    async def _page(self, cls: type[T], sql: str, params: Sequence[Any], limit: int | None,
-                    cursor: str | None, id_column: str = "id") -> Page[T]:
+    async def _page(self, make: Callable[[tuple[Any, ...]], T], sql: str,
+                    params: Sequence[Any], limit: int | None, cursor: str | None,
+                    id_column: str = "id") -> Page[T]:
+        """One page in id order; every row starts with the id the cursor is made of."""
         params = list(params)
         if cursor is not None:
             sql += f" AND {id_column} > ?"
@@ -93,11 +96,10 @@ class SqlTransaction:
             sql += " LIMIT ?"
             params.append(limit + 1)
         rows = await self.db.rows(sql, params)
-        items = tuple(from_row(cls, r) for r in rows)
-        if limit is not None and len(items) > limit:
-            items = items[:limit]
-            return Page(items, getattr(items[-1], "id"))  # noqa: B009
-        return Page(items, None)
+        if limit is not None and len(rows) > limit:
+            rows = rows[:limit]
+            return Page(tuple(make(r) for r in rows), str(rows[-1][0]))
+        return Page(tuple(make(r) for r in rows), None)
 
     # accounts, studios, memberships -------------------------------------------------------
 
@@ -252,8 +254,9 @@ class SqlTransaction:
 
     async def products_of_studio(self, studio_id: str, limit: int | None,
                                  cursor: str | None) -> Page[Product]:
-        return await self._page(Product, f"SELECT {column_list(Product)} FROM products "
-                                "WHERE studio_id = ?", [studio_id], limit, cursor)
+        return await self._page(partial(from_row, Product),
+                                f"SELECT {column_list(Product)} FROM products WHERE studio_id = ?",
+                                [studio_id], limit, cursor)
 
     async def listed_products(self) -> Sequence[tuple[Product, str]]:
         rows = await self.db.rows(
@@ -288,33 +291,25 @@ class SqlTransaction:
 
     async def licenses_of_product(self, product_id: str, limit: int | None,
                                   cursor: str | None) -> Page[License]:
-        return await self._page(License, f"SELECT {column_list(License)} FROM licenses "
-                                "WHERE product_id = ?", [product_id], limit, cursor)
+        return await self._page(partial(from_row, License),
+                                f"SELECT {column_list(License)} FROM licenses WHERE product_id = ?",
+                                [product_id], limit, cursor)
 
     async def library_of(self, platform_id: str, limit: int | None,
                          cursor: str | None) -> Page[LibraryEntry]:
-        sql = (f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
-               "FROM licenses l JOIN products p ON p.id = l.product_id "
-               "JOIN studios s ON s.id = p.studio_id "
-               "WHERE l.platform_id = ? AND l.state = 'active'")
-        params: list[Any] = [platform_id]
-        if cursor is not None:
-            sql += " AND l.id > ?"
-            params.append(cursor)
-        sql += " ORDER BY l.id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit + 1)
-        rows = await self.db.rows(sql, params)
         nl, np_ = len(columns(License)), len(columns(Product))
-        entries = tuple(
-            LibraryEntry(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
-                         r[nl + np_])
-            for r in rows)
-        if limit is not None and len(entries) > limit:
-            entries = entries[:limit]
-            return Page(entries, entries[-1].license.id)
-        return Page(entries, None)
+
+        def entry(r: tuple[Any, ...]) -> LibraryEntry:
+            return LibraryEntry(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
+                                r[nl + np_])
+
+        return await self._page(
+            entry,
+            f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
+            "FROM licenses l JOIN products p ON p.id = l.product_id "
+            "JOIN studios s ON s.id = p.studio_id "
+            "WHERE l.platform_id = ? AND l.state = 'active'",
+            [platform_id], limit, cursor, id_column="l.id")
 
     async def runtime_batch(self, window_start: int,
                             requests: Sequence[RuntimeRequest]) -> list[tuple[list[int],
@@ -387,7 +382,7 @@ class SqlTransaction:
         if product_id is not None:
             sql += " AND product_id = ?"
             params.append(product_id)
-        return await self._page(Alert, sql, params, limit, cursor)
+        return await self._page(partial(from_row, Alert), sql, params, limit, cursor)
 
     async def set_blacklisted(self, studio_id: str, platform_id: str, on: bool,
                               now: int) -> None:

@@ -94,7 +94,6 @@ async def _store_alerts(deps: Deps, tx: Transaction, facts: Facts,
 class Judged:
     ok: bool
     facts: Facts
-    nonce_fresh: bool = True
 
 
 async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -> Judged:
@@ -123,7 +122,7 @@ async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -
             if verdict.ok and nonce is not None and lic is not None:
                 fresh = await tx.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
             await _store_alerts(deps, tx, facts, alerts)
-    return Judged(verdict.ok and fresh, facts, fresh)
+    return Judged(verdict.ok and fresh, facts)
 
 
 async def check(deps: Deps, body: object, ip: str) -> dict[str, Any]:
