@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom  # noqa: E402
+from adapters_formats.codec import RobloxModelCodec  # noqa: E402
+from adapters_protection.luau_protector import LuauProtector  # noqa: E402
 from adapters_storage import open_storage  # noqa: E402
 from licore.licenses import LicenseState, Source  # noqa: E402
 from licore.model import Account, License, Membership, Product, Studio  # noqa: E402
@@ -77,7 +79,7 @@ def free_port() -> int:
 
 async def load(url: str) -> list[tuple[str, str, str]]:
     deps = Deps(open_storage(url), SystemClock(), SystemRandom(), AesGcmKeyVault(KEK),
-                Argon2Passwords())
+                Argon2Passwords(), RobloxModelCodec(), LuauProtector())
     await deps.storage.migrate()
     now = deps.clock.now()
     sample: list[tuple[str, str, str]] = []

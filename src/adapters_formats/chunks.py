@@ -31,10 +31,23 @@ class Framing:
     chunks: tuple[Chunk, ...]
 
 
+def _zstd_bounded(payload: bytes, size: int) -> bytes:
+    # A frame's own content size header is not to be trusted for allocation: stream, and
+    # stop one byte past what the chunk header promised.
+    out = bytearray()
+    with zstandard.ZstdDecompressor().stream_reader(payload) as reader:
+        while len(out) <= size:
+            piece = reader.read(min(1 << 20, size + 1 - len(out)))
+            if not piece:
+                break
+            out += piece
+    return bytes(out)
+
+
 def _decompress(payload: bytes, size: int) -> bytes:
     try:
         if payload.startswith(_ZSTD_MAGIC):
-            out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
+            out = _zstd_bounded(payload, size)
         else:
             out = lz4.block.decompress(payload, uncompressed_size=size)
     except (zstandard.ZstdError, lz4.block.LZ4BlockError, ValueError) as err:
@@ -76,3 +89,17 @@ def read_framing(data: bytes) -> Framing:
         pos = start + stored
         if name == b"END\x00":
             return Framing(version, classes, instances, tuple(chunks))
+
+
+def chunk_bytes(name: bytes, data: bytes, *, compress: bool = True) -> bytes:
+    """One chunk as stored: LZ4-compressed like Studio's own files, except END."""
+    if compress and data:
+        packed: bytes = lz4.block.compress(data, store_size=False)
+        return _CHUNK.pack(name, len(packed), len(data), 0) + packed
+    return _CHUNK.pack(name, 0, len(data), 0) + data
+
+
+def file_bytes(class_count: int, instance_count: int, chunks: list[bytes]) -> bytes:
+    header = BINARY_MAGIC + _HEADER.pack(0, class_count, instance_count, 0)
+    end = chunk_bytes(b"END\x00", b"</roblox>", compress=False)
+    return b"".join([header, *chunks, end])

@@ -165,6 +165,18 @@ MIGRATIONS: list[list[str]] = [
             next_attempt_at {bigint} NOT NULL,
             done_at {bigint})""",
     ],
+    [
+        """CREATE TABLE version_scripts (
+            version_id {id} NOT NULL REFERENCES versions(id),
+            position INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            path TEXT NOT NULL,
+            source {blob} NOT NULL,
+            PRIMARY KEY (version_id, position))""",
+        "CREATE INDEX version_scripts_name ON version_scripts(version_id, name)",
+        "CREATE INDEX versions_product ON versions(product_id, id)",
+        "CREATE INDEX prepared_copies_license ON prepared_copies(license_id)",
+    ],
 ]
 
 

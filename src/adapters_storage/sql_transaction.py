@@ -26,6 +26,8 @@ from licore.model import (
     Page,
     Product,
     Studio,
+    Version,
+    VersionScript,
 )
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.products import slug_candidate
@@ -353,6 +355,79 @@ class SqlTransaction:
                 int(row[n]), bool(row[n + 1]), int(row[n + 2]),
                 None if row[n + 3] is None else int(row[n + 3]))
         return list(zip(counts, facts, strict=True))
+
+    # versions and prepared copies ---------------------------------------------------------
+
+    async def add_version(self, version: Version, data: bytes,
+                          scripts: Sequence[VersionScript]) -> bool:
+        taken = await self.db.rows("SELECT 1 FROM versions WHERE product_id = ? AND label = ?",
+                                   [version.product_id, version.label])
+        if taken:
+            return False
+        await self.db.run("INSERT INTO blobs (id, data) VALUES (?, ?)", [version.blob_id, data])
+        if not await self.db.rows(_insert("versions", Version, "(product_id, label)"),
+                                  to_row(version)):
+            return False  # a concurrent upload took the label; the caller rolls back
+        for script in scripts:
+            await self.db.run(
+                "INSERT INTO version_scripts (version_id, position, name, path, source) "
+                "VALUES (?, ?, ?, ?, ?)", to_row(script))
+        return True
+
+    async def version_by_id(self, version_id: str) -> Version | None:
+        return await self._one(Version, f"SELECT {column_list(Version)} FROM versions "
+                               "WHERE id = ?", [version_id])
+
+    async def mark_published(self, version_id: str) -> None:
+        await self.db.run("UPDATE versions SET published = ? WHERE id = ?", [True, version_id])
+
+    async def versions_of(self, product_id: str, published_only: bool, limit: int | None,
+                          cursor: str | None) -> Page[Version]:
+        sql = f"SELECT {column_list(Version)} FROM versions WHERE product_id = ?"
+        params: list[Any] = [product_id]
+        if published_only:
+            sql += " AND published = ?"
+            params.append(True)
+        return await self._page(partial(from_row, Version), sql, params, limit, cursor)
+
+    async def version_data(self, version: Version) -> bytes:
+        rows = await self.db.rows("SELECT data FROM blobs WHERE id = ?", [version.blob_id])
+        return bytes(rows[0][0])
+
+    async def version_scripts(self, version_id: str,
+                              name: str | None = None) -> Sequence[VersionScript]:
+        sql = (f"SELECT {column_list(VersionScript)} FROM version_scripts "
+               "WHERE version_id = ?")
+        params = [version_id]
+        if name is not None:
+            sql += " AND name = ?"
+            params.append(name)
+        rows = await self.db.rows(sql + " ORDER BY position", params)
+        return [from_row(VersionScript, r) for r in rows]
+
+    async def prepared_copy(self, version_id: str, license_id: str,
+                            key_generation: int) -> bytes | None:
+        rows = await self.db.rows(
+            "SELECT data FROM prepared_copies WHERE version_id = ? AND license_id = ? "
+            "AND key_generation = ?", [version_id, license_id, key_generation])
+        return bytes(rows[0][0]) if rows else None
+
+    async def put_prepared_copy(self, version_id: str, license_id: str, key_generation: int,
+                                data: bytes) -> None:
+        await self.db.run(
+            "INSERT INTO prepared_copies (version_id, license_id, key_generation, data) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (version_id, license_id) DO UPDATE SET "
+            "key_generation = excluded.key_generation, data = excluded.data",
+            [version_id, license_id, key_generation, data])
+
+    async def drop_prepared_copies(self, *, license_id: str | None = None,
+                                   product_id: str | None = None) -> None:
+        if license_id is not None:
+            await self.db.run("DELETE FROM prepared_copies WHERE license_id = ?", [license_id])
+        if product_id is not None:
+            await self.db.run(
+                "DELETE FROM prepared_copies WHERE version_id IN "
+                "(SELECT id FROM versions WHERE product_id = ?)", [product_id])
 
     # alerts, blacklist, nonces, places, rate limits ---------------------------------------
 

@@ -132,6 +132,33 @@ T = TypeVar("T")
 
 
 @attrs.frozen
+class Version:
+    """A build file of a product. `published` once it went live at least once; the live one
+    is the product's `current_version_id`."""
+
+    id: str
+    product_id: str
+    label: str
+    format: str  # "binary" or "xml": what was uploaded, and what downloads return
+    size_bytes: int
+    sha256: str
+    blob_id: str
+    published: bool
+    created_at: int
+
+
+@attrs.frozen
+class VersionScript:
+    """A script's source as the seller uploaded it, kept for /verify-source."""
+
+    version_id: str
+    position: int
+    name: str
+    path: str
+    source: bytes
+
+
+@attrs.frozen
 class Page(Generic[T]):
     """One page of a list: the items and the cursor of the next page (None at the end)."""
 

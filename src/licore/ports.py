@@ -9,6 +9,7 @@ from typing import Protocol
 
 import attrs
 
+from licore.builds.tree import Model
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState
 from licore.model import (
@@ -22,6 +23,8 @@ from licore.model import (
     Page,
     Product,
     Studio,
+    Version,
+    VersionScript,
 )
 from licore.runtime import Facts as RuntimeFacts
 
@@ -143,6 +146,25 @@ class Transaction(Protocol):
         """Active licenses only, so the list equals what the person can download."""
         ...
 
+    # versions (build files) and the per-buyer prepared copies
+    async def add_version(self, version: Version, data: bytes,
+                          scripts: Sequence[VersionScript]) -> bool:
+        """Store the file and its scripts; False when the label is taken for the product."""
+        ...
+    async def version_by_id(self, version_id: str) -> Version | None: ...
+    async def mark_published(self, version_id: str) -> None: ...
+    async def versions_of(self, product_id: str, published_only: bool, limit: int | None,
+                          cursor: str | None) -> Page[Version]: ...
+    async def version_data(self, version: Version) -> bytes: ...
+    async def version_scripts(self, version_id: str,
+                              name: str | None = None) -> Sequence[VersionScript]: ...
+    async def prepared_copy(self, version_id: str, license_id: str,
+                            key_generation: int) -> bytes | None: ...
+    async def put_prepared_copy(self, version_id: str, license_id: str, key_generation: int,
+                                data: bytes) -> None: ...
+    async def drop_prepared_copies(self, *, license_id: str | None = None,
+                                   product_id: str | None = None) -> None: ...
+
     # alerts, blacklist, nonces, places, rate limits
     async def raise_alert(self, alert: Alert, window: int) -> Alert:
         """Add `alert`, or bump the count of the row of the same kind, license and place
@@ -163,6 +185,18 @@ class Transaction(Protocol):
         ...
     async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
         """Add one to the counter of each bucket in the window; the new counts, in order."""
+        ...
+
+
+class ModelCodec(Protocol):
+    """Roblox model files, binary or XML, told apart by content."""
+
+    def read(self, data: bytes) -> Model:
+        """The instance tree, or ModelFormatError with the reason."""
+        ...
+
+    def write(self, model: Model) -> bytes:
+        """The file, in the format `model.format` names."""
         ...
 
 

@@ -7,6 +7,8 @@ import secrets
 from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
+from adapters_formats.codec import RobloxModelCodec
+from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
 from licore.services.deps import Deps, Settings
 
@@ -60,5 +62,7 @@ def deps_from_env() -> Deps:
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
+        models=RobloxModelCodec(),
+        protector=LuauProtector(),
         settings=settings_from_env(),
     )

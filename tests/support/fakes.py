@@ -5,6 +5,8 @@ from __future__ import annotations
 import attrs
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemRandom
+from adapters_formats.codec import RobloxModelCodec
+from adapters_protection.luau_protector import LuauProtector
 from licore.ports import Storage
 from licore.services.deps import Deps, Settings
 
@@ -41,4 +43,5 @@ def make_deps(storage: Storage, clock: FakeClock | None = None,
               settings: Settings | None = None) -> Deps:
     return Deps(storage=storage, clock=clock or FakeClock(), random=SystemRandom(),
                 vault=AesGcmKeyVault(TEST_KEK), passwords=FastPasswords(),
+                models=RobloxModelCodec(), protector=LuauProtector(),
                 settings=settings or Settings())

@@ -72,6 +72,7 @@ class Raw:
     type_id: str  # the binary type byte as two hex digits, or the XML element name
     data: bytes
     index: int = 0
+    count: int = 1  # how many instances share the column
 
 
 @attrs.frozen

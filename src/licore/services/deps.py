@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import attrs
 
 from licore import tokens
-from licore.ports import Clock, KeyVault, PasswordHasher, Randomness, Storage
+from licore.ports import Clock, KeyVault, ModelCodec, PasswordHasher, Randomness, Storage
+from licore.protection import Protector
 
 
 @attrs.frozen
@@ -31,6 +32,8 @@ class Deps:
     random: Randomness
     vault: KeyVault
     passwords: PasswordHasher
+    models: ModelCodec
+    protector: Protector
     settings: Settings = Settings()
 
     def new_id(self, prefix: str) -> str:

@@ -1,0 +1,120 @@
+"""Instance nodes: the JSON form of a tree that `/update` seals (contract 5,
+docs/instances.md).
+
+A node is `{ClassName, Name, Properties, Children}` plus `Id` when another node's Ref points
+at it. Strings, booleans and plain numbers are JSON values; every other type is a tagged
+object `{"type": T, "value": V}`. JSON has no infinities or NaN, so such a number is written
+as the string "inf", "-inf" or "nan", wherever it appears.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+from licore.builds.tree import Instance, Model, Prop, Raw
+
+_PLAIN_NUMBERS = frozenset({"Int32", "Int64", "Float32", "Float64"})
+_STRINGS = frozenset({"String", "ProtectedString", "ContentId"})
+_FACES = ("Right", "Top", "Back", "Left", "Bottom", "Front")
+_AXES = ("X", "Y", "Z")
+_STYLES = ("Normal", "Italic")
+
+
+def _number(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def _numbers(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_numbers(v) for v in value]
+    return _number(value)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _bits(value: int, names: tuple[str, ...]) -> list[str]:
+    return [n for i, n in enumerate(names) if value >> i & 1]
+
+
+def _tagged(prop: Prop, ids: dict[str, str]) -> Any:
+    t, v = prop.type, prop.value
+    if isinstance(v, Raw):
+        return {"type": "Raw", "value": _b64(v.data),
+                "origin": v.origin, "typeId": v.type_id}
+    if t in _STRINGS:
+        data = v if isinstance(v, bytes) else str(v).encode()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"type": "BinaryString", "value": _b64(data)}
+    if t == "Bool":
+        return bool(v)
+    if t in _PLAIN_NUMBERS:
+        return _number(v)
+    if t in ("BinaryString", "SharedString", "NetAssetRef"):
+        return {"type": t, "value": _b64(v)}
+    if t == "Faces":
+        return {"type": t, "value": _bits(v, _FACES)}
+    if t == "Axes":
+        return {"type": t, "value": _bits(v, _AXES)}
+    if t == "Ref":
+        return {"type": t, "value": None if v is None else ids.get(v)}
+    if t == "Font":
+        family, weight, style, cached = v
+        return {"type": t, "value": {
+            "family": family, "weight": weight,
+            "style": _STYLES[style] if 0 <= style < len(_STYLES) else style,
+            "cachedFaceId": cached}}
+    if t == "Content":
+        if v is None:
+            return {"type": t, "value": None}
+        kind, target = v
+        return {"type": t, "value": {"uri": target} if kind == "uri"
+                else {"object": ids.get(target)}}
+    return {"type": t, "value": _numbers(v)}
+
+
+def _targets(model: Model) -> dict[str, str]:
+    """Referents some Ref or Content points at, each given a short, path-free node Id."""
+    wanted: list[str] = []
+    for _, inst in model.walk():
+        for p in inst.properties.values():
+            if p.type == "Ref" and p.value is not None:
+                wanted.append(p.value)
+            elif p.type == "Content" and isinstance(p.value, tuple) and p.value[0] == "object":
+                wanted.append(p.value[1])
+    ids: dict[str, str] = {}
+    for ref in wanted:
+        ids.setdefault(ref, str(len(ids) + 1))
+    return ids
+
+
+def to_nodes(model: Model) -> list[dict[str, Any]]:
+    ids = _targets(model)
+    out: list[dict[str, Any]] = []
+    # Iterative, so a deep tree cannot exhaust the interpreter's stack.
+    stack: list[tuple[Instance, list[dict[str, Any]]]] = [
+        (r, out) for r in reversed(model.roots)]
+    pending: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    while stack:
+        inst, siblings = stack.pop()
+        node: dict[str, Any] = {
+            "ClassName": inst.class_name,
+            "Name": inst.name,
+            "Properties": {k: _tagged(p, ids) for k, p in sorted(inst.properties.items())
+                           if k != "Name"},
+            "Children": [],
+        }
+        if inst.referent in ids:
+            node["Id"] = ids[inst.referent]
+        pending.append((siblings, node))
+        stack.extend((c, node["Children"]) for c in reversed(inst.children))
+    for siblings, node in pending:
+        siblings.append(node)
+    return out

@@ -1,0 +1,17 @@
+"""The shared corpus of real Roblox files (rbx-test-files, MIT), read in place."""
+
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "test-data" / "rbx-test-files"
+BINARIES = sorted(p for sub in ("models", "places") for p in (CORPUS / sub).rglob("*")
+                  if p.suffix in (".rbxm", ".rbxl"))
+
+
+def twin(binary: Path) -> Path:
+    """The XML file saved from the same content as `binary`."""
+    return binary.with_name(binary.name.replace("binary", "xml")).with_suffix(
+        ".rbxmx" if binary.suffix == ".rbxm" else ".rbxlx")
+
+
+def label(path: Path) -> str:
+    return str(path.resolve().relative_to(CORPUS.resolve()))
