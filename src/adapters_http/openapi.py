@@ -50,9 +50,13 @@ ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner
                                    "invalid_key_for_license", "unrecognised_place"]},
             product_id=STR, license_id=NSTR, platform_id=NSTR, key_owner_platform_id=NSTR,
             game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
-PACKAGE = obj(["product_id", "slug", "title", "current_version", "placeholder",
+PACKAGE = obj(["product_id", "slug", "title", "current_version", "versions", "placeholder",
                "verify_scripts"], product_id=STR, slug=STR, title=STR, current_version=NSTR,
-              placeholder=STR, verify_scripts=BOOL)
+              versions=INT, placeholder=STR, verify_scripts=BOOL)
+PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "published",
+                       "created_at", "format"],
+                      id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,
+                      published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]})
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
 TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
@@ -81,7 +85,7 @@ _ERROR_TEXT = {
     401: "invalid_token: key unknown, revoked or expired",
     403: "insufficient_scope: wrong scope or wrong key kind",
     404: "not_found: the object does not exist or is not the caller's",
-    409: "already_owned",
+    409: "already_owned, or already_exists for a version label",
     413: "payload_too_large",
     429: "rate limited; Retry-After gives seconds",
     500: "server_error; retry",
@@ -186,6 +190,43 @@ def openapi_document(server: str) -> J:
                          placeholder={"type": "string", "pattern": "^[A-Za-z0-9_]{4,64}$"},
                          verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
                 extra=(404,))},
+            "/v1/packages/versions": {
+                "get": partner_op(
+                    "A product's versions, drafts included", "packages:read",
+                    obj(["versions"], versions={"type": "array", "items": PACKAGE_VERSION},
+                        **NEXT), params=[q("product_id"), *PAGE_PARAMS], extra=(404,)),
+                "post": {**partner_op(
+                    "Upload a version: the raw .rbxm or .rbxmx file as the body, checked by "
+                    "parsing before it is stored", "packages:write",
+                    obj(["ok", "version"], ok=BOOL, version=PACKAGE_VERSION),
+                    params=[q("product_id"), q("version")], extra=(404, 409, 413)),
+                    "requestBody": {"required": True, "content": {
+                        "application/octet-stream": {"schema": {"type": "string",
+                                                                "format": "binary"}}}}},
+            },
+            "/v1/packages/publish": {"post": partner_op(
+                "Make a version live, once the protection rules apply to all its scripts",
+                "packages:write",
+                obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
+                     "verify_scripts", "version"], ok=BOOL, product_id=STR, slug=STR,
+                    title=STR, current_version=NSTR, placeholder=STR, verify_scripts=BOOL,
+                    version=PACKAGE_VERSION),
+                body=obj(["product_id", "version_id"], product_id=STR, version_id=STR),
+                extra=(404,))},
+            "/v1/library/download": {"get": {
+                **partner_op("The buyer's own copy of the live build or of version_id",
+                             "library:download", {}, params=[q("product_id"),
+                                                             q("version_id", False)],
+                             extra=(404,)),
+                "responses": {
+                    "200": {"description": "the model file, in the format it was uploaded in",
+                            "headers": {"X-Service-Version": {
+                                "description": "the version label", "schema": STR}},
+                            "content": {"application/octet-stream": {"schema": {
+                                "type": "string", "format": "binary"}},
+                                "application/xml": {"schema": STR}}},
+                    **{str(c): answers({}, c)[str(c)] for c in (400, 401, 403, 404, 429, 500)},
+                }}},
             "/auth/device/code": {"post": {
                 "summary": "Start a device authorization (JSON or form body)",
                 "requestBody": json_body(obj(["client_id", "scope"], client_id=STR,

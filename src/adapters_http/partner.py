@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -10,16 +11,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from adapters_http.bodies import bearer, read_json
+from adapters_http.bodies import bearer, read_bytes, read_json
 from adapters_http.responses import JSONResponse
 from licore import scopes as sc
 from licore.errors import InvalidToken
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
-from licore.services import device, limits, packages, partner
+from licore.services import builds, device, limits, packages, partner
 from licore.services.deps import Deps
 
-Handler = Callable[[Deps, ApiKey, Request], Awaitable[dict[str, Any]]]
+Handler = Callable[[Deps, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
 STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY
 
 
@@ -53,6 +54,26 @@ def b(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]]) -> Handler:
     return lambda deps, key, request: _body(fn, deps, key, request)
 
 
+async def _upload(deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
+    data = await read_bytes(request, deps.settings.max_upload_bytes)
+    return await packages.upload_version(deps, key, request.query_params, data)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
+_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
+_SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
+
+
+async def _download(deps: Deps, key: ApiKey, request: Request) -> Response:
+    got = await builds.download(deps, key, request.query_params)
+    name = f"{_SAFE.sub('', got.version) or 'build'}.{_SUFFIX[got.format]}"
+    return Response(got.data, media_type=_MEDIA[got.format], headers={
+        "X-Service-Version": got.version,
+        "Content-Disposition": f'attachment; filename="{name}"',
+        "Cache-Control": "private, no-store",
+    })
+
+
 def _pause(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:
     return partner.pause_or_resume(deps, key, body, LicenseEvent.PAUSE)
 
@@ -73,6 +94,10 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("GET", "/library", "library:read", q(partner.library)),
     Endpoint("GET", "/packages", "packages:read", q(packages.list_packages)),
     Endpoint("POST", "/packages/settings", "packages:write", b(packages.settings)),
+    Endpoint("GET", "/packages/versions", "packages:read", q(packages.list_versions)),
+    Endpoint("POST", "/packages/versions", "packages:write", _upload),
+    Endpoint("POST", "/packages/publish", "packages:write", b(packages.publish)),
+    Endpoint("GET", "/library/download", "library:download", _download),
 ]
 
 
@@ -98,7 +123,8 @@ def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
             e = methods[request.method]
             key = await authenticate(deps, request)
             sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
-            return JSONResponse(await e.handler(deps, key, request))
+            answer = await e.handler(deps, key, request)
+            return answer if isinstance(answer, Response) else JSONResponse(answer)
 
         return endpoint
 

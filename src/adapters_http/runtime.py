@@ -34,12 +34,12 @@ def _json(body: dict[str, Any], status: int = 200,
                     headers=headers, media_type="application/json")
 
 
-def _endpoint(deps: Deps, call: Call, failure: dict[str, Any],
-              malformed_status: int) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(deps: Deps, call: Call, failure: dict[str, Any], malformed_status: int,
+              max_body: int) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
         try:
-            raw = await read_bytes(request, MAX_BODY)
+            raw = await read_bytes(request, max_body)
             try:
                 body = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
@@ -57,10 +57,14 @@ def _endpoint(deps: Deps, call: Call, failure: dict[str, Any],
 
 
 def routes(deps: Deps) -> list[Route]:
-    table: list[tuple[str, Call, dict[str, Any], int]] = [
-        ("/check", runtime.check, {"success": False}, 200),
-        ("/unlock", runtime.unlock, runtime.FAIL, 400),
-        ("/version", runtime.version, runtime.FAIL, 400),
+    table: list[tuple[str, Call, dict[str, Any], int, int]] = [
+        ("/check", runtime.check, {"success": False}, 200, MAX_BODY),
+        ("/unlock", runtime.unlock, runtime.FAIL, 400, MAX_BODY),
+        ("/version", runtime.version, runtime.FAIL, 400, MAX_BODY),
+        ("/update", runtime.update, runtime.FAIL, 400, MAX_BODY),
+        # a whole script rides in the body, JSON-escaped (up to 6 bytes a character)
+        ("/verify-source", runtime.verify_source, runtime.FAIL, 400,
+         6 * runtime.SOURCE_MAX + MAX_BODY),
     ]
-    return [Route(path, _endpoint(deps, call, failure, status), methods=["POST"])
-            for path, call, failure, status in table]
+    return [Route(path, _endpoint(deps, call, failure, status, limit), methods=["POST"])
+            for path, call, failure, status, limit in table]

@@ -3,9 +3,9 @@ only through these, so a unit test drives it with fakes and no event loop tricks
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 
@@ -27,6 +27,8 @@ from licore.model import (
     VersionScript,
 )
 from licore.runtime import Facts as RuntimeFacts
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -186,6 +188,17 @@ class Transaction(Protocol):
     async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
         """Add one to the counter of each bucket in the window; the new counts, in order."""
         ...
+
+
+class Offload(Protocol):
+    """Runs CPU-bound work (parsing, protecting, writing a build) off the event loop."""
+
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+async def run_inline(fn: Callable[[], T], /) -> T:
+    """The Offload for embedders without threads: run it here and now."""
+    return fn()
 
 
 class ModelCodec(Protocol):

@@ -76,6 +76,50 @@ def judge(caller: Caller, facts: Facts) -> Verdict:
     return Verdict(True)
 
 
+@attrs.frozen
+class SourceFacts:
+    """What /verify-source decides on: the product named, the license the key belongs to,
+    the caller's own license for the product, the blacklist, and the live version's stored
+    sources of scripts with the given name."""
+
+    product: Product | None
+    key_license: License | None
+    user_license: License | None
+    blacklisted: bool
+    stored: tuple[bytes, ...]
+
+
+def verify_source(caller: Caller, script_name: str, source: bytes,
+                  facts: SourceFacts) -> Verdict:
+    """The five conditions of spec 4.5, and the alerts of spec section 6.
+
+    With "Verify scripts" off the answer is false and nothing is raised: the seller asked
+    for no verification. A name that is not in the live version raises nothing either: a
+    build newer than the live one may call with it."""
+    product = facts.product
+    if product is None or not product.verify_scripts:
+        return Verdict(False)
+    key_license = facts.key_license
+    if key_license is not None and key_license.product_id != product.id:
+        key_license = None
+    if key_license is not None and key_license.platform_id != caller.user_id:
+        return Verdict(False, (AlertDraft(KEY_USER_MISMATCH, key_license.id, caller.user_id,
+                                          key_license.platform_id, None, script_name),))
+    mine = facts.user_license
+    if mine is None or mine.state is LicenseState.INACTIVE:
+        return Verdict(False)
+    if key_license is None or key_license.id != mine.id or mine.state is LicenseState.PAUSED:
+        return Verdict(False, (AlertDraft(
+            INVALID_KEY_FOR_LICENSE, mine.id, caller.user_id,
+            key_license.platform_id if key_license else None, None, script_name),))
+    if facts.blacklisted or not facts.stored:
+        return Verdict(False)
+    if source not in facts.stored:
+        return Verdict(False, (AlertDraft(STOLEN_PRODUCT, mine.id, caller.user_id,
+                                          mine.platform_id, None, script_name),))
+    return Verdict(True)
+
+
 def new_place(caller: Caller, facts: Facts) -> bool:
     return caller.game_id is not None and facts.place_rank is None
 

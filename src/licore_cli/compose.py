@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from pathlib import Path
@@ -65,4 +66,5 @@ def deps_from_env() -> Deps:
         models=RobloxModelCodec(),
         protector=LuauProtector(),
         settings=settings_from_env(),
+        offload=asyncio.to_thread,
     )

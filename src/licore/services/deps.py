@@ -7,7 +7,16 @@ from datetime import UTC, datetime
 import attrs
 
 from licore import tokens
-from licore.ports import Clock, KeyVault, ModelCodec, PasswordHasher, Randomness, Storage
+from licore.ports import (
+    Clock,
+    KeyVault,
+    ModelCodec,
+    Offload,
+    PasswordHasher,
+    Randomness,
+    Storage,
+    run_inline,
+)
 from licore.protection import Protector
 
 
@@ -35,6 +44,7 @@ class Deps:
     models: ModelCodec
     protector: Protector
     settings: Settings = Settings()
+    offload: Offload = run_inline
 
     def new_id(self, prefix: str) -> str:
         now_ms = self.clock.now_ms()

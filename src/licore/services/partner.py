@@ -16,6 +16,7 @@ from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import Alert, ApiKey, License, Page, Product
 from licore.ports import LibraryEntry, Transaction
+from licore.services.builds import library_version_view, library_versions
 from licore.services.deps import Deps, iso
 
 LIMIT_MAX = 1000
@@ -161,6 +162,9 @@ async def change_license(deps: Deps, studio_id: str | None, product_id: str, use
                 raise AlreadyOwned("the user already holds a license for this product")
             return fresh
         updated = attrs.evolve(current, state=outcome.next)
+        if outcome.effect in (lic.MINT_KEY, lic.CLEAR_KEY):
+            # Prepared copies carry the old key: a new key or none makes them void.
+            await tx.drop_prepared_copies(license_id=current.id)
         if outcome.effect == lic.MINT_KEY:
             updated = _mint(deps, attrs.evolve(updated, source=source, verified_at=now))
         elif outcome.effect == lic.CLEAR_KEY:
@@ -214,23 +218,21 @@ async def library(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str
         if account is None:
             raise NotFound("the account behind this key is gone")
         if query.get("versions") is not None:
-            return await _versions(tx, account.platform_id, query)
+            return await _versions(tx, key, query, limit, cursor)
         page = await tx.library_of(account.platform_id, limit, cursor)
     return with_cursor({"products": [library_view(e) for e in page.items]}, page, limit)
 
 
-async def _versions(tx: Transaction, platform_id: str,
-                    query: Mapping[str, str]) -> dict[str, Any]:
+async def _versions(tx: Transaction, key: ApiKey, query: Mapping[str, str],
+                    limit: int | None, cursor: str | None) -> dict[str, Any]:
     if query.get("versions") != "1":
         raise InvalidRequest("versions must be 1", "versions")
     product_id = query.get("product_id")
     if not product_id:
         raise InvalidRequest("product_id is required with versions=1", "product_id")
-    license = await tx.license_for(product_id, platform_id)
-    if license is None or not lic.passes_runtime(license.state):
-        raise NotFound("no such product in your library")
-    # Build files arrive with the builds work; until then a product has no versions.
-    return {"versions": []}
+    product, page = await library_versions(tx, key, product_id, limit, cursor)
+    return with_cursor({"versions": [library_version_view(v, product) for v in page.items]},
+                       page, limit)
 
 
 # alerts -----------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ from typing import Any
 import attrs
 
 from licore import runtime as rt
+from licore.builds.nodes import to_nodes
 from licore.errors import InvalidRequest, RateLimited
 from licore.model import Alert
 from licore.ports import Transaction
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import seal
+from licore.services.builds import prepared_copy
 from licore.services.deps import Deps
 from licore.services.limits import WINDOW
 
@@ -96,9 +98,8 @@ class Judged:
     facts: Facts
 
 
-async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -> Judged:
-    """The shared license check. The hot path is one trip (count the request, load the
-    facts); the effects (place, nonce, alerts) commit together only when there are any."""
+async def _count_and_read(deps: Deps, caller: Caller, ip: str) -> Facts:
+    """Count the request against the per-key and per-IP limits and load the key's facts."""
     digest = deps.vault.lookup_digest(caller.key)
     now = deps.clock.now()
     start = now - now % WINDOW
@@ -107,6 +108,14 @@ async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -
     s = deps.settings
     if per_key > s.runtime_key_rate_limit or per_ip > s.runtime_ip_rate_limit:
         raise RateLimited(max(1, start + WINDOW - now))
+    return facts
+
+
+async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -> Judged:
+    """The shared license check. The hot path is one trip (count the request, load the
+    facts); the effects (place, nonce, alerts) commit together only when there are any."""
+    facts = await _count_and_read(deps, caller, ip)
+    now = deps.clock.now()
     verdict = rt.judge(caller, facts)
     lic = facts.license
     alerts = list(verdict.alerts)
@@ -159,3 +168,64 @@ async def version(deps: Deps, body: object, ip: str) -> dict[str, Any]:
     return {"ok": True, "latest": product.current_version or "",
             "update": rt.wants_update(product.current_version, current),
             "fileId": product.current_version_id or ""}
+
+
+def _seal(key: str, nonce: str, payload: dict[str, Any]) -> dict[str, str]:
+    sealed = seal(key, nonce, json.dumps(payload, separators=(",", ":"),
+                                         ensure_ascii=False).encode())
+    return {"cipher": sealed.cipher, "tag": sealed.tag}
+
+
+async def update(deps: Deps, body: object, ip: str) -> dict[str, Any]:
+    """POST /update: the buyer's protected copy of the live build as Instance nodes, sealed;
+    `update` false (and no instances) when the caller already holds the live version."""
+    caller = parse_caller(body, with_game=False)
+    assert isinstance(body, dict)
+    nonce = parse_nonce(body)
+    current = _text(body, "current", required=False)
+    judged = await judge(deps, caller, ip, nonce)
+    lic, product = judged.facts.license, judged.facts.product
+    if not judged.ok or lic is None or product is None or product.current_version_id is None:
+        return FAIL
+    label = product.current_version or ""
+    wanted = rt.wants_update(product.current_version, current)
+    instances: list[Any] = []
+    if wanted:
+        async with deps.storage.transaction() as tx:
+            version = await tx.version_by_id(product.current_version_id)
+        if version is None:
+            return FAIL
+        copy = await prepared_copy(deps, lic, product, version, caller.key)
+        instances = await deps.offload(lambda: to_nodes(deps.models.read(copy)))
+    payload = {"nonce": nonce, "version": label, "instances": instances}
+    return {"ok": True, "version": label, "update": wanted, **_seal(caller.key, nonce, payload)}
+
+
+SOURCE_MAX = 4 * 1024 * 1024
+
+
+async def verify_source(deps: Deps, body: object, ip: str) -> dict[str, Any]:
+    """POST /verify-source: `{ok: true}` only when all five conditions of spec 4.5 hold."""
+    caller = parse_caller(body, with_game=False)
+    assert isinstance(body, dict)
+    name = _text(body, "script_name")
+    source = body.get("source")
+    if not isinstance(source, str) or len(source) > SOURCE_MAX:
+        raise Malformed("source")
+    assert name is not None
+    key_facts = await _count_and_read(deps, caller, ip)
+    async with deps.storage.transaction() as tx:
+        product = await tx.product_by_id(caller.product_id)
+        mine = await tx.license_for(caller.product_id, caller.user_id) if product else None
+        blacklisted = bool(product) and await tx.is_blacklisted(
+            product.studio_id if product else "", caller.user_id)
+        stored: tuple[bytes, ...] = ()
+        if product is not None and product.current_version_id is not None:
+            scripts = await tx.version_scripts(product.current_version_id, name)
+            stored = tuple(sc.source for sc in scripts)
+    facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
+    verdict = rt.verify_source(caller, name, source.encode("utf-8", "surrogatepass"), facts)
+    if verdict.alerts and product is not None:
+        async with deps.storage.transaction() as tx:
+            await _store_alerts(deps, tx, Facts(None, product, 0, False), verdict.alerts)
+    return {"ok": verdict.ok}

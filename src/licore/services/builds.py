@@ -1,0 +1,116 @@
+"""Build files on their way to buyers: the library's versions and downloads (spec 4.4), and
+the prepared copy both a download and `/update` hand out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from licore import licenses as lic
+from licore.builds.prepare import ProtectionFailed, buyer_copy
+from licore.errors import InvalidRequest, LicoreError, NotFound
+from licore.model import ApiKey, License, Product, Version
+from licore.ports import Transaction
+from licore.protection import parse_protection_settings
+from licore.services.deps import Deps, iso
+
+
+class PreparationFailed(LicoreError):
+    """The copy could not be prepared (a rule failed on a script); nothing is handed out."""
+
+    error = "server_error"
+    status = 500
+
+
+@attrs.frozen
+class Download:
+    data: bytes
+    version: str  # the label, for X-Service-Version
+    format: str
+
+
+def license_secret(deps: Deps, license: License) -> bytes:
+    """What makes one buyer's protected copy differ from another's: stable for the license
+    across re-keys, and unknowable without the server's key."""
+    return deps.vault.lookup_digest(f"protect|{license.id}").encode()
+
+
+async def prepared_copy(deps: Deps, license: License, product: Product, version: Version,
+                        license_key: str) -> bytes:
+    """The buyer's own copy of `version`, made once and then served from the cache."""
+    async with deps.storage.transaction() as tx:
+        cached = await tx.prepared_copy(version.id, license.id, license.key_generation)
+        if cached is not None:
+            return cached
+        data = await tx.version_data(version)
+    settings = parse_protection_settings(json.loads(product.protection))
+
+    def prepare() -> bytes:
+        model = deps.models.read(data)
+        buyer_copy(model, product.placeholder, license_key, settings, deps.protector,
+                   license_secret(deps, license))
+        return deps.models.write(model)
+
+    try:
+        copy = await deps.offload(prepare)
+    except ProtectionFailed:
+        raise PreparationFailed("the build could not be prepared; the seller has been "
+                                "asked to republish it") from None
+    async with deps.storage.transaction() as tx:
+        # Keep it only if the license is still the one it was made for.
+        now = await tx.license_by_id(license.id)
+        if now is not None and now.key_generation == license.key_generation and (
+                lic.passes_runtime(now.state)):
+            await tx.put_prepared_copy(version.id, license.id, license.key_generation, copy)
+    return copy
+
+
+async def _library_license(tx: Transaction, key: ApiKey, product_id: str) -> License:
+    account = await tx.account_by_id(key.account_id)
+    if account is None:
+        raise NotFound("the account behind this key is gone")
+    license = await tx.license_for(product_id, account.platform_id)
+    if license is None or not lic.passes_runtime(license.state):
+        raise NotFound("no such product in your library")
+    return license
+
+
+def library_version_view(v: Version, product: Product) -> dict[str, Any]:
+    return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
+            "live": v.id == product.current_version_id, "created_at": iso(v.created_at)}
+
+
+async def library_versions(tx: Transaction, key: ApiKey, product_id: str,
+                           limit: int | None, cursor: str | None) -> tuple[Product, Any]:
+    await _library_license(tx, key, product_id)
+    product = await tx.product_by_id(product_id)
+    if product is None:
+        raise NotFound("no such product in your library")
+    return product, await tx.versions_of(product_id, True, limit, cursor)
+
+
+async def download(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> Download:
+    """GET /library/download: the live build, or the named published one, as the buyer's
+    own copy (key injected, rules applied)."""
+    product_id = query.get("product_id")
+    if not product_id:
+        raise InvalidRequest("product_id is required", "product_id")
+    version_id = query.get("version_id")
+    if version_id is not None and not version_id:
+        raise InvalidRequest("version_id must not be empty", "version_id")
+    async with deps.storage.transaction() as tx:
+        license = await _library_license(tx, key, product_id)
+        product = await tx.product_by_id(product_id)
+        wanted = version_id or (product.current_version_id if product else None)
+        version = await tx.version_by_id(wanted) if wanted else None
+    if product is None or version is None or version.product_id != product_id or not (
+            version.published):
+        raise NotFound("no such version" if version_id else "the product has no live build")
+    if license.key_ciphertext is None:
+        raise NotFound("no such product in your library")
+    license_key = deps.vault.decrypt(license.key_ciphertext, license.id)
+    data = await prepared_copy(deps, license, product, version, license_key)
+    return Download(data, version.label, version.format)
