@@ -7,13 +7,14 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 
 from adapters_storage import open_storage
 from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
 from licore.licenses import LicenseState
-from licore.model import Alert
+from licore.model import Alert, Page
 from licore.ports import Storage
 from licore.services import device, partner
 from tests.support.fakes import FakeClock, make_deps
@@ -221,3 +222,60 @@ async def test_revoke_clears_the_key_and_regrant_mints_a_new_one(storage: Storag
     assert again.key_digest not in (None, first.key_digest)
     with pytest.raises(LicoreError):
         await partner.grant(deps, key, dict(target))
+
+
+async def _uploaded(storage: Storage) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    from adapters_formats.codec import RobloxModelCodec
+    from licore.services import packages
+    from tests.support.models import product_model
+
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Build"})
+    data = RobloxModelCodec().write(product_model())
+    version = (await packages.upload_version(
+        deps, key, {"product_id": product["id"], "version": "1.0"}, data))["version"]
+    return deps, key, product, version
+
+
+async def test_versions_keep_their_file_scripts_and_labels(storage: Storage) -> None:
+    _, _, product, version = await _uploaded(storage)
+    async with storage.transaction() as tx:
+        stored = await tx.version_by_id(version["id"])
+        assert stored is not None and stored.label == "1.0" and not stored.published
+        data = await tx.version_data(stored)
+        scripts = await tx.version_scripts(stored.id)
+        greeter = await tx.version_scripts(stored.id, "Greeter")
+        assert await tx.versions_of(product["id"], True, None, None) == Page((), None)
+        assert [v.id for v in (await tx.versions_of(product["id"], False, None,
+                                                    None)).items] == [stored.id]
+        # The same label again is answered, not raised, and adds nothing.
+        assert not await tx.add_version(attrs.evolve(stored, id="ver_other",
+                                                     blob_id="blb_other"), b"x", [])
+    import hashlib
+
+    assert hashlib.sha256(data).hexdigest() == stored.sha256 == version["sha256"]
+    assert [s.name for s in scripts] == ["LicenseCheck", "Greeter"]
+    assert [s.position for s in greeter] == [1]
+    assert greeter[0].path == "Product/Greeter"
+
+
+async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
+        storage: Storage) -> None:
+    deps, key, product, version = await _uploaded(storage)
+    await partner.grant(deps, key, {"product_id": product["id"], "user": "555"})
+    async with storage.transaction() as tx:
+        lic = await tx.license_for(product["id"], "555")
+        assert lic is not None
+        await tx.put_prepared_copy(version["id"], lic.id, lic.key_generation, b"one")
+        await tx.put_prepared_copy(version["id"], lic.id, lic.key_generation, b"two")
+        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) == b"two"
+        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation + 1) is None
+    # Revoking drops the license's copies in the same unit of work.
+    await partner.revoke(deps, key, {"product_id": product["id"], "user": "555"})
+    async with storage.transaction() as tx:
+        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) is None
+        await tx.put_prepared_copy(version["id"], lic.id, 7, b"three")
+        await tx.drop_prepared_copies(product_id=product["id"])
+        assert await tx.prepared_copy(version["id"], lic.id, 7) is None
