@@ -53,6 +53,7 @@ def settings_from_env() -> Settings:
                                        str(defaults.runtime_key_rate_limit))),
         runtime_ip_rate_limit=int(env("RUNTIME_IP_RATE_LIMIT",
                                       str(defaults.runtime_ip_rate_limit))),
+        max_upload_bytes=int(env("MAX_UPLOAD_BYTES", str(defaults.max_upload_bytes))),
     )
 
 
