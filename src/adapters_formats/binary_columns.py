@@ -198,17 +198,16 @@ def _basic_rotation(rotation_id: int) -> tuple[float, ...] | None:
     return tuple(float(col[row]) for row in range(3) for col in (c0, c1, c2))
 
 
-_BASIC: dict[tuple[float, ...], int] = {}
-for _id in range(1, 37):
-    _m = _basic_rotation(_id)
-    if _m is not None:
-        _BASIC[_m] = _id
+_BASIC_BY_ID: dict[int, tuple[float, ...]] = {
+    i: m for i in range(1, 37) if (m := _basic_rotation(i)) is not None}
+_BASIC: dict[tuple[float, ...], int] = {m: i for i, m in _BASIC_BY_ID.items()}
 
 
 def _rotation_id(matrix: Sequence[float]) -> int:
-    if any(math.copysign(1.0, x) < 0 and x == 0 for x in matrix):
+    rid = _BASIC.get(tuple(matrix), 0)
+    if rid and any(math.copysign(1.0, x) < 0 and x == 0 for x in matrix):
         return 0  # -0.0 would come back as +0.0 from a basic rotation id
-    return _BASIC.get(tuple(matrix), 0)
+    return rid
 
 
 def _read_cframes(cur: Cursor, n: int, ctx: Context) -> list[Any]:
@@ -218,7 +217,7 @@ def _read_cframes(cur: Cursor, n: int, ctx: Context) -> list[Any]:
         if rid == 0:
             rotations.append(tuple(cur.unpack("f", 9)))
         else:
-            basic = _basic_rotation(rid)
+            basic = _BASIC_BY_ID.get(rid)
             if basic is None:
                 raise ModelFormatError(f"unknown CFrame rotation id {rid:#x}")
             rotations.append(basic)

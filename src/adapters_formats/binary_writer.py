@@ -21,6 +21,8 @@ def _string(value: str | bytes) -> bytes:
 
 def _column_order(members: list[Instance]) -> list[Instance]:
     """Instances holding an unknown column keep the order that column was stored in."""
+    if not any(isinstance(p.value, Raw) for p in members[0].properties.values()):
+        return members  # a column is on every member or none, so the first one tells
 
     def key(item: tuple[int, Instance]) -> tuple[int, int]:
         position, inst = item
