@@ -10,7 +10,6 @@ from pathlib import Path
 
 import lz4.block
 import pytest
-import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from adapters_formats.chunks import MAX_TOTAL_DECOMPRESSED, chunk_bytes, file_by
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop
 from tests.formats.corpus import BINARIES
+from tests.support.hostile_models import folders, zstd_bomb
 
 SMALL = [p for p in BINARIES if p.stat().st_size < 20_000]
 
@@ -42,15 +42,6 @@ def test_any_damage_gives_a_model_or_model_format_error(
         read_binary(bytes(data))
 
 
-def _folders(pairs: list[tuple[int, int]], count: int) -> bytes:
-    name = b"Folder"
-    inst = chunk_bytes(b"INST", struct.pack("<I", 0) + struct.pack("<I", len(name)) + name
-                       + b"\x00" + struct.pack("<I", count) + write_refs(list(range(count))))
-    prnt = chunk_bytes(b"PRNT", b"\x00" + struct.pack("<I", len(pairs))
-                       + write_refs([c for c, _ in pairs]) + write_refs([p for _, p in pairs]))
-    return file_bytes(1, count, [inst, prnt])
-
-
 def test_bad_magic_is_refused() -> None:
     with pytest.raises(ModelFormatError, match="magic"):
         read_binary(b"<roblox?" + bytes(40))
@@ -65,7 +56,7 @@ def test_a_chunk_length_past_the_end_is_refused() -> None:
 
 def test_a_referent_cycle_is_refused() -> None:
     with pytest.raises(ModelFormatError, match="cycle"):
-        read_binary(_folders([(0, 1), (1, 0)], 2))
+        read_binary(folders([(0, 1), (1, 0)], 2))
 
 
 def test_a_referent_used_twice_is_refused() -> None:
@@ -78,7 +69,7 @@ def test_a_referent_used_twice_is_refused() -> None:
 
 def test_nesting_deeper_than_the_limit_is_refused_and_the_limit_itself_is_read() -> None:
     def chain(depth: int) -> bytes:
-        return _folders([(0, -1)] + [(i, i - 1) for i in range(1, depth)], depth)
+        return folders([(0, -1)] + [(i, i - 1) for i in range(1, depth)], depth)
 
     model = read_binary(chain(MAX_DEPTH))
     assert sum(1 for _ in model.walk()) == MAX_DEPTH
@@ -97,11 +88,9 @@ def _peak(fn: object) -> int:
 
 
 def test_a_zstandard_bomb_is_refused_in_bounded_memory() -> None:
-    bomb = zstandard.ZstdCompressor(level=19).compress(bytes(200 * 1024 * 1024))
-    assert len(bomb) < 100_000
     for claimed in (200 * 1024 * 1024, 1000):  # the truth, and a lie about the size
-        chunk = struct.pack("<4sIII", b"INST", len(bomb), claimed, 0) + bomb
-        data = file_bytes(1, 1, [chunk])
+        data = zstd_bomb(claimed=claimed)
+        assert len(data) < 100_000
         with pytest.raises(ModelFormatError):
             read_binary(data)
         assert _peak(lambda data=data: read_binary(data)) < 16 * 1024 * 1024

@@ -18,6 +18,7 @@ from licore.services import operator
 from tests.http.e2e import People, auth, core, obtain_key, setup_people
 from tests.http.test_runtime_e2e import ALL, license_key, v1
 from tests.support.dbdump import tables_and_rows
+from tests.support.hostile_models import deep_chain, referent_cycle, zstd_bomb
 from tests.support.models import PLACEHOLDER, PLAIN_SCRIPT, product_model, script
 from tests.support.server import Server
 from tests.support.spec_verifier import open_envelope
@@ -132,8 +133,10 @@ def test_a_label_used_twice_is_a_conflict_and_garbage_is_refused_storing_nothing
     assert again.status_code == 409
     assert again.json()["error"] == "already_exists"
     before = tables_and_rows(server.database_url, skip=("rate_counters",))
-    for bad in (b"not a model", b"<roblox!\x89\xff\r\n\x1a\n" + bytes(10),
-                file_of(product_model())[:-30]):
+    hostile = [b"not a model", b"<roblox!\x89\xff\r\n\x1a\n" + bytes(10),
+               file_of(product_model())[:-30], referent_cycle(), deep_chain(5000),
+               zstd_bomb()]
+    for bad in hostile:
         r = upload(server, store.key, store.product, "9.9.9", bad)
         assert r.status_code == 400, r.text
         assert r.json()["error"] == "invalid_request"

@@ -1,0 +1,87 @@
+"""The buyer's copy: the key goes into every script, rules apply, and a rule that fails
+leaves no copy at all (never a half-protected one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import pytest
+
+from adapters_formats.codec import RobloxModelCodec
+from licore.builds.prepare import ProtectionFailed, buyer_copy
+from licore.builds.tree import source_of
+from licore.errors import LicoreError
+from licore.ports import Storage
+from licore.protection import (
+    ProtectionProblem,
+    ProtectionRule,
+    ProtectionSettings,
+)
+from licore.services import builds, packages, partner
+from tests.support.fakes import make_deps
+from tests.support.models import LICENSE_SCRIPT, PLACEHOLDER, PLAIN_SCRIPT, product_model
+from tests.support.scenario import build_world, key_record
+
+
+class Shouting:
+    """Upper-cases what it protects, and fails on one named script."""
+
+    def __init__(self, fail_on: str = "") -> None:
+        self.fail_on = fail_on
+
+    def check(self, scripts: Sequence[tuple[str, str]],
+              settings: ProtectionSettings) -> list[ProtectionProblem]:
+        return []
+
+    def protect(self, path: str, source: str, settings: ProtectionSettings,
+                license_secret: bytes) -> str:
+        if path.endswith(self.fail_on) and self.fail_on:
+            raise ValueError("cannot")
+        return source.upper()
+
+
+def test_the_key_replaces_the_placeholder_and_rules_apply_to_selected_scripts() -> None:
+    model = product_model(extra=2)
+    rules = ProtectionSettings((ProtectionRule(frozenset({"strip"}), names=("Greeter",)),))
+    buyer_copy(model, PLACEHOLDER, "lk_abc123", rules, Shouting(), b"secret")
+    sources = {s.name: source_of(s) for _, s in model.scripts()}
+    assert sources["LicenseCheck"] == LICENSE_SCRIPT.replace(PLACEHOLDER, "lk_abc123").encode()
+    assert sources["Greeter"] == PLAIN_SCRIPT.upper().encode()
+    assert sources["Extra0"] == b"print(0)\n"
+
+
+def test_a_failing_rule_raises_instead_of_returning_part_of_a_copy() -> None:
+    model = product_model()
+    rules = ProtectionSettings((ProtectionRule(frozenset({"strip"}), paths=("*",)),))
+    with pytest.raises(ProtectionFailed, match="Greeter"):
+        buyer_copy(model, PLACEHOLDER, "lk_abc123", rules, Shouting("Greeter"), b"s")
+
+
+async def test_a_download_whose_rules_fail_is_a_server_error_and_caches_nothing(
+        storage: Storage) -> None:
+    deps = attrs.evolve(make_deps(storage), protector=Shouting("Greeter"))
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    lib = await key_record(deps, world.library_key)
+    product = await partner.save_product(deps, key, {"title": "Fragile"})
+    protection = {"rules": [{"paths": ["*"], "preset": "minify"}]}
+    await packages.settings(deps, key, {"product_id": product["id"], "protection": protection})
+    data = RobloxModelCodec().write(product_model())
+    version = (await packages.upload_version(
+        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
+    await packages.publish(deps, key, {"product_id": product["id"],
+                                       "version_id": version["id"]})
+    await partner.grant(deps, key, {"product_id": product["id"],
+                                    "user": world.buyer.platform_id})
+    with pytest.raises(LicoreError) as caught:
+        await builds.download(deps, lib, {"product_id": product["id"]})
+    assert caught.value.status == 500
+    async with storage.transaction() as tx:
+        lic = await tx.license_for(product["id"], world.buyer.platform_id)
+        assert lic is not None
+        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) is None
+    # With rules that work, the same download succeeds and is cached.
+    deps = attrs.evolve(deps, protector=Shouting())
+    got = await builds.download(deps, lib, {"product_id": product["id"]})
+    assert b"PRINT(" in got.data
