@@ -4,7 +4,8 @@ docs/instances.md).
 A node is `{ClassName, Name, Properties, Children}` plus `Id` when another node's Ref points
 at it. Strings, booleans and plain numbers are JSON values; every other type is a tagged
 object `{"type": T, "value": V}`. JSON has no infinities or NaN, so such a number is written
-as the string "inf", "-inf" or "nan", wherever it appears.
+as the string "inf", "-inf" or "nan" inside a tagged value (a non-finite Float32 or Float64
+property is tagged for that reason).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def _tagged(prop: Prop, ids: dict[str, str]) -> Any:
     if t == "Bool":
         return bool(v)
     if t in _PLAIN_NUMBERS:
-        return _number(v)
+        # A bare "inf" would read as a string property; tag the non-finite ones.
+        return v if _number(v) is v else {"type": t, "value": _number(v)}
     if t in ("BinaryString", "SharedString", "NetAssetRef"):
         return {"type": t, "value": _b64(v)}
     if t == "Faces":
