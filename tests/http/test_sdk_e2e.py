@@ -1,0 +1,181 @@
+"""The Luau SDK in the real Luau VM against a real `licore serve`: Python makes the HTTP
+calls and hands each answer to the Luau code through the SDK's injected http function."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from adapters_formats.codec import RobloxModelCodec
+from licore.builds.nodes import to_nodes
+from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.test_runtime_e2e import ALL, UNLOCK_DATA, license_key, v1
+from tests.sdk.luau_sdk import LuauSdk, method
+from tests.support.models import PLAIN_SCRIPT, product_model
+from tests.support.server import Server
+
+CODEC = RobloxModelCodec()
+Http = Callable[[str, str], tuple[bool, int, str]]
+
+
+@attrs.frozen
+class Game:
+    product: str
+    buyer: str
+    key: str
+    other_buyer: str
+    other_key: str
+    library_key: str
+    studio_key: str
+
+
+@pytest.fixture(scope="module")
+def sdk() -> LuauSdk:
+    return LuauSdk()
+
+
+@pytest.fixture(scope="module")
+def game(server: Server) -> Game:
+    people: People = setup_people(server.database_url, "6")
+    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    product = v1(server, "POST", "/products", key, json={"title": "SDK"}).json()["id"]
+    v1(server, "POST", "/packages/settings", key,
+       json={"product_id": product, "unlock_data": UNLOCK_DATA})
+    r = httpx.post(f"{server.url}/v1/packages/versions", headers=auth(key),
+                   params={"product_id": product, "version": "1.0"},
+                   content=CODEC.write(product_model()))
+    assert r.status_code == 200, r.text
+    v1(server, "POST", "/packages/publish", key,
+       json={"product_id": product, "version_id": r.json()["version"]["id"]})
+    for user in ("26", "36"):
+        v1(server, "POST", "/licenses", key, json={"product_id": product, "user": user})
+    library = obtain_key(server, people, "library:read library:download", people.buyer_id,
+                         None)
+    return Game(product, "26", license_key(server, product, "26"), "36",
+                license_key(server, product, "36"), library, key)
+
+
+def real_http(url: str, body: str) -> tuple[bool, int, str]:
+    try:
+        r = httpx.post(url, content=body, headers={"Content-Type": "application/json"})
+    except httpx.TransportError:
+        return False, 0, ""
+    return True, r.status_code, r.text
+
+
+def client(sdk: LuauSdk, server: Server, game: Game, http: Http = real_http,
+           now: int | None = None) -> Any:
+    return sdk.client(http, license_key=game.key,
+                      nonces=[secrets.token_hex(16) for _ in range(4)],
+                      now=int(time.time()) if now is None else now,
+                      runtimeUrl=f"{server.url}/runtime", productId=game.product,
+                      userId=game.buyer)
+
+
+def rewriting(change: Callable[[dict[str, Any]], None]) -> Http:
+    """Real HTTP, with the answer's JSON changed on the way back (an interceptor)."""
+
+    def http(url: str, body: str) -> tuple[bool, int, str]:
+        ok, status, text = real_http(url, body)
+        answer = json.loads(text)
+        change(answer)
+        return ok, status, json.dumps(answer)
+
+    return http
+
+
+def _normal(node: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's JSON encoder writes an empty table as []: read it as the empty object."""
+    return {**node, "Properties": node["Properties"] or {},
+            "Children": [_normal(c) for c in node["Children"] or []]}
+
+
+def flip_first(hexed: str) -> str:
+    return f"{int(hexed[:2], 16) ^ 0x01:02x}{hexed[2:]}"
+
+
+def test_a_genuine_unlock_yields_the_products_data(
+        sdk: LuauSdk, server: Server, game: Game) -> None:
+    data, reason = method(client(sdk, server, game), "unlock", game.buyer)
+    assert reason is None
+    assert sdk.to_python(data) == UNLOCK_DATA
+    assert method(client(sdk, server, game), "check", game.buyer) == [True]
+
+
+def _other_request(game: Game, swap: Callable[[dict[str, Any]], None]) -> Http:
+    """Real HTTP, but the request the server sees is changed: its answer is then a genuine
+    answer to another question."""
+
+    def http(url: str, body: str) -> tuple[bool, int, str]:
+        request = json.loads(body)
+        swap(request)
+        return real_http(url, json.dumps(request))
+
+    return http
+
+
+def _swap_nonce(request: dict[str, Any]) -> None:
+    request["nonce"] = secrets.token_hex(16)
+
+
+def _other_license(game: Game) -> Callable[[dict[str, Any]], None]:
+    def swap(request: dict[str, Any]) -> None:
+        request["key"], request["user_id"] = game.other_key, game.other_buyer
+
+    return swap
+
+
+@pytest.mark.parametrize(("case", "reason"), [
+    ("cipher", "tag_mismatch"), ("tag", "tag_mismatch"), ("nonce", "tag_mismatch"),
+    ("license", "tag_mismatch"), ("expired", "expired")])
+def test_a_forged_or_stale_unlock_is_refused_with_its_reason(
+        sdk: LuauSdk, server: Server, game: Game, case: str, reason: str) -> None:
+    now = None
+    http: Http = real_http
+    if case == "cipher":
+        http = rewriting(lambda a: a.update(cipher=flip_first(a["cipher"])))
+    elif case == "tag":
+        http = rewriting(lambda a: a.update(tag=flip_first(a["tag"])))
+    elif case == "nonce":
+        http = _other_request(game, _swap_nonce)
+    elif case == "license":
+        http = _other_request(game, _other_license(game))
+    else:
+        now = int(time.time()) + 301 + 5  # past the payload's five minutes
+    assert method(client(sdk, server, game, http, now), "unlock", game.buyer) == [None, reason]
+
+
+def test_a_genuine_update_equals_the_buyers_download_and_a_tampered_one_changes_nothing(
+        sdk: LuauSdk, server: Server, game: Game) -> None:
+    c = client(sdk, server, game)
+    nodes, reason = method(c, "update", "0.9", game.buyer)
+    assert reason is None
+    download = httpx.get(f"{server.url}/v1/library/download", headers=auth(game.library_key),
+                         params={"product_id": game.product})
+    assert download.status_code == 200, download.text
+    assert [_normal(n) for n in sdk.to_python(nodes)] == to_nodes(CODEC.read(download.content))
+    assert game.key in json.dumps(sdk.to_python(nodes))
+    before = sdk.to_python(c.get("build"))
+    assert before["version"] == "1.0"
+    # The same client, now behind an interceptor: the build it holds stays as it was.
+    tampered = client(sdk, server, game, rewriting(
+        lambda a: a.update(cipher=flip_first(a["cipher"]))))
+    tampered.set("build", c.get("build"))
+    assert method(tampered, "update", "0.9", game.buyer) == [None, "tag_mismatch"]
+    assert sdk.to_python(tampered.get("build")) == before
+
+
+def test_verify_source_reports_the_exact_live_source(
+        sdk: LuauSdk, server: Server, game: Game) -> None:
+    v1(server, "POST", "/packages/settings", game.studio_key,
+       json={"product_id": game.product, "verify_scripts": True})
+    c = client(sdk, server, game)
+    assert method(c, "verifySource", "Greeter", PLAIN_SCRIPT, game.buyer) == [True]
+    assert method(c, "verifySource", "Greeter", PLAIN_SCRIPT + " ", game.buyer) == [False]
