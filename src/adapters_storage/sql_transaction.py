@@ -220,6 +220,10 @@ class SqlTransaction:
         return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE id = ? "
                                  "AND revoked_at IS NULL", [now, key_id]) == 1
 
+    async def revoke_keys_of_client(self, client_id: str, now: int) -> int:
+        return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE client_id = ? "
+                                 "AND revoked_at IS NULL", [now, client_id])
+
     async def connected_apps(self, *, studio_id: str | None = None,
                              account_id: str | None = None) -> Sequence[ConnectedApp]:
         if studio_id is not None:

@@ -91,7 +91,12 @@ def cmd_client_add(args: argparse.Namespace) -> None:
 
 
 def cmd_client_disable(args: argparse.Namespace) -> None:
-    _with_deps(lambda d: operator.set_client_disabled(d, args.client_id, True))
+    revoked = _with_deps(lambda d: operator.set_client_disabled(d, args.client_id, True))
+    print(f"ok: {revoked} key(s) revoked")
+
+
+def cmd_client_enable(args: argparse.Namespace) -> None:
+    _with_deps(lambda d: operator.set_client_disabled(d, args.client_id, False))
     print("ok")
 
 
@@ -136,9 +141,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--description", required=True)
     c.add_argument("--scopes", required=True, help='space-separated, e.g. "library:read"')
     c.set_defaults(func=cmd_client_add)
-    d = client.add_parser("disable", help="disable an app")
+    d = client.add_parser("disable", help="disable an app and revoke every key it holds")
     d.add_argument("client_id")
     d.set_defaults(func=cmd_client_disable)
+    e = client.add_parser("enable", help="let a disabled app start device flows again")
+    e.add_argument("client_id")
+    e.set_defaults(func=cmd_client_enable)
     return p
 
 

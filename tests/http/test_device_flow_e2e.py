@@ -163,10 +163,20 @@ def test_device_code_rejects_non_json_and_disabled_clients(server: Server,
     assert (r.status_code, r.json()["error"]) == (400, "invalid_request")
     other = cli(server.database_url, "client", "add", "Old", "--description", "x",
                 "--scopes", "library:read")
+    flow = start_flow(server, other, "library:read")
+    core(server.database_url, lambda d: device.decide(d, people.buyer_id, flow["user_code"],
+                                                      True, None))
+    key = poll(server, flow["device_code"]).json()["access_token"]
+    assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 200
     cli(server.database_url, "client", "disable", other)
     r = httpx.post(f"{server.url}/auth/device/code", json={"client_id": other,
                                                            "scope": "library:read"})
     assert (r.status_code, r.json()["error"]) == (400, "invalid_client")
+    # Its keys stopped working with it, and enabling it again does not bring them back.
+    assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401
+    cli(server.database_url, "client", "enable", other)
+    assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401
+    assert start_flow(server, other, "library:read")["user_code"]
 
 
 def test_form_encoding_basic_auth_and_grant_type(server: Server, people: People) -> None:

@@ -70,10 +70,14 @@ async def add_client(deps: Deps, name: str, description: str, scope_text: str) -
     return client
 
 
-async def set_client_disabled(deps: Deps, client_id: str, disabled: bool) -> None:
+async def set_client_disabled(deps: Deps, client_id: str, disabled: bool) -> int:
+    """Disabling an app refuses its new device flows and revokes every key it holds, in one
+    unit of work (an operator disables an app to stop it, not only its new sign-ups).
+    Enabling it again brings no key back. Returns how many keys were revoked."""
     async with deps.storage.transaction() as tx:
         if not await tx.set_client_disabled(client_id, disabled):
             raise NotFound("no such client")
+        return await tx.revoke_keys_of_client(client_id, deps.clock.now()) if disabled else 0
 
 
 async def set_blacklisted(deps: Deps, studio_id: str, platform_id: str, on: bool) -> None:
