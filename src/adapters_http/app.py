@@ -3,6 +3,8 @@ chosen subset (`--only runtime`), with the access log and the error shape in one
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -22,6 +24,7 @@ from adapters_http import device, partner, runtime
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
+from licore.services import housekeeping
 from licore.services.deps import Deps
 
 access_log = logging.getLogger("licore.access")
@@ -83,6 +86,16 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(ServerError("the server failed; retry the request"))
 
 
+async def _sweep_forever(deps: Deps) -> None:
+    while True:
+        await asyncio.sleep(housekeeping.SWEEP_EVERY)
+        try:
+            await housekeeping.sweep(deps)
+        except Exception as exc:  # keep sweeping; the next round may work
+            logging.getLogger("licore.housekeeping").error("sweep failed: %s",
+                                                           type(exc).__name__)
+
+
 def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
                extra_routes: list[Route | Mount] | None = None) -> Starlette:
     async def healthz(request: Request) -> Response:
@@ -128,8 +141,14 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await deps.storage.close()
+        sweeper = asyncio.create_task(_sweep_forever(deps))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            await deps.storage.close()
 
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         LicoreError: _licore_error, HTTPException: _http_error, Exception: _unexpected}

@@ -477,6 +477,11 @@ class SqlTransaction:
         return bool(await self.db.rows("SELECT 1 FROM blacklist WHERE studio_id = ? "
                                        "AND platform_id = ?", [studio_id, platform_id]))
 
+    async def sweep_expired(self, now: int, counters_before: int) -> int:
+        gone = await self.db.run("DELETE FROM nonces WHERE expires_at <= ?", [now])
+        return gone + await self.db.run("DELETE FROM rate_counters WHERE window_start < ?",
+                                        [counters_before])
+
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         # An expired row may be reused; otherwise a second use of the nonce is refused.
         rows = await self.db.rows(

@@ -279,3 +279,20 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         await tx.put_prepared_copy(version["id"], lic.id, 7, b"three")
         await tx.drop_prepared_copies(product_id=product["id"])
         assert await tx.prepared_copy(version["id"], lic.id, 7) is None
+
+
+async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
+        storage: Storage) -> None:
+    async with storage.transaction() as tx:
+        assert await tx.use_nonce("lic_1", "n" * 16, 1_000, 500)
+        assert await tx.use_nonce("lic_1", "m" * 16, 2_000, 500)
+        await tx.count_hits(["old"], 0)
+        await tx.count_hits(["now"], 1_200)
+    async with storage.transaction() as tx:
+        assert await tx.sweep_expired(1_000, 1_200) == 2  # one nonce, one old window
+    async with storage.transaction() as tx:
+        # The expired nonce may be used again; the live one still may not.
+        assert await tx.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
+        assert not await tx.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
+        assert await tx.count_hits(["now"], 1_200) == [2]
+        assert await tx.count_hits(["old"], 0) == [1]
