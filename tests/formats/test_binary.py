@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from adapters_formats.binary_bytes import Cursor, write_refs
 from adapters_formats.binary_columns import CODECS, TYPE_IDS, Context
@@ -18,6 +19,7 @@ from adapters_formats.chunks import chunk_bytes, file_bytes
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
 from tests.formats.corpus import BINARIES, label
+from tests.formats.strategies import models
 from tests.support.trees import canonical
 
 
@@ -221,3 +223,9 @@ def test_zstandard_compressed_chunks_are_read() -> None:
         chunks.append(struct.pack("<4sIII", c.name, len(packed), len(c.data), 0) + packed)
     data = _file(chunks)
     assert read_binary(data).roots[0].name == "Zed"
+
+
+@settings(max_examples=150, deadline=None)
+@given(models())
+def test_any_tree_written_as_binary_reads_back_the_same(model: Model) -> None:
+    assert canonical(read_binary(write_binary(model))) == canonical(model)
