@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
+from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
 from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
 from licore.runtime import Facts as RuntimeFacts
 
@@ -42,7 +42,8 @@ class PostgresStorage:
         self.url = url
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False)
         self._opened = False
-        self._batcher = RuntimeBatcher(self._runtime_batch)
+        self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
+        self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
 
     async def _open(self) -> None:
         if not self._opened:
@@ -68,6 +69,16 @@ class PostgresStorage:
                                                                           requests)
             await conn.commit()
         return answers
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))
+
+    async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
+        await self._open()
+        async with self.pool.connection() as conn:
+            used = await SqlTransaction(_Executor(conn)).use_nonces(now, requests)
+            await conn.commit()
+        return used
 
     async def migrate(self) -> None:
         async with self.transaction() as tx:

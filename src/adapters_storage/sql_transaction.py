@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from adapters_storage.batching import NonceRequest
 from adapters_storage.records import column_list, columns, from_row, to_row
 from adapters_storage.schema import MIGRATIONS, statements
 from licore.device_flow import DeviceState
@@ -483,13 +484,27 @@ class SqlTransaction:
                                         [counters_before])
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        # An expired row may be reused; otherwise a second use of the nonce is refused.
+        return (await self.use_nonces(now, [NonceRequest(license_id, nonce, expires_at)]))[0]
+
+    async def use_nonces(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
+        """Record each nonce; True where it was fresh. One statement for the whole batch.
+
+        An expired row may be reused; otherwise a second use of a nonce is refused, also
+        within one batch (a statement may not touch one row twice, so repeats never reach it).
+        """
+        first: dict[tuple[str, str], int] = {}
+        for i, r in enumerate(requests):
+            first.setdefault((r.license_id, r.nonce), i)
+        unique = [requests[i] for i in first.values()]
+        values = ", ".join("(?, ?, ?)" for _ in unique)
         rows = await self.db.rows(
-            "INSERT INTO nonces (license_id, nonce, expires_at) VALUES (?, ?, ?) "
+            f"INSERT INTO nonces (license_id, nonce, expires_at) VALUES {values} "
             "ON CONFLICT (license_id, nonce) DO UPDATE SET expires_at = excluded.expires_at "
-            "WHERE nonces.expires_at <= ? RETURNING nonce",
-            [license_id, nonce, expires_at, now])
-        return bool(rows)
+            "WHERE nonces.expires_at <= ? RETURNING license_id, nonce",
+            [*(v for r in unique for v in (r.license_id, r.nonce, r.expires_at)), now])
+        fresh = {(str(a), str(b)) for a, b in rows}
+        return [(r.license_id, r.nonce) in fresh and first[(r.license_id, r.nonce)] == i
+                for i, r in enumerate(requests)]
 
     async def record_place(self, license_id: str, game_id: str, now: int) -> int:
         await self.db.run(

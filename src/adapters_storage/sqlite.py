@@ -16,7 +16,7 @@ from typing import Any
 
 import aiosqlite
 
-from adapters_storage.batching import RuntimeBatcher, RuntimeRequest
+from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
 from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
 from licore.runtime import Facts as RuntimeFacts
 
@@ -46,7 +46,8 @@ class SqliteStorage:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._opening = asyncio.Lock()
-        self._batcher = RuntimeBatcher(self._runtime_batch)
+        self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
+        self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
 
     @classmethod
     def from_url(cls, url: str) -> SqliteStorage:
@@ -114,6 +115,16 @@ class SqliteStorage:
         conn = await self._acquire()
         try:
             return await SqlTransaction(_Executor(conn)).runtime_batch(window_start, requests)
+        finally:
+            self._idle.put_nowait(conn)
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))
+
+    async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
+        conn = await self._acquire()
+        try:
+            return await SqlTransaction(_Executor(conn)).use_nonces(now, requests)
         finally:
             self._idle.put_nowait(conn)
 

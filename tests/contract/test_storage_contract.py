@@ -296,3 +296,19 @@ async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         assert not await tx.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
         assert await tx.count_hits(["now"], 1_200) == [2]
         assert await tx.count_hits(["old"], 0) == [1]
+
+
+async def test_concurrent_nonces_are_each_accepted_once_across_batches(
+        storage: Storage) -> None:
+    nonces = [f"{i:016d}" for i in range(20)]
+    # Every nonce twice, concurrently: one batch may hold both uses of a nonce.
+    results = await asyncio.gather(*(storage.use_nonce("lic_b", n, 2_000, 1_000)
+                                     for n in nonces + nonces))
+    by_nonce: dict[str, list[bool]] = {}
+    for n, ok in zip(nonces + nonces, results, strict=True):
+        by_nonce.setdefault(n, []).append(ok)
+    assert all(sorted(v) == [False, True] for v in by_nonce.values())
+    # The batched path and the transaction's path see the same rows.
+    async with storage.transaction() as tx:
+        assert not await tx.use_nonce("lic_b", nonces[0], 2_000, 1_000)
+        assert await tx.use_nonce("lic_b", nonces[0], 3_000, 2_000)  # expired: usable again

@@ -94,3 +94,8 @@ def obtain_key(server: Server, people: People, scope: str, approver_id: str,
 
 def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+def altered(key: str) -> str:
+    """`key` with its last character changed (to one it surely was not)."""
+    return key[:-1] + ("x" if key[-1] != "x" else "y")
