@@ -112,6 +112,9 @@ def test_denying_gives_the_app_access_denied(site: Server, world: World, page: A
     flow = start_flow(site, world.app, "library:read")
     app = PollingApp(site, flow)
     sign_in(page, world.basil)
+    cookie = next(c for c in page.context.cookies() if c["name"] == "licore_session")
+    assert (cookie["httpOnly"], cookie["sameSite"], cookie["secure"]) == (True, "Lax", False)
+    assert page.evaluate("document.cookie") == ""  # out of reach of any script
     page.goto("/device")
     page.get_by_label("Code shown by the app").fill(flow["user_code"].lower().replace("-", ""))
     page.get_by_role("button", name="Continue").click()

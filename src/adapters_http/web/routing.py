@@ -65,7 +65,7 @@ def safe_next(target: str) -> str:
 async def read_form(request: Request) -> dict[str, str]:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
-        raise InvalidRequest("the form must be sent as application/x-www-form-urlencoded")
+        return {}  # no form, so no form token: refused as any post without one
     raw = await read_bytes(request, FORM_LIMIT)
     try:
         pairs = parse_qsl(raw.decode(), keep_blank_values=True)
