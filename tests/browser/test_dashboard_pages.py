@@ -262,3 +262,33 @@ def test_a_person_outside_the_studio_gets_404_on_all_of_its_pages(
                        (f"{base}/products", {"title": "Mine now"})):
         answer = page.request.post(path, form={"csrf": token, **form})
         assert answer.status == 404, path
+
+
+UNLABELLED = """() => [...document.querySelectorAll(
+    'input:not([type=hidden]), textarea, select, button')]
+  .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+               && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+  .map(e => e.outerHTML)"""
+
+
+def test_every_page_has_landmarks_one_heading_labelled_fields_and_fits_a_phone(
+        site: Server, world: World, page: Any) -> None:
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.goto("/signin")
+    pages = ["/", "/store", "/signin"]
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Compass", "Points north")
+    pages += ["/device", "/dashboard", f"/dashboard/{world.studio.id}",
+              f"/dashboard/{world.studio.id}/products/{product}", "/library", "/apps"]
+    for path in pages:
+        assert page.goto(path).status == 200, path
+        assert page.locator("meta[name=viewport]").get_attribute("content") == (
+            "width=device-width, initial-scale=1"), path
+        assert page.locator("html").get_attribute("lang") == "en"
+        assert page.get_by_role("main").count() == 1, path
+        assert page.get_by_role("banner").count() == 1, path
+        assert page.get_by_role("navigation", name="Main").count() == 1, path
+        assert page.get_by_role("heading", level=1).count() == 1, path
+        assert page.evaluate(UNLABELLED) == [], path
+        # Nothing makes the page wider than the phone (wide tables scroll or stack).
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360, path

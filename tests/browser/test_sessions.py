@@ -13,7 +13,9 @@ import pytest
 
 from adapters_http.app import create_app
 from adapters_storage import open_storage
+from adapters_http.web.session import MAX_AGE
 from licore.model import Client, Studio
+from licore.services import operator
 from licore.services.deps import Settings
 from tests.browser.site import (
     Person,
@@ -23,7 +25,7 @@ from tests.browser.site import (
     add_studio,
     start_flow,
 )
-from tests.support.fakes import make_deps
+from tests.support.fakes import FakeClock, make_deps
 from tests.support.server import Server
 
 
@@ -89,6 +91,28 @@ async def test_the_session_cookie_is_secure_when_the_public_url_is_https(
         await storage.close()
     assert cookie_attributes(r) == {"httponly": "True", "secure": "True", "samesite": "lax",
                                     "path": "/"}
+
+
+async def test_a_session_ends_twelve_hours_after_sign_in(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'licore.db'}")
+    await storage.migrate()
+    clock = FakeClock()
+    deps = make_deps(storage, clock)
+    await operator.add_account(deps, "ivy", "9100", "ivy's password")
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(deps)),
+                                     base_url="http://test") as client:
+            token = form_token((await client.get("/signin")).text)
+            signed = await client.post("/signin", data={
+                "csrf": token, "username": "ivy", "password": "ivy's password"})
+            assert signed.status_code == 303
+            clock.advance(MAX_AGE)
+            assert (await client.get("/library")).status_code == 200
+            clock.advance(1)
+            later = await client.get("/library")
+    finally:
+        await storage.close()
+    assert (later.status_code, later.headers["location"]) == (303, "/signin?next=%2Flibrary")
 
 
 def test_posts_without_a_valid_form_token_are_refused(site: Server, world: World) -> None:

@@ -21,7 +21,7 @@ from licore.services import person, signin
 from licore.services.deps import Deps
 
 COOKIE = "licore_session"
-MAX_AGE = 12 * 3600  # seconds a session lasts without a page that renews it
+MAX_AGE = 12 * 3600  # seconds from sign-in
 
 
 class CsrfRefused(LicoreError):
@@ -76,8 +76,11 @@ def pop_flash(request: Request) -> str | None:
 async def visitor(deps: Deps, request: Request) -> Visitor:
     """Who is asking: a signed-in person whose session was not signed out, or nobody."""
     data = session(request)
-    account_id, session_id = data.get("uid"), data.get("sid")
+    account_id, session_id, started = data.get("uid"), data.get("sid"), data.get("at")
     if not isinstance(account_id, str) or not isinstance(session_id, str):
+        return Visitor()
+    if not isinstance(started, int) or deps.clock.now() - started > MAX_AGE:
+        data.clear()  # a session lasts MAX_AGE from sign-in, however often it is renewed
         return Visitor()
     try:
         if await signin.session_ended(deps, session_id):
