@@ -47,8 +47,11 @@ def chromium_path() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: Path) -> Iterator[Any]:
+    """One Chromium a module. Not one a session: while Playwright's sync API is started it
+    marks an event loop as running in this thread, which the asyncio tests of other modules
+    could not share."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from adapters_http.app import create_app
-from adapters_storage import open_storage
 from adapters_http.web.session import MAX_AGE
+from adapters_storage import open_storage
 from licore.model import Client, Studio
 from licore.services import operator
 from licore.services.deps import Settings
