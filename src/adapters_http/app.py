@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http import device, partner, runtime
+from adapters_http import device, partner, runtime, web
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
@@ -97,7 +97,8 @@ async def _sweep_forever(deps: Deps) -> None:
 
 
 def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
-               extra_routes: list[Route | Mount] | None = None) -> Starlette:
+               extra_routes: list[Route | Mount] | None = None,
+               web_config: web.WebConfig | None = None) -> Starlette:
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
@@ -138,6 +139,8 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     if "runtime" in only:
         routes.append(Mount("/runtime", routes=runtime.routes(deps)))
     routes += extra_routes or []
+    if "web" in only:
+        routes.append(web.mount(deps, web_config or web.WebConfig()))  # last: it is at "/"
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

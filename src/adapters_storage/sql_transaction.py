@@ -483,6 +483,12 @@ class SqlTransaction:
         return gone + await self.db.run("DELETE FROM rate_counters WHERE window_start < ?",
                                         [counters_before])
 
+    async def blacklist_of(self, studio_id: str) -> Sequence[tuple[str, int]]:
+        rows = await self.db.rows("SELECT platform_id, created_at FROM blacklist "
+                                  "WHERE studio_id = ? ORDER BY created_at, platform_id",
+                                  [studio_id])
+        return [(str(r[0]), int(r[1])) for r in rows]
+
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return (await self.use_nonces(now, [NonceRequest(license_id, nonce, expires_at)]))[0]
 
@@ -521,6 +527,11 @@ class SqlTransaction:
             increments[bucket] = increments.get(bucket, 0) + 1
         totals = await self._add_hits(increments, window_start)
         return [totals[b] for b in buckets]
+
+    async def hit_count(self, bucket: str, window_start: int) -> int:
+        rows = await self.db.rows("SELECT count FROM rate_counters WHERE bucket = ? "
+                                  "AND window_start = ?", [bucket, window_start])
+        return int(rows[0][0]) if rows else 0
 
     async def _add_hits(self, increments: dict[str, int], window_start: int) -> dict[str, int]:
         # One statement for every bucket: on the hot path each statement is a round trip.

@@ -3,7 +3,7 @@ only through these, so a unit test drives it with fakes and no event loop tricks
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, TypeVar
 
@@ -59,6 +59,16 @@ class PasswordHasher(Protocol):
     def hash(self, password: str) -> str: ...
 
     def verify(self, digest: str, password: str) -> bool: ...
+
+
+class SignIn(Protocol):
+    """How a person proves who they are to the web pages. Local accounts (a username and a
+    password) are one adapter; a platform single sign-on is another, proving the person from
+    the fields its callback carries. Sessions and the failed-attempt limit are not its job."""
+
+    async def identify(self, fields: Mapping[str, str]) -> Account | None:
+        """The account these fields prove, or None when they prove nothing."""
+        ...
 
 
 @attrs.frozen
@@ -186,6 +196,9 @@ class Transaction(Protocol):
         """Delete nonces past their expiry and rate counters of windows before
         `counters_before`; how many rows went."""
         ...
+    async def blacklist_of(self, studio_id: str) -> Sequence[tuple[str, int]]:
+        """The studio's blacklisted platform ids with the time each was added, oldest first."""
+        ...
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         """False when the nonce was already used for this license and has not expired."""
         ...
@@ -194,6 +207,9 @@ class Transaction(Protocol):
         ...
     async def count_hits(self, buckets: Sequence[str], window_start: int) -> list[int]:
         """Add one to the counter of each bucket in the window; the new counts, in order."""
+        ...
+    async def hit_count(self, bucket: str, window_start: int) -> int:
+        """The counter of a bucket in a window, without adding to it (0 when never hit)."""
         ...
 
 

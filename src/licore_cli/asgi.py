@@ -8,8 +8,9 @@ import os
 import sys
 
 from adapters_http.app import FAMILIES, create_app
-from licore_cli.compose import deps_from_env
+from licore_cli.compose import deps_from_env, web_config
 
 logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(message)s")
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
-app = create_app(deps_from_env(), only=_only)
+_deps = deps_from_env()
+app = create_app(_deps, only=_only, web_config=web_config(_deps))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
 from adapters_formats.codec import RobloxModelCodec
+from adapters_http.web import LocalAccounts, WebConfig
 from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
 from licore.services.deps import Deps, Settings
@@ -69,3 +70,9 @@ def deps_from_env() -> Deps:
         settings=settings_from_env(),
         offload=asyncio.to_thread,
     )
+
+
+def web_config(deps: Deps) -> WebConfig:
+    """Every process serving the pages signs session cookies with one key; people sign in
+    with local accounts (a single sign-on adapter would be chosen here)."""
+    return WebConfig(session_key=secret("session_key", 32), sign_in=LocalAccounts(deps))

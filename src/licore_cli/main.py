@@ -14,7 +14,7 @@ from licore.errors import LicoreError
 from licore.scopes import Permission
 from licore.services import operator
 from licore.services.deps import Deps
-from licore_cli.compose import DEFAULT_DATABASE, deps_from_env
+from licore_cli.compose import DEFAULT_DATABASE, deps_from_env, secret
 
 
 def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
@@ -44,10 +44,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from hypercorn.config import Config
     from hypercorn.run import run
 
-    os.environ["LICORE_PUBLIC_URL"] = args.public_url or f"http://{args.host}:{args.port}"
+    os.environ["LICORE_PUBLIC_URL"] = (args.public_url or os.environ.get("LICORE_PUBLIC_URL")
+                                       or f"http://{args.host}:{args.port}")
     if args.only:
         os.environ["LICORE_ONLY"] = args.only
     _with_deps(lambda deps: deps.storage.migrate())
+    secret("session_key", 32)  # made here, before the workers start, so they share one
     config = Config()
     config.application_path = "licore_cli.asgi:app"
     config.bind = [f"{args.host}:{args.port}"]

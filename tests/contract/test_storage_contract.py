@@ -133,6 +133,27 @@ async def test_rate_counters_count_per_bucket_and_window(storage: Storage) -> No
     assert counts == [1, 2, 3] and both == [1, 4] and next_window == [1]
 
 
+async def test_reading_a_rate_counter_does_not_add_to_it(storage: Storage) -> None:
+    async with storage.transaction() as tx:
+        assert await tx.hit_count("k1", 60) == 0
+        await tx.count_hits(["k1", "k1"], 60)
+        assert [await tx.hit_count("k1", 60) for _ in range(2)] == [2, 2]
+        assert await tx.hit_count("k1", 120) == 0
+
+
+async def test_blacklist_lists_what_was_added_and_not_what_was_removed(
+        storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    async with storage.transaction() as tx:
+        await tx.set_blacklisted(world.studio.id, "42", True, 10)
+        await tx.set_blacklisted(world.studio.id, "7", True, 11)
+        await tx.set_blacklisted(world.studio.id, "42", True, 12)
+        await tx.set_blacklisted(world.studio.id, "9", True, 13)
+        await tx.set_blacklisted(world.studio.id, "9", False, 14)
+        assert await tx.blacklist_of(world.studio.id) == [("42", 10), ("7", 11)]
+
+
 async def test_places_are_counted_distinctly(storage: Storage) -> None:
     async with storage.transaction() as tx:
         assert await tx.record_place("lic_1", "1", 10) == 1

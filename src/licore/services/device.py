@@ -176,22 +176,36 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
     code = df.normalize_user_code(entered)
     now = deps.clock.now()
     async with deps.storage.transaction() as tx:
-        device = await tx.device_by_user_code(code) if df.is_well_formed_user_code(code) else None
-        if device is not None:
-            timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                               device.last_poll_at)
-            if df.effective_state(device.state, timing, now) is DeviceState.PENDING:
-                client = await tx.client_by_id(device.client_id)
-                assert client is not None
-                view = ApprovalView(df.format_user_code(code), client.name, client.description,
-                                    sc.kind_of(device.requested_scopes),
-                                    device.requested_scopes, DeviceState.PENDING)
-                return view, attempts
+        view = await _pending_view(tx, code, now)
+        if view is not None:
+            return view, attempts
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
             await _burn(tx, attempts.linked_user_code, now)
     await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
     return None, after
+
+
+async def pending_view(deps: Deps, user_code: str) -> ApprovalView | None:
+    """The consent screen of a code the caller already found through `look_up` (this counts
+    no entry, so it must never be offered as a way to try codes)."""
+    async with deps.storage.transaction() as tx:
+        return await _pending_view(tx, df.normalize_user_code(user_code), deps.clock.now())
+
+
+async def _pending_view(tx: Transaction, code: str, now: int) -> ApprovalView | None:
+    device = await tx.device_by_user_code(code) if df.is_well_formed_user_code(code) else None
+    if device is None:
+        return None
+    timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                       device.last_poll_at)
+    if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
+        return None
+    client = await tx.client_by_id(device.client_id)
+    assert client is not None
+    return ApprovalView(df.format_user_code(code), client.name, client.description,
+                        sc.kind_of(device.requested_scopes), device.requested_scopes,
+                        DeviceState.PENDING)
 
 
 async def _burn(tx: Transaction, user_code: str, now: int) -> None:

@@ -1,0 +1,49 @@
+"""The server-rendered web pages: sign-in, the approval page, the seller dashboard, a
+person's own pages and the storefront. Jinja2 templates, no script, no build step."""
+
+from __future__ import annotations
+
+import secrets
+
+import attrs
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import BaseRoute, Mount, Route
+
+from adapters_http.web import approval, dashboard, person_pages, signin_pages
+from adapters_http.web.local_accounts import LocalAccounts
+from adapters_http.web.render import PageHeaders, stylesheet
+from adapters_http.web.session import COOKIE, MAX_AGE
+from licore.ports import SignIn
+from licore.services.deps import Deps
+
+__all__ = ["LocalAccounts", "WebConfig", "mount"]
+
+
+@attrs.frozen
+class WebConfig:
+    """What the composition root decides for the pages: the key that signs session cookies
+    (shared by every process serving them) and how people sign in."""
+
+    session_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32), repr=False)
+    sign_in: SignIn | None = None  # None: local accounts
+
+
+def mount(deps: Deps, config: WebConfig) -> Mount:
+    """Every page, under one session middleware. Mounted last, at the root, so the API
+    routes before it keep their paths and their JSON answers."""
+    method = config.sign_in or LocalAccounts(deps)
+    routes: list[BaseRoute] = [
+        Route("/assets/web.css", stylesheet),
+        *signin_pages.routes(deps, method),
+        *approval.routes(deps),
+        *dashboard.routes(deps),
+        *person_pages.routes(deps),
+    ]
+    secure = deps.settings.public_url.lower().startswith("https:")
+    return Mount("", routes=routes, middleware=[
+        Middleware(PageHeaders),
+        Middleware(SessionMiddleware, secret_key=config.session_key.hex(),
+                   session_cookie=COOKIE, max_age=MAX_AGE, same_site="lax",
+                   https_only=secure),
+    ])

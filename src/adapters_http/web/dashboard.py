@@ -1,0 +1,134 @@
+"""The seller dashboard at `/dashboard`: a studio's products and their settings, licenses,
+blacklist, alerts and connected apps. Every action is checked in the core against the
+person's permission in the studio; a person outside it gets 404 on all of its pages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters_http.web import session
+from adapters_http.web.render import page
+from adapters_http.web.routing import Ctx, page_route, redirect
+from licore.errors import InvalidRequest
+from licore.licenses import LicenseEvent
+from licore.scopes import Permission
+from licore.services import dashboard
+from licore.services.deps import Deps
+
+LICENSE_ACTIONS = {"grant": LicenseEvent.GRANT, "revoke": LicenseEvent.REVOKE,
+                   "pause": LicenseEvent.PAUSE, "resume": LicenseEvent.RESUME}
+LICENSE_DONE = {"grant": "granted", "revoke": "revoked", "pause": "paused",
+                "resume": "resumed"}
+
+
+def _price(text: str) -> int:
+    cleaned = text.strip()
+    if not cleaned.isdigit() or len(cleaned) > 8:
+        raise InvalidRequest("price must be a whole number from 0 to 1,000,000",
+                             "price_credit")
+    return int(cleaned)
+
+
+def _json_field(ctx: Ctx, name: str) -> Any:
+    try:
+        return json.loads(ctx.field(name))
+    except ValueError:
+        raise InvalidRequest(f"{name.replace('_', ' ')} must be JSON", name) from None
+
+
+def _product_fields(ctx: Ctx) -> dict[str, Any]:
+    return {"title": ctx.field("title"), "tagline": ctx.field("tagline"),
+            "description": ctx.field("description"),
+            "price_credit": _price(ctx.field("price_credit") or "0")}
+
+
+def routes(deps: Deps) -> list[Route]:
+    async def seat(ctx: Ctx) -> dashboard.Seat:
+        return await dashboard.take_seat(deps, ctx.account.id, ctx.param("studio_id"))
+
+    def studio_url(seat: dashboard.Seat, tail: str = "") -> str:
+        return f"/dashboard/{seat.studio.id}{tail}"
+
+    async def studios(ctx: Ctx) -> Response:
+        seats = await dashboard.seats_of(deps, ctx.account.id)
+        return page(ctx.request, ctx.visitor, "dashboard_studios.html", seats=seats)
+
+    async def studio(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        seen = await dashboard.overview(deps, here)
+        titles = {p.id: p.title for p in seen.products}
+        return page(ctx.request, ctx.visitor, "dashboard_studio.html", seat=here,
+                    overview=seen, titles=titles, Permission=Permission)
+
+    async def create_product(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        created = await dashboard.save_product(deps, here, _product_fields(ctx))
+        session.flash(ctx.request, "Product created as a draft.")
+        return redirect(studio_url(here, f"/products/{created['id']}"))
+
+    async def product(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        detail = await dashboard.product_detail(deps, here, ctx.param("product_id"))
+        return page(ctx.request, ctx.visitor, "dashboard_product.html", seat=here,
+                    detail=detail, Permission=Permission)
+
+    async def save_product(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        fields = {"id": ctx.param("product_id"), **_product_fields(ctx),
+                  "discoverable": ctx.field("discoverable") == "on"}
+        await dashboard.save_product(deps, here, fields)
+        session.flash(ctx.request, "Product saved.")
+        return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
+
+    async def save_settings(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        body = {"product_id": ctx.param("product_id"), "placeholder": ctx.field("placeholder"),
+                "verify_scripts": ctx.field("verify_scripts") == "on",
+                "unlock_data": _json_field(ctx, "unlock_data"),
+                "protection": _json_field(ctx, "protection")}
+        await dashboard.save_settings(deps, here, body)
+        session.flash(ctx.request, "Settings saved.")
+        return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
+
+    async def license_action(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        action = ctx.field("action")
+        if action not in LICENSE_ACTIONS:
+            raise InvalidRequest("unknown license action", "action")
+        product_id, user = ctx.param("product_id"), ctx.field("user").strip()
+        await dashboard.change_license(deps, here, product_id, user, LICENSE_ACTIONS[action])
+        session.flash(ctx.request, f"License for {user} {LICENSE_DONE[action]}.")
+        return redirect(studio_url(here, f"/products/{product_id}#licenses"))
+
+    async def blacklist(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        on = ctx.field("action") != "remove"
+        platform_id = ctx.field("platform_id").strip()
+        await dashboard.set_blacklisted(deps, here, platform_id, on)
+        session.flash(ctx.request, f"User {platform_id} "
+                                   f"{'blacklisted' if on else 'taken off the blacklist'}.")
+        return redirect(studio_url(here, "#blacklist"))
+
+    async def revoke_app(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        await dashboard.revoke_app(deps, here, ctx.param("key_id"))
+        session.flash(ctx.request, "App disconnected: its key stops working now.")
+        return redirect(studio_url(here, "#apps"))
+
+    base = "/dashboard/{studio_id}"
+    product_path = base + "/products/{product_id}"
+    return [
+        page_route(deps, "/dashboard", studios),
+        page_route(deps, base, studio),
+        page_route(deps, base + "/products", create_product, method="POST"),
+        page_route(deps, product_path, product),
+        page_route(deps, product_path, save_product, method="POST"),
+        page_route(deps, product_path + "/settings", save_settings, method="POST"),
+        page_route(deps, product_path + "/licenses", license_action, method="POST"),
+        page_route(deps, base + "/blacklist", blacklist, method="POST"),
+        page_route(deps, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),
+    ]

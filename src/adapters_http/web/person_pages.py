@@ -1,0 +1,38 @@
+"""A person's own pages (their library, the apps acting for them) and the storefront."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from adapters_http.web import session
+from adapters_http.web.render import page
+from adapters_http.web.routing import Ctx, page_route, redirect
+from licore.services import person
+from licore.services.deps import Deps
+
+
+def routes(deps: Deps) -> list[Route]:
+    async def library(ctx: Ctx) -> Response:
+        owned = await person.library(deps, ctx.account)
+        return page(ctx.request, ctx.visitor, "library.html", owned=owned)
+
+    async def apps(ctx: Ctx) -> Response:
+        connected = await person.own_apps(deps, ctx.account)
+        return page(ctx.request, ctx.visitor, "apps.html", apps=connected)
+
+    async def revoke_app(ctx: Ctx) -> Response:
+        await person.revoke_own_app(deps, ctx.account, ctx.param("key_id"))
+        session.flash(ctx.request, "App disconnected: its key stops working now.")
+        return redirect("/apps")
+
+    async def store(ctx: Ctx) -> Response:
+        listed = await person.storefront(deps)
+        return page(ctx.request, ctx.visitor, "store.html", listed=listed)
+
+    return [
+        page_route(deps, "/library", library),
+        page_route(deps, "/apps", apps),
+        page_route(deps, "/apps/{key_id}/revoke", revoke_app, method="POST"),
+        page_route(deps, "/store", store, signed_in=False),
+    ]

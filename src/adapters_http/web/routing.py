@@ -1,0 +1,98 @@
+"""What every page handler shares: who is asking, the form of a post (its token checked
+first), the sign-in requirement, and errors answered as pages rather than JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, quote
+
+import attrs
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from adapters_http.bodies import read_bytes
+from adapters_http.web.render import error_page
+from adapters_http.web.session import Visitor, check_csrf, visitor
+from licore.errors import InvalidRequest, LicoreError
+from licore.model import Account
+from licore.services.deps import Deps
+
+FORM_LIMIT = 256 * 1024  # the largest form is a product's settings (64 KiB of unlock data)
+
+
+@attrs.frozen
+class Ctx:
+    request: Request
+    visitor: Visitor
+    form: dict[str, str]
+
+    @property
+    def account(self) -> Account:
+        assert self.visitor.account is not None  # routes that need it are marked signed_in
+        return self.visitor.account
+
+    @property
+    def session_id(self) -> str:
+        assert self.visitor.session_id is not None
+        return self.visitor.session_id
+
+    def field(self, name: str) -> str:
+        return self.form.get(name, "")
+
+    def param(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    @property
+    def ip(self) -> str:
+        return self.request.client.host if self.request.client else "unknown"
+
+
+Handler = Callable[[Ctx], Awaitable[Response]]
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def safe_next(target: str) -> str:
+    """Only a path on this site: never `//elsewhere` or a full URL (open redirect)."""
+    if target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/"
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return {}  # no form, so no form token: refused as any post without one
+    raw = await read_bytes(request, FORM_LIMIT)
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=True)
+    except UnicodeDecodeError:
+        raise InvalidRequest("the form must be UTF-8") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
+    return form
+
+
+def page_route(deps: Deps, path: str, handler: Handler, *, method: str = "GET",
+               signed_in: bool = True) -> Route:
+    async def endpoint(request: Request) -> Response:
+        who = Visitor()
+        try:
+            who = await visitor(deps, request)
+            form: dict[str, str] = {}
+            if method == "POST":
+                form = await read_form(request)
+                check_csrf(request, form)
+            if signed_in and who.account is None:
+                back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                target = back if method == "GET" else "/"
+                return redirect(f"/signin?next={quote(target, safe='')}")
+            return await handler(Ctx(request, who, form))
+        except LicoreError as error:
+            return error_page(request, who, error)
+
+    return Route(path, endpoint, methods=[method], name=f"{method} {path}")

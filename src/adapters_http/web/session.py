@@ -1,0 +1,100 @@
+"""The web session: a signed cookie (Starlette's session middleware, itsdangerous), HttpOnly,
+SameSite=Lax, and Secure when the public URL is https; the form token every post must carry.
+
+What the cookie holds: the session's random id, the account id, when it signed in, the form
+token, and which user code the approval page was opened for. No password, key or device code.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+from starlette.requests import Request
+
+from licore.errors import LicoreError, NotFound
+from licore.model import Account
+from licore.services import person, signin
+from licore.services.deps import Deps
+
+COOKIE = "licore_session"
+MAX_AGE = 12 * 3600  # seconds from sign-in
+
+
+class CsrfRefused(LicoreError):
+    code = "csrf_refused"
+    status = 403
+
+    def __init__(self) -> None:
+        super().__init__("this form did not come from this site or has expired; "
+                         "go back, reload the page and try again")
+
+
+@attrs.frozen
+class Visitor:
+    account: Account | None = None
+    session_id: str | None = None
+
+
+def session(request: Request) -> dict[str, Any]:
+    data: dict[str, Any] = request.session
+    return data
+
+
+def csrf_token(request: Request) -> str:
+    data = session(request)
+    token = data.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        data["csrf"] = token
+    return token
+
+
+def check_csrf(request: Request, form: Mapping[str, str]) -> None:
+    expected = session(request).get("csrf")
+    sent = form.get("csrf")
+    if not isinstance(expected, str) or not isinstance(sent, str) or not hmac.compare_digest(
+            expected.encode(), sent.encode()):
+        raise CsrfRefused()
+
+
+def flash(request: Request, message: str) -> None:
+    session(request)["flash"] = message
+
+
+def pop_flash(request: Request) -> str | None:
+    data = session(request)
+    if "flash" not in data:
+        return None
+    message = data.pop("flash")
+    return message if isinstance(message, str) else None
+
+
+async def visitor(deps: Deps, request: Request) -> Visitor:
+    """Who is asking: a signed-in person whose session was not signed out, or nobody."""
+    data = session(request)
+    account_id, session_id, started = data.get("uid"), data.get("sid"), data.get("at")
+    if not isinstance(account_id, str) or not isinstance(session_id, str):
+        return Visitor()
+    if not isinstance(started, int) or deps.clock.now() - started > MAX_AGE:
+        data.clear()  # a session lasts MAX_AGE from sign-in, however often it is renewed
+        return Visitor()
+    try:
+        if await signin.session_ended(deps, session_id):
+            raise NotFound("session ended")
+        account = await person.account(deps, account_id)
+    except NotFound:
+        data.clear()
+        return Visitor()
+    return Visitor(account, session_id)
+
+
+def start(request: Request, account: Account, now: int) -> None:
+    """A fresh session at sign-in: new id and new form token, so nothing carries over."""
+    data = session(request)
+    data.clear()
+    data.update({"sid": secrets.token_urlsafe(24), "uid": account.id, "at": now,
+                 "csrf": secrets.token_urlsafe(32)})

@@ -1,0 +1,38 @@
+"""A person's own pages: what they own, the apps acting for them, and the storefront."""
+
+from __future__ import annotations
+
+from licore.errors import NotFound
+from licore.model import Account, Product
+from licore.ports import ConnectedApp, LibraryEntry
+from licore.services import device
+from licore.services.deps import Deps
+
+
+async def account(deps: Deps, account_id: str) -> Account:
+    async with deps.storage.transaction() as tx:
+        found = await tx.account_by_id(account_id)
+    if found is None:
+        raise NotFound("the account is gone")
+    return found
+
+
+async def library(deps: Deps, person: Account) -> tuple[LibraryEntry, ...]:
+    """Products the person holds an active license for: what they can download."""
+    async with deps.storage.transaction() as tx:
+        return (await tx.library_of(person.platform_id, None, None)).items
+
+
+async def own_apps(deps: Deps, person: Account) -> list[ConnectedApp]:
+    """Library keys acting for the person."""
+    return await device.connected_apps(deps, account_id=person.id)
+
+
+async def revoke_own_app(deps: Deps, person: Account, key_id: str) -> None:
+    await device.revoke_connected_app(deps, key_id, account_id=person.id)
+
+
+async def storefront(deps: Deps) -> list[tuple[Product, str]]:
+    """Listed products with their studio's name; drafts never appear."""
+    async with deps.storage.transaction() as tx:
+        return list(await tx.listed_products())

@@ -1,0 +1,93 @@
+"""Signing in to the web pages, and what a web session counts on the server.
+
+The session itself travels in a signed cookie; the few facts a replayed old cookie must not
+undo live in the database's named counters (the rate-counter table), keyed by the session's
+random id: its wrong user-code entries (contract 6) and whether it was signed out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from licore import device_flow as df
+from licore.errors import LicoreError
+from licore.model import Account
+from licore.ports import SignIn
+from licore.services.deps import Deps
+from licore.services.device import EntryAttempts
+
+FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
+FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
+FAILURES_PER_IP = 30  # wrong passwords from one address in a window (many names tried)
+# A session's counters are never reset: the id is new at every sign-in, so one window will do.
+SESSION_WINDOW = 0
+
+
+class SignInRefused(LicoreError):
+    code = "access_denied"
+    status = 401
+
+    def __init__(self) -> None:
+        # The same words whether the name or the password was wrong: no account enumeration.
+        super().__init__("wrong username or password")
+
+
+class SignInLocked(LicoreError):
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        minutes = max(1, (retry_after + 59) // 60)
+        super().__init__(f"too many failed sign-ins; try again in {minutes} minutes")
+        self.retry_after = retry_after
+
+
+def _failure_buckets(name: str, ip: str) -> tuple[str, str]:
+    return f"signin-fail:name:{name.casefold()}", f"signin-fail:ip:{ip}"
+
+
+async def sign_in(deps: Deps, method: SignIn, fields: Mapping[str, str], ip: str) -> Account:
+    """The account the fields prove, within the failed-attempt limits (per name, per IP).
+
+    Two attempts racing past the check can each be counted only after their verdict, so the
+    limit may be overshot by the number of attempts in flight at once; no more.
+    """
+    now = deps.clock.now()
+    window = now - now % FAILURE_WINDOW
+    by_name, by_ip = _failure_buckets(fields.get("username", ""), ip)
+    async with deps.storage.transaction() as tx:
+        name_failures = await tx.hit_count(by_name, window)
+        ip_failures = await tx.hit_count(by_ip, window)
+    if name_failures >= FAILURES_PER_NAME or ip_failures >= FAILURES_PER_IP:
+        raise SignInLocked(window + FAILURE_WINDOW - now)
+    account = await method.identify(fields)
+    if account is None:
+        async with deps.storage.transaction() as tx:
+            await tx.count_hits([by_name, by_ip], window)
+        raise SignInRefused()
+    return account
+
+
+async def entry_attempts(deps: Deps, session_id: str,
+                         linked_user_code: str | None) -> EntryAttempts:
+    """The session's wrong user-code entries, as the server counted them."""
+    async with deps.storage.transaction() as tx:
+        wrong = await tx.hit_count(f"session-wrong-code:{session_id}", SESSION_WINDOW)
+    return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
+                         linked_user_code=linked_user_code)
+
+
+async def count_wrong_entry(deps: Deps, session_id: str) -> None:
+    async with deps.storage.transaction() as tx:
+        await tx.count_hits([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
+
+
+async def end_session(deps: Deps, session_id: str) -> None:
+    """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
+    async with deps.storage.transaction() as tx:
+        await tx.count_hits([f"session-ended:{session_id}"], SESSION_WINDOW)
+
+
+async def session_ended(deps: Deps, session_id: str) -> bool:
+    async with deps.storage.transaction() as tx:
+        return await tx.hit_count(f"session-ended:{session_id}", SESSION_WINDOW) > 0

@@ -1,0 +1,294 @@
+"""The seller dashboard, a person's own pages and the store, in Chromium against a real
+server: what the pages do must show in the Runtime and Partner APIs at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from licore.model import Client, Studio
+from licore.scopes import Permission
+from licore.services import device
+from tests.browser.site import (
+    Person,
+    add_client,
+    add_collaborator,
+    add_person,
+    add_studio,
+    core,
+    id_in,
+    license_key,
+    runtime_check,
+    sign_in,
+    start_flow,
+)
+from tests.support.server import Server
+
+pytestmark = pytest.mark.browser
+
+
+@attrs.frozen
+class World:
+    dora: Person  # owns Dora Designs
+    lena: Person  # collaborator with manage_licenses only
+    nora: Person  # in no studio
+    ben: Person  # a buyer
+    studio: Studio
+    app: Client
+
+
+@pytest.fixture(scope="module")
+def world(site: Server) -> World:
+    dora = add_person(site, "dora", "7001")
+    lena = add_person(site, "lena", "7002")
+    nora = add_person(site, "nora", "7003")
+    ben = add_person(site, "ben", "7004")
+    studio = add_studio(site, "Dora Designs", dora)
+    add_collaborator(site, studio, lena, Permission.MANAGE_LICENSES)
+    app = add_client(site, "Build Bot", "products:read products:write licenses:read "
+                                        "library:read library:download")
+    return World(dora, lena, nora, ben, studio, app)
+
+
+@pytest.fixture
+def page(browser: Any, site: Server) -> Iterator[Any]:
+    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
+    opened = context.new_page()
+    try:
+        yield opened
+    finally:
+        context.close()
+
+
+def obtain_key(site: Server, world: World, scope: str, who: Person,
+               studio_id: str | None) -> str:
+    flow = start_flow(site, world.app, scope)
+    core(site.database_url, lambda d: device.decide(d, who.account.id, flow["user_code"], True,
+                                                    studio_id))
+    r = httpx.post(f"{site.url}/auth/device/token", json={"device_code": flow["device_code"]})
+    assert r.status_code == 200, r.text
+    token: str = r.json()["access_token"]
+    return token
+
+
+def create_product(page: Any, world: World, title: str, tagline: str) -> str:
+    page.goto(f"/dashboard/{world.studio.id}")
+    page.get_by_text("New product").click()
+    page.get_by_label("Title").fill(title)
+    page.get_by_label("Tagline").fill(tagline)
+    page.get_by_label("Price (credits)").fill("250")
+    page.get_by_role("button", name="Create draft").click()
+    assert page.get_by_role("heading", level=1).inner_text() == title
+    return id_in(page.url, "prd")
+
+
+def license_row_button(page: Any, action: str, platform_id: str) -> Any:
+    return page.get_by_role("button", name=f"{action} license of {platform_id}")
+
+
+def test_grant_pause_resume_and_revoke_in_the_dashboard_are_followed_by_check(
+        site: Server, world: World, page: Any, screenshots: Path) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Laser Sword", "Cuts through anything")
+    buyer = world.ben.account.platform_id
+
+    page.get_by_label("Username or platform user id").fill("ben")
+    page.get_by_role("button", name="Grant license").click()
+    assert page.get_by_role("status").inner_text() == "License for ben granted."
+    page.screenshot(path=str(screenshots / "dashboard-product.png"), full_page=True)
+    key = license_key(site, product, buyer)
+    assert runtime_check(site, product, buyer, key)
+
+    license_row_button(page, "Pause", buyer).click()
+    assert not runtime_check(site, product, buyer, key)
+    license_row_button(page, "Resume", buyer).click()
+    assert runtime_check(site, product, buyer, key)
+    license_row_button(page, "Revoke", buyer).click()
+    assert page.locator("#licenses tbody").inner_text().split("\t")[1].strip() == "inactive"
+    assert not runtime_check(site, product, buyer, key)
+
+
+def test_alerts_newest_first_and_revoking_a_connected_app_makes_its_next_call_401(
+        site: Server, world: World, page: Any, screenshots: Path) -> None:
+    key = obtain_key(site, world, "products:read licenses:read", world.dora, world.studio.id)
+    headers = {"Authorization": f"Bearer {key}"}
+    assert httpx.get(f"{site.url}/v1/products", headers=headers).status_code == 200
+
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Rocket Boots", "Jump higher")
+    page.get_by_label("Username or platform user id").fill("ben")
+    page.get_by_role("button", name="Grant license").click()
+    leaked = license_key(site, product, world.ben.account.platform_id)
+    # The buyer's key turns up under other user ids: twice in one place, then in another.
+    for user, place in (("9001", "111"), ("9001", "111"), ("9002", "222")):
+        r = httpx.post(f"{site.url}/runtime/check", json={
+            "user_id": user, "product_id": product, "key": leaked, "game_id": place})
+        assert r.json() == {"success": False}
+
+    page.goto(f"/dashboard/{world.studio.id}")
+    rows = page.locator("#alerts tbody tr")
+    assert rows.count() == 2
+    newest, older = (rows.nth(i).locator("td").all_inner_texts() for i in (0, 1))
+    assert newest[0] == "Rocket Boots" and newest[2:4] == ["222", "1"]
+    assert older[2:4] == ["111", "2"]
+    assert leaked not in page.content()
+    apps = page.locator("#apps")
+    row = apps.locator("tbody tr", has_text="Build Bot")
+    assert "products:read, licenses:read" in row.inner_text()
+    # Something for the alerts and blacklist sections to show in the picture.
+    page.get_by_label("Platform user id").fill("666")
+    page.get_by_role("button", name="Blacklist", exact=True).click()
+    assert "User 666" in page.locator("#blacklist").inner_text()
+    page.screenshot(path=str(screenshots / "dashboard.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(screenshots / "dashboard-phone.png"), full_page=True)
+
+    page.locator("#apps").get_by_role("button", name="Disconnect Build Bot").click()
+    assert "its key stops working now" in page.get_by_role("status").inner_text()
+    r = httpx.get(f"{site.url}/v1/products", headers=headers)
+    assert (r.status_code, r.json()["error"]) == (401, "invalid_token")
+
+
+def test_a_person_sees_their_library_and_disconnects_their_own_app(
+        site: Server, world: World, page: Any) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Shield", "Blocks anything")
+    page.get_by_label("Username or platform user id").fill(world.ben.account.platform_id)
+    page.get_by_role("button", name="Grant license").click()
+    page.get_by_role("button", name="Sign out").click()
+
+    key = obtain_key(site, world, "library:read", world.ben, None)
+    headers = {"Authorization": f"Bearer {key}"}
+    assert httpx.get(f"{site.url}/v1/library", headers=headers).status_code == 200
+    sign_in(page, world.ben)
+    page.goto("/library")
+    owned = page.locator("main table").inner_text()
+    assert "Shield" in owned and "Dora Designs" in owned
+    page.goto("/apps")
+    assert "List the products you own and their versions" in page.inner_text("main")
+    page.get_by_role("button", name="Disconnect Build Bot").click()
+    assert page.get_by_text("No app acts for you.").is_visible()
+    assert httpx.get(f"{site.url}/v1/library", headers=headers).status_code == 401
+    # A buyer is in no studio: the studio's pages do not exist for them.
+    assert page.goto(f"/dashboard/{world.studio.id}/products/{product}").status == 404
+
+
+def test_the_store_shows_listed_products_and_never_drafts(
+        site: Server, world: World, page: Any) -> None:
+    sign_in(page, world.dora)
+    listed = create_product(page, world, "Jetpack", "Flies for ten seconds")
+    page.get_by_label("Listed in the store").check()
+    page.get_by_role("button", name="Save details").click()
+    assert page.get_by_role("status").inner_text() == "Product saved."
+    create_product(page, world, "Secret Draft", "Not ready")
+
+    page.goto("/store")
+    store = page.locator("main").inner_text()
+    assert "Secret Draft" not in store
+    card = page.get_by_role("article", name="Jetpack")
+    assert "Flies for ten seconds" in card.inner_text()
+    assert "250 credits" in card.inner_text() and "by Dora Designs" in card.inner_text()
+    # The settings of a product are saved through the same rules as the API.
+    page.goto(f"/dashboard/{world.studio.id}/products/{listed}")
+    page.get_by_label("License key placeholder").fill("bad placeholder!")
+    page.get_by_label("Verify scripts").check()
+    page.get_by_label("Unlock data (JSON)").fill('{"level": 3}')
+    page.evaluate("document.getElementById('placeholder').removeAttribute('pattern')")
+    with page.expect_response(lambda r: r.request.method == "POST") as refused:
+        page.get_by_role("button", name="Save settings").click()
+    assert refused.value.status == 400
+    assert "placeholder must be 4 to 64" in page.get_by_role("alert").inner_text()
+    page.go_back()
+    page.get_by_label("License key placeholder").fill("MY_KEY_HERE")
+    page.get_by_label("Verify scripts").check()
+    page.get_by_label("Unlock data (JSON)").fill('{"level": 3}')
+    page.get_by_role("button", name="Save settings").click()
+    assert page.get_by_role("status").inner_text() == "Settings saved."
+    assert page.get_by_label("License key placeholder").input_value() == "MY_KEY_HERE"
+    assert page.get_by_label("Verify scripts").is_checked()
+    assert page.get_by_label("Unlock data (JSON)").input_value() == '{"level":3}'
+
+
+def test_a_collaborator_with_manage_licenses_only_cannot_change_products(
+        site: Server, world: World, page: Any) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Hammer", "Heavy")
+    page.get_by_role("button", name="Sign out").click()
+
+    sign_in(page, world.lena)
+    page.goto(f"/dashboard/{world.studio.id}/products/{product}")
+    assert page.get_by_role("button", name="Save details").is_disabled()
+    assert page.get_by_role("button", name="Save settings").is_disabled()
+    page.goto(f"/dashboard/{world.studio.id}")
+    assert page.get_by_text("New product").count() == 0
+    # A hand-made post, with a valid form token, is refused by the permission check.
+    page.goto(f"/dashboard/{world.studio.id}/products/{product}")
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    refused = page.request.post(f"/dashboard/{world.studio.id}/products/{product}", form={
+        "csrf": token, "title": "Stolen", "tagline": "", "description": "",
+        "price_credit": "0"})
+    assert refused.status == 403
+    assert "manage products permission" in refused.text()
+    page.reload()
+    assert page.get_by_role("heading", level=1).inner_text() == "Hammer"
+    # What the permission allows works.
+    page.get_by_label("Username or platform user id").fill("ben")
+    page.get_by_role("button", name="Grant license").click()
+    assert page.get_by_role("status").inner_text() == "License for ben granted."
+
+
+def test_a_person_outside_the_studio_gets_404_on_all_of_its_pages(
+        site: Server, world: World, page: Any) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Lamp", "Bright")
+    page.get_by_role("button", name="Sign out").click()
+
+    sign_in(page, world.nora)
+    assert "You are not in any studio" in page.goto("/dashboard").text()
+    base = f"/dashboard/{world.studio.id}"
+    for path in (base, f"{base}/products/{product}"):
+        answer = page.goto(path)
+        assert answer.status == 404, path
+        assert page.get_by_role("heading", level=1).inner_text() == "Not found"
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    for path, form in ((f"{base}/products/{product}/licenses", {"action": "grant",
+                                                                "user": "nora"}),
+                       (f"{base}/blacklist", {"platform_id": "1"}),
+                       (f"{base}/products", {"title": "Mine now"})):
+        answer = page.request.post(path, form={"csrf": token, **form})
+        assert answer.status == 404, path
+
+
+UNLABELLED = """() => [...document.querySelectorAll(
+    'input:not([type=hidden]), textarea, select, button')]
+  .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')
+               && !(e.tagName === 'BUTTON' && e.textContent.trim()))
+  .map(e => e.outerHTML)"""
+
+
+def test_every_page_has_landmarks_one_heading_labelled_fields_and_fits_a_phone(
+        site: Server, world: World, page: Any) -> None:
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.goto("/signin")
+    pages = ["/", "/store", "/signin"]
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Compass", "Points north")
+    pages += ["/device", "/dashboard", f"/dashboard/{world.studio.id}",
+              f"/dashboard/{world.studio.id}/products/{product}", "/library", "/apps"]
+    for path in pages:
+        assert page.goto(path).status == 200, path
+        assert page.locator("meta[name=viewport]").get_attribute("content") == (
+            "width=device-width, initial-scale=1"), path
+        assert page.locator("html").get_attribute("lang") == "en"
+        assert page.get_by_role("main").count() == 1, path
+        assert page.get_by_role("banner").count() == 1, path
+        assert page.get_by_role("navigation", name="Main").count() == 1, path
+        assert page.get_by_role("heading", level=1).count() == 1, path
+        assert page.evaluate(UNLABELLED) == [], path
+        # Nothing makes the page wider than the phone (wide tables scroll or stack).
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360, path
