@@ -11,6 +11,7 @@ import attrs
 import httpx
 import pytest
 
+from adapters_formats.codec import RobloxModelCodec
 from licore.model import Client, Studio
 from licore.scopes import Permission
 from licore.services import device
@@ -27,6 +28,7 @@ from tests.browser.site import (
     sign_in,
     start_flow,
 )
+from tests.support.models import product_model
 from tests.support.server import Server
 
 pytestmark = pytest.mark.browser
@@ -111,6 +113,43 @@ def test_grant_pause_resume_and_revoke_in_the_dashboard_are_followed_by_check(
     license_row_button(page, "Revoke", buyer).click()
     assert page.locator("#licenses tbody").inner_text().split("\t")[1].strip() == "inactive"
     assert not runtime_check(site, product, buyer, key)
+
+
+def test_versions_are_uploaded_published_and_rolled_back_in_the_dashboard(
+        site: Server, world: World, page: Any, tmp_path: Path) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Grappling Hook", "Swing across")
+    first, second, junk = tmp_path / "hook-1.rbxm", tmp_path / "hook-2.rbxm", tmp_path / "x.rbxm"
+    first.write_bytes(RobloxModelCodec().write(product_model()))
+    second.write_bytes(RobloxModelCodec().write(product_model(extra=1)))
+    junk.write_bytes(b"not a model")
+
+    def upload(label: str, path: Path, answer: str = "status") -> str:
+        page.get_by_label("Version label").fill(label)
+        page.get_by_label("Model file (.rbxm or .rbxmx)").set_input_files(str(path))
+        page.get_by_role("button", name="Upload draft").click()
+        return str(page.get_by_role(answer).inner_text())
+
+    assert upload("1.0", first) == "Version 1.0 uploaded as a draft; publish it to make it live."
+    assert "not a valid model" in upload("1.1", junk, "alert")
+    page.goto(f"/dashboard/{world.studio.id}/products/{product}")
+    assert upload("2.0", second).startswith("Version 2.0 uploaded")
+    page.get_by_role("button", name="Publish 1.0").click()
+    assert page.get_by_role("status").inner_text() == "Version 1.0 is live."
+    page.get_by_role("button", name="Publish 2.0").click()
+    rows = page.locator("#versions tbody tr")
+    states = [rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())]
+    assert states == ["published before", "live"]
+    page.get_by_role("button", name="Roll back to 1.0").click()
+    assert page.get_by_role("status").inner_text() == "Version 1.0 is live."
+    # The Runtime API follows: /version names the live label.
+    page.get_by_label("Username or platform user id").fill("ben")
+    page.get_by_role("button", name="Grant license").click()
+    buyer = world.ben.account.platform_id
+    key = license_key(site, product, buyer)
+    r = httpx.post(f"{site.url}/runtime/version", json={
+        "user_id": buyer, "product_id": product, "key": key})
+    assert r.json()["latest"] == "1.0"
 
 
 def test_alerts_newest_first_and_revoking_a_connected_app_makes_its_next_call_401(

@@ -94,6 +94,24 @@ def routes(deps: Deps) -> list[Route]:
         session.flash(ctx.request, "Settings saved.")
         return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
 
+    async def upload(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        product_id = ctx.param("product_id")
+        if not ctx.upload:
+            raise InvalidRequest("choose a model file to upload", "file")
+        made = await dashboard.upload_version(deps, here, product_id, ctx.field("version"),
+                                              ctx.upload)
+        session.flash(ctx.request, f"Version {made['version']['version']} uploaded as a "
+                                   "draft; publish it to make it live.")
+        return redirect(studio_url(here, f"/products/{product_id}#versions"))
+
+    async def publish(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        product_id = ctx.param("product_id")
+        done = await dashboard.publish(deps, here, product_id, ctx.field("version_id"))
+        session.flash(ctx.request, f"Version {done['version']['version']} is live.")
+        return redirect(studio_url(here, f"/products/{product_id}#versions"))
+
     async def license_action(ctx: Ctx) -> Response:
         here = await seat(ctx)
         action = ctx.field("action")
@@ -128,6 +146,9 @@ def routes(deps: Deps) -> list[Route]:
         page_route(deps, product_path, product),
         page_route(deps, product_path, save_product, method="POST"),
         page_route(deps, product_path + "/settings", save_settings, method="POST"),
+        page_route(deps, product_path + "/versions", upload, method="POST",
+                   upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
+        page_route(deps, product_path + "/publish", publish, method="POST"),
         page_route(deps, product_path + "/licenses", license_action, method="POST"),
         page_route(deps, base + "/blacklist", blacklist, method="POST"),
         page_route(deps, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),

@@ -7,9 +7,11 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qsl, quote
 
 import attrs
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import Message
 
 from adapters_http.bodies import read_bytes
 from adapters_http.web.render import error_page
@@ -26,6 +28,7 @@ class Ctx:
     request: Request
     visitor: Visitor
     form: dict[str, str]
+    upload: bytes | None = None  # the file of a multipart post, on routes that take one
 
     @property
     def account(self) -> Account:
@@ -77,21 +80,50 @@ async def read_form(request: Request) -> dict[str, str]:
     return form
 
 
+async def read_upload(request: Request, limit: int) -> tuple[dict[str, str], bytes | None]:
+    """A multipart form with one file, the whole body bounded by `limit` before parsing."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "multipart/form-data":
+        return await read_form(request), None
+    data = await read_bytes(request, limit)
+
+    async def replay() -> Message:
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    try:
+        parsed = await Request(request.scope, replay).form(max_files=1, max_fields=16)
+    except (MultiPartException, ValueError):
+        raise InvalidRequest("the upload form is malformed") from None
+    fields: dict[str, str] = {}
+    upload: bytes | None = None
+    for name, value in parsed.multi_items():
+        if isinstance(value, str):
+            fields.setdefault(name, value)
+        elif upload is None:
+            upload = await value.read()
+    await parsed.close()
+    return fields, upload
+
+
 def page_route(deps: Deps, path: str, handler: Handler, *, method: str = "GET",
-               signed_in: bool = True) -> Route:
+               signed_in: bool = True, upload_limit: int | None = None) -> Route:
     async def endpoint(request: Request) -> Response:
         who = Visitor()
         try:
             who = await visitor(deps, request)
             form: dict[str, str] = {}
+            upload: bytes | None = None
             if method == "POST":
-                form = await read_form(request)
+                if upload_limit is None:
+                    form = await read_form(request)
+                else:
+                    form, upload = await read_upload(request, upload_limit)
                 check_csrf(request, form)
             if signed_in and who.account is None:
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 target = back if method == "GET" else "/"
                 return redirect(f"/signin?next={quote(target, safe='')}")
-            return await handler(Ctx(request, who, form))
+            return await handler(Ctx(request, who, form, upload))
         except LicoreError as error:
             return error_page(request, who, error)
 

@@ -11,7 +11,7 @@ import attrs
 from licore import scopes as sc
 from licore.errors import LicoreError, NotFound
 from licore.licenses import LicenseEvent
-from licore.model import Alert, ApiKey, License, Product, Studio
+from licore.model import Alert, ApiKey, License, Product, Studio, Version
 from licore.ports import ConnectedApp
 from licore.scopes import Permission
 from licore.services import device, operator, packages, partner
@@ -111,9 +111,7 @@ async def overview(deps: Deps, seat: Seat) -> StudioOverview:
 class ProductDetail:
     product: Product
     licenses: tuple[License, ...] | None  # None without the manage_licenses permission
-    # STUB(versions): the builds work adds listing versions to licore.services.packages;
-    # until a function to list them exists there, the dashboard shows no versions.
-    versions: None = None
+    versions: tuple[Version, ...] = ()  # every upload, drafts too, oldest first
 
 
 async def product_detail(deps: Deps, seat: Seat, product_id: str) -> ProductDetail:
@@ -122,7 +120,8 @@ async def product_detail(deps: Deps, seat: Seat, product_id: str) -> ProductDeta
         licenses = None
         if seat.may(Permission.MANAGE_LICENSES):
             licenses = (await tx.licenses_of_product(product_id, None, None)).items
-    return ProductDetail(product, licenses)
+        versions = (await tx.versions_of(product_id, False, None, None)).items
+    return ProductDetail(product, licenses, versions)
 
 
 # changing ----------------------------------------------------------------------------------
@@ -138,6 +137,21 @@ async def save_settings(deps: Deps, seat: Seat, body: dict[str, Any]) -> dict[st
     """Placeholder, "Verify scripts", unlock data and protection rules (contract 4)."""
     seat.require(Permission.MANAGE_PRODUCTS)
     return await packages.settings(deps, seat.acting_key(deps.clock.now()), body)
+
+
+async def upload_version(deps: Deps, seat: Seat, product_id: str, label: str,
+                         data: bytes) -> dict[str, Any]:
+    """A new draft version, checked by parsing, as `POST /packages/versions`."""
+    seat.require(Permission.MANAGE_PRODUCTS)
+    query = {"product_id": product_id, "version": label.strip()}
+    return await packages.upload_version(deps, seat.acting_key(deps.clock.now()), query, data)
+
+
+async def publish(deps: Deps, seat: Seat, product_id: str, version_id: str) -> dict[str, Any]:
+    """Make a version live once the protection rules apply to it, as `POST /packages/publish`."""
+    seat.require(Permission.MANAGE_PRODUCTS)
+    return await packages.publish(deps, seat.acting_key(deps.clock.now()),
+                                  {"product_id": product_id, "version_id": version_id})
 
 
 async def change_license(deps: Deps, seat: Seat, product_id: str, user: str,
