@@ -116,7 +116,7 @@ def test_grant_pause_resume_and_revoke_in_the_dashboard_are_followed_by_check(
 
 
 def test_versions_are_uploaded_published_and_rolled_back_in_the_dashboard(
-        site: Server, world: World, page: Any, tmp_path: Path) -> None:
+        site: Server, world: World, page: Any, tmp_path: Path, screenshots: Path) -> None:
     sign_in(page, world.dora)
     product = create_product(page, world, "Grappling Hook", "Swing across")
     first, second, junk = tmp_path / "hook-1.rbxm", tmp_path / "hook-2.rbxm", tmp_path / "x.rbxm"
@@ -138,8 +138,10 @@ def test_versions_are_uploaded_published_and_rolled_back_in_the_dashboard(
     assert page.get_by_role("status").inner_text() == "Version 1.0 is live."
     page.get_by_role("button", name="Publish 2.0").click()
     rows = page.locator("#versions tbody tr")
-    states = [rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())]
+    states = [rows.nth(i).locator("td").nth(1).inner_text().strip()
+              for i in range(rows.count())]
     assert states == ["published before", "live"]
+    page.locator("#versions").screenshot(path=str(screenshots / "dashboard-versions.png"))
     page.get_by_role("button", name="Roll back to 1.0").click()
     assert page.get_by_role("status").inner_text() == "Version 1.0 is live."
     # The Runtime API follows: /version names the live label.
