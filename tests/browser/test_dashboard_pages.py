@@ -195,12 +195,18 @@ def test_alerts_newest_first_and_revoking_a_connected_app_makes_its_next_call_40
     assert (r.status_code, r.json()["error"]) == (401, "invalid_token")
 
 
-def test_a_person_sees_their_library_and_disconnects_their_own_app(
-        site: Server, world: World, page: Any) -> None:
+def test_a_person_sees_their_library_downloads_and_disconnects_their_own_app(
+        site: Server, world: World, page: Any, tmp_path: Path) -> None:
     sign_in(page, world.dora)
     product = create_product(page, world, "Shield", "Blocks anything")
     page.get_by_label("Username or platform user id").fill(world.ben.account.platform_id)
     page.get_by_role("button", name="Grant license").click()
+    model = tmp_path / "shield.rbxm"
+    model.write_bytes(RobloxModelCodec().write(product_model()))
+    page.get_by_label("Version label").fill("3.1")
+    page.get_by_label("Model file (.rbxm or .rbxmx)").set_input_files(str(model))
+    page.get_by_role("button", name="Upload draft").click()
+    page.get_by_role("button", name="Publish 3.1").click()
     page.get_by_role("button", name="Sign out").click()
 
     key = obtain_key(site, world, "library:read", world.ben, None)
@@ -210,6 +216,13 @@ def test_a_person_sees_their_library_and_disconnects_their_own_app(
     page.goto("/library")
     owned = page.locator("main table").inner_text()
     assert "Shield" in owned and "Dora Designs" in owned
+    with page.expect_download() as caught:
+        page.get_by_role("link", name="Download Shield 3.1").click()
+    copy = Path(caught.value.path()).read_bytes()
+    buyer_key = license_key(site, product, world.ben.account.platform_id)
+    scripts = {s.name: s for _, s in RobloxModelCodec().read(copy).scripts()}
+    assert buyer_key.encode() in scripts["LicenseCheck"].properties["Source"].value
+    assert caught.value.suggested_filename == "3.1.rbxm"
     page.goto("/apps")
     assert "List the products you own and their versions" in page.inner_text("main")
     page.get_by_role("button", name="Disconnect Build Bot").click()

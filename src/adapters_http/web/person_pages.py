@@ -17,6 +17,14 @@ def routes(deps: Deps) -> list[Route]:
         owned = await person.library(deps, ctx.account)
         return page(ctx.request, ctx.visitor, "library.html", owned=owned)
 
+    async def download(ctx: Ctx) -> Response:
+        got = await person.download(deps, ctx.account, ctx.param("product_id"))
+        suffix = "rbxm" if got.format == "binary" else "rbxmx"
+        name = "".join(c for c in got.version if c.isalnum() or c in "._+-") or "build"
+        return Response(got.data, media_type="application/octet-stream", headers={
+            "X-Service-Version": got.version, "Cache-Control": "private, no-store",
+            "Content-Disposition": f'attachment; filename="{name}.{suffix}"'})
+
     async def apps(ctx: Ctx) -> Response:
         connected = await person.own_apps(deps, ctx.account)
         return page(ctx.request, ctx.visitor, "apps.html", apps=connected)
@@ -32,6 +40,7 @@ def routes(deps: Deps) -> list[Route]:
 
     return [
         page_route(deps, "/library", library),
+        page_route(deps, "/library/{product_id}/download", download),
         page_route(deps, "/apps", apps),
         page_route(deps, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(deps, "/store", store, signed_in=False),

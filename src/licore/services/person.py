@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from licore import scopes as sc
 from licore.errors import NotFound
-from licore.model import Account, Product
+from licore.model import Account, ApiKey, Product
 from licore.ports import ConnectedApp, LibraryEntry
-from licore.services import device
+from licore.services import builds, device
 from licore.services.deps import Deps
 
 
@@ -36,3 +37,17 @@ async def storefront(deps: Deps) -> list[tuple[Product, str]]:
     """Listed products with their studio's name; drafts never appear."""
     async with deps.storage.transaction() as tx:
         return list(await tx.listed_products())
+
+
+async def download(deps: Deps, person: Account, product_id: str,
+                   version_id: str | None = None) -> builds.Download:
+    """The person's own copy of a product they hold, as `GET /library/download` gives an app
+    acting for them: the same rules, through an acting identity that is never stored."""
+    now = deps.clock.now()
+    acting = ApiKey(id="web", digest="", kind=sc.KeyKind.LIBRARY,
+                    scopes=("library:read", "library:download"), client_id="web",
+                    account_id=person.id, studio_id=None, created_at=now, last_used_at=now)
+    query = {"product_id": product_id}
+    if version_id is not None:
+        query["version_id"] = version_id
+    return await builds.download(deps, acting, query)
