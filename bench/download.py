@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from tests.support.fakes import make_deps
@@ -20,6 +18,7 @@ from tests.support.scenario import build_world, key_record
 
 from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
+from bench.timing import best, best_async
 from licore.builds.tree import Instance, Model, Prop
 from licore.services import builds, packages, partner
 
@@ -77,28 +76,12 @@ def build_model() -> bytes:
         add_parts(500)
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-async def _best_async(fn: Callable[[], Awaitable[object]], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        await fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 async def main() -> None:
     data = build_model()
     codec = RobloxModelCodec()
-    baseline = _best(lambda: codec.write(codec.read(data)), 3)
+    baseline = best(lambda: codec.write(codec.read(data)), 3)
     with tempfile.TemporaryDirectory() as tmp:
         storage = open_storage(f"sqlite:///{Path(tmp) / 'bench.db'}")
         await storage.migrate()
@@ -122,11 +105,11 @@ async def main() -> None:
                 await tx.drop_prepared_copies(product_id=product["id"])
             await builds.download(deps, lib, query)
 
-        t_cold = await _best_async(cold, 3)
-        t_cached = await _best_async(lambda: builds.download(deps, lib, query), 5)
+        t_cold = await best_async(cold, 3)
+        t_cached = await best_async(lambda: builds.download(deps, lib, query), 5)
         await storage.close()
     # The baseline again, after: the best of both runs, so a busy moment does not skew it.
-    baseline = min(baseline, _best(lambda: codec.write(codec.read(data)), 3))
+    baseline = min(baseline, best(lambda: codec.write(codec.read(data)), 3))
     print(f"model: {len(data) / 2**20:.2f} MiB, {SCRIPTS} scripts "
           f"({SCRIPTS - 1} minified), binary")
     print(f"{'case':<36}{'seconds':>10}{'ratio':>10}")

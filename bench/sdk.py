@@ -6,11 +6,10 @@ Run from the repository root: `.venv/bin/python -m bench.sdk`.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 
 from tests.sdk.luau_sdk import LuauSdk
 
+from bench.timing import best
 from licore.sealing import Sealed, seal, verify_payload
 
 KEY = "LIC-BENCH-0001"
@@ -26,14 +25,6 @@ def _payload(size: int, kind: str) -> bytes:
     body = {**head, "data": filler} if kind == "unlock" else {**head, "pad": filler}
     return json.dumps(body).encode()
 
-
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:
@@ -54,7 +45,7 @@ def main() -> None:
         def python(s: Sealed = sealed, exp: int | None = exp) -> object:
             return verify_payload(KEY, NONCE, s.cipher, s.tag, NOW, exp)
 
-        t_luau, t_py = _best(luau, repeat), _best(python, repeat)
+        t_luau, t_py = best(luau, repeat), best(python, repeat)
         rows.append((label, t_luau, t_py))
     print(f"{'payload':<16}{'Luau VM (s)':>14}{'Python hmac (s)':>18}{'ratio':>10}")
     for label, t_luau, t_py in rows:

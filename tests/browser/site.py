@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import attrs
@@ -16,19 +14,11 @@ import httpx
 from licore.model import Account, Client, Studio
 from licore.scopes import Permission
 from licore.services import operator
-from licore.services.deps import Deps
-from tests.http import e2e
+from tests.http.e2e import core
 from tests.support.server import Server
 
 PASSWORD = "correct horse battery"
 T = TypeVar("T")
-
-
-def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
-    """A core use case on the server's database. In a thread of its own: Playwright's sync
-    API keeps an event loop running in the test's thread."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(e2e.core, database_url, action).result()
 
 
 @attrs.frozen
@@ -115,16 +105,6 @@ class PollingApp:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
-
-
-def license_key(server: Server, product_id: str, platform_id: str) -> str:
-    async def read(d: Deps) -> str:
-        async with d.storage.transaction() as tx:
-            lic = await tx.license_for(product_id, platform_id)
-        assert lic is not None and lic.key_ciphertext is not None
-        return d.vault.decrypt(lic.key_ciphertext, lic.id)
-
-    return core(server.database_url, read)
 
 
 def runtime_check(server: Server, product_id: str, platform_id: str, key: str) -> bool:

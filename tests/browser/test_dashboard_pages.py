@@ -21,13 +21,12 @@ from tests.browser.site import (
     add_collaborator,
     add_person,
     add_studio,
-    core,
     id_in,
-    license_key,
     runtime_check,
     sign_in,
     start_flow,
 )
+from tests.http.e2e import core, license_key
 from tests.support.models import product_model
 from tests.support.server import Server
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import attrs
@@ -29,7 +30,8 @@ def cli(database_url: str, *args: str, stdin: str = "") -> str:
 
 
 def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
-    """Run a core use case against the server's own database, from the test process."""
+    """Run a core use case against the server's own database, from the test process. In a
+    thread of its own when this one already runs an event loop (Playwright's sync API does)."""
 
     async def run() -> T:
         deps = attrs.evolve(make_deps(open_storage(database_url)), clock=SystemClock())
@@ -38,7 +40,12 @@ def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
         finally:
             await deps.storage.close()
 
-    return asyncio.run(run())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(run())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
 @attrs.frozen
@@ -99,3 +106,15 @@ def auth(key: str) -> dict[str, str]:
 def altered(key: str) -> str:
     """`key` with its last character changed (to one it surely was not)."""
     return key[:-1] + ("x" if key[-1] != "x" else "y")
+
+
+def license_key(server: Server, product_id: str, platform_id: str) -> str:
+    """The plain license key of a buyer's license, as the server keeps it (encrypted)."""
+
+    async def read(d: Deps) -> str:
+        async with d.storage.transaction() as tx:
+            lic = await tx.license_for(product_id, platform_id)
+        assert lic is not None and lic.key_ciphertext is not None
+        return d.vault.decrypt(lic.key_ciphertext, lic.id)
+
+    return core(server.database_url, read)

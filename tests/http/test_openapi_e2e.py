@@ -8,8 +8,7 @@ import httpx
 import jsonschema
 
 from adapters_formats.codec import RobloxModelCodec
-from tests.http.e2e import People, auth, obtain_key, poll, setup_people, start_flow
-from tests.http.test_runtime_e2e import license_key
+from tests.http.e2e import People, auth, license_key, obtain_key, poll, setup_people, start_flow
 from tests.support.models import product_model
 from tests.support.server import Server
 

@@ -14,7 +14,15 @@ import pytest
 from licore.model import License
 from licore.services import operator
 from licore.services.deps import Deps
-from tests.http.e2e import People, altered, auth, core, obtain_key, setup_people
+from tests.http.e2e import (
+    People,
+    altered,
+    auth,
+    core,
+    license_key,
+    obtain_key,
+    setup_people,
+)
 from tests.support.server import Server, running_server
 from tests.support.spec_verifier import SpecCheckFailed, verify
 
@@ -41,16 +49,6 @@ def v1(server: Server, method: str, path: str, key: str, **kw: Any) -> httpx.Res
     # Every Partner API call these tests make is meant to succeed; say so when one does not.
     assert r.status_code == 200, (method, path, r.status_code, r.text)
     return r
-
-
-def license_key(server: Server, product_id: str, platform_id: str) -> str:
-    async def read(d: Deps) -> str:
-        async with d.storage.transaction() as tx:
-            lic = await tx.license_for(product_id, platform_id)
-        assert lic is not None and lic.key_ciphertext is not None
-        return d.vault.decrypt(lic.key_ciphertext, lic.id)
-
-    return core(server.database_url, read)
 
 
 def stored_license(server: Server, product_id: str, platform_id: str) -> License:

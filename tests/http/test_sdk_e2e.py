@@ -15,8 +15,8 @@ import pytest
 
 from adapters_formats.codec import RobloxModelCodec
 from licore.builds.nodes import to_nodes
-from tests.http.e2e import People, auth, obtain_key, setup_people
-from tests.http.test_runtime_e2e import ALL, UNLOCK_DATA, license_key, v1
+from tests.http.e2e import People, auth, license_key, obtain_key, setup_people
+from tests.http.test_runtime_e2e import ALL, UNLOCK_DATA, v1
 from tests.sdk.luau_sdk import LuauSdk, method
 from tests.support.models import PLAIN_SCRIPT, product_model
 from tests.support.server import Server
