@@ -52,7 +52,7 @@ ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner
             game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
 PACKAGE = obj(["product_id", "slug", "title", "current_version", "versions", "placeholder",
                "verify_scripts"], product_id=STR, slug=STR, title=STR, current_version=NSTR,
-              versions=INT, placeholder=STR, verify_scripts=BOOL)
+              versions={"type": "array", "items": STR}, placeholder=STR, verify_scripts=BOOL)
 PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "published",
                        "created_at", "format"],
                       id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,

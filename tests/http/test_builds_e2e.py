@@ -155,6 +155,10 @@ def test_a_draft_cannot_be_downloaded_by_id(server: Server, store: Store) -> Non
                 params={"product_id": store.product}).json()["versions"]
     assert [(v["version"], v["live"], v["published"]) for v in listed] == [
         ("1.0.0", False, True), ("2.0.0", True, True), ("3.0.0-draft", False, False)]
+    packages = v1(server, "GET", "/packages", store.key).json()["packages"]
+    mine = next(p for p in packages if p["product_id"] == store.product)
+    assert mine["versions"] == ["1.0.0", "2.0.0", "3.0.0-draft"]
+    assert mine["current_version"] == "2.0.0"
 
 
 def nonce() -> str:

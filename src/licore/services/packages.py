@@ -32,7 +32,7 @@ SETTINGS_FIELDS = ("product_id", "placeholder", "verify_scripts", "unlock_data",
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 
 
-def package_view(p: Product, versions: int | None = None) -> dict[str, Any]:
+def package_view(p: Product, versions: list[str] | None = None) -> dict[str, Any]:
     view: dict[str, Any] = {"product_id": p.id, "slug": p.slug, "title": p.title,
                             "current_version": p.current_version}
     if versions is not None:
@@ -53,10 +53,10 @@ async def list_packages(deps: Deps, key: ApiKey, query: Any) -> dict[str, Any]:
     assert key.studio_id is not None
     async with deps.storage.transaction() as tx:
         page = await tx.products_of_studio(key.studio_id, limit, cursor)
-        counts = [len((await tx.versions_of(p.id, False, None, None)).items)
+        labels = [[v.label for v in (await tx.versions_of(p.id, False, None, None)).items]
                   for p in page.items]
     return with_cursor({"packages": [package_view(p, n) for p, n in zip(
-        page.items, counts, strict=True)]}, page, limit)
+        page.items, labels, strict=True)]}, page, limit)
 
 
 async def list_versions(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
