@@ -5,7 +5,8 @@ from __future__ import annotations
 from adapters_formats.binary_reader import read_binary
 from adapters_formats.binary_writer import write_binary
 from adapters_formats.detect import ModelFormat, detect
-from licore.builds.errors import ModelFormatError
+from adapters_formats.xml_reader import read_xml
+from adapters_formats.xml_writer import write_xml
 from licore.builds.tree import Model
 
 
@@ -13,9 +14,7 @@ class RobloxModelCodec:
     def read(self, data: bytes) -> Model:
         if detect(data) is ModelFormat.BINARY:
             return read_binary(data)
-        raise ModelFormatError("XML model files are not readable yet")
+        return read_xml(data)
 
     def write(self, model: Model) -> bytes:
-        if model.format == "binary":
-            return write_binary(model)
-        raise ModelFormatError("XML model files are not writable yet")
+        return write_binary(model) if model.format == "binary" else write_xml(model)

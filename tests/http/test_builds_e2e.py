@@ -17,6 +17,7 @@ from licore.builds.tree import Model, set_source, source_of
 from licore.services import operator
 from tests.http.e2e import People, altered, auth, core, license_key, obtain_key, setup_people
 from tests.http.test_runtime_e2e import ALL, v1
+from tests.formats.test_xml import LAUGHS
 from tests.support.dbdump import tables_and_rows
 from tests.support.hostile_models import deep_chain, referent_cycle, zstd_bomb
 from tests.support.models import PLACEHOLDER, PLAIN_SCRIPT, product_model, script
@@ -135,7 +136,7 @@ def test_a_label_used_twice_is_a_conflict_and_garbage_is_refused_storing_nothing
     before = tables_and_rows(server.database_url, skip=("rate_counters",))
     hostile = [b"not a model", b"<roblox!\x89\xff\r\n\x1a\n" + bytes(10),
                file_of(product_model())[:-30], referent_cycle(), deep_chain(5000),
-               zstd_bomb()]
+               zstd_bomb(), LAUGHS, file_of(product_model("xml"))[:-40]]
     for bad in hostile:
         r = upload(server, store.key, store.product, "9.9.9", bad)
         assert r.status_code == 400, r.text
@@ -260,3 +261,26 @@ def test_verify_source_holds_only_for_the_exact_live_source(
     # Malformed: 400 with the failure body.
     r = runtime(server, "/verify-source", {**base})
     assert r.status_code == 400 and r.json() == {"ok": False}
+
+
+def test_an_xml_build_downloads_as_xml_with_the_buyers_key(server: Server, people: People,
+                                                            store: Store) -> None:
+    r = upload(server, store.key, store.product, "5.0-xml", file_of(product_model("xml")))
+    assert r.status_code == 200, r.text
+    version = r.json()["version"]
+    assert version["format"] == "xml"
+    got = download(server, store, "35", version_id=version["id"])
+    assert got.status_code == 404  # a draft
+    v1(server, "POST", "/packages/publish", store.key,
+       json={"product_id": store.product, "version_id": version["id"]})
+    got = download(server, store, "35")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/xml"
+    assert got.content.startswith(b"<roblox")
+    model = CODEC.read(got.content)
+    assert model.format == "xml"
+    texts = {s.name: source_of(s) for _, s in model.scripts()}
+    assert store.keys["35"].encode() in texts["LicenseCheck"]
+    assert PLACEHOLDER.encode() not in got.content
+    # Put the binary build back live for the other tests of this module.
+    v1(server, "POST", "/packages/publish", store.key,
+       json={"product_id": store.product, "version_id": store.v2_id})
