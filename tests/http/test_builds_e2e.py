@@ -15,9 +15,9 @@ from adapters_formats.codec import RobloxModelCodec
 from licore.builds.nodes import to_nodes
 from licore.builds.tree import Model, set_source, source_of
 from licore.services import operator
+from tests.formats.test_xml import LAUGHS
 from tests.http.e2e import People, altered, auth, core, license_key, obtain_key, setup_people
 from tests.http.test_runtime_e2e import ALL, v1
-from tests.formats.test_xml import LAUGHS
 from tests.support.dbdump import tables_and_rows
 from tests.support.hostile_models import deep_chain, referent_cycle, zstd_bomb
 from tests.support.models import PLACEHOLDER, PLAIN_SCRIPT, product_model, script
