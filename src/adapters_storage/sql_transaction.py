@@ -480,8 +480,10 @@ class SqlTransaction:
 
     async def sweep_expired(self, now: int, counters_before: int) -> int:
         gone = await self.db.run("DELETE FROM nonces WHERE expires_at <= ?", [now])
-        return gone + await self.db.run("DELETE FROM rate_counters WHERE window_start < ?",
-                                        [counters_before])
+        # Window 0 marks a counter that never expires (a web session's sign-out, say).
+        return gone + await self.db.run(
+            "DELETE FROM rate_counters WHERE window_start < ? AND window_start > 0",
+            [counters_before])
 
     async def blacklist_of(self, studio_id: str) -> Sequence[tuple[str, int]]:
         rows = await self.db.rows("SELECT platform_id, created_at FROM blacklist "

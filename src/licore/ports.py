@@ -193,8 +193,9 @@ class Transaction(Protocol):
     ) -> None: ...
     async def is_blacklisted(self, studio_id: str, platform_id: str) -> bool: ...
     async def sweep_expired(self, now: int, counters_before: int) -> int:
-        """Delete nonces past their expiry and rate counters of windows before
-        `counters_before`; how many rows went."""
+        """Delete nonces past their expiry and counters of windows that started before
+        `counters_before` (never those of window 0, which do not expire); how many rows
+        went."""
         ...
     async def blacklist_of(self, studio_id: str) -> Sequence[tuple[str, int]]:
         """The studio's blacklisted platform ids with the time each was added, oldest first."""

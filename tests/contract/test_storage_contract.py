@@ -307,8 +307,9 @@ async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
     async with storage.transaction() as tx:
         assert await tx.use_nonce("lic_1", "n" * 16, 1_000, 500)
         assert await tx.use_nonce("lic_1", "m" * 16, 2_000, 500)
-        await tx.count_hits(["old"], 0)
+        await tx.count_hits(["old"], 60)
         await tx.count_hits(["now"], 1_200)
+        await tx.count_hits(["forever"], 0)
     async with storage.transaction() as tx:
         assert await tx.sweep_expired(1_000, 1_200) == 2  # one nonce, one old window
     async with storage.transaction() as tx:
@@ -316,7 +317,8 @@ async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         assert await tx.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
         assert not await tx.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
         assert await tx.count_hits(["now"], 1_200) == [2]
-        assert await tx.count_hits(["old"], 0) == [1]
+        assert await tx.count_hits(["old"], 60) == [1]
+        assert await tx.count_hits(["forever"], 0) == [2]  # window 0 is never swept
 
 
 async def test_concurrent_nonces_are_each_accepted_once_across_batches(

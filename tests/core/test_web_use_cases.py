@@ -12,7 +12,7 @@ from licore.errors import NotFound
 from licore.model import Account
 from licore.ports import Storage
 from licore.scopes import Permission
-from licore.services import dashboard, device, operator, signin
+from licore.services import dashboard, device, housekeeping, operator, signin
 from licore.services.deps import Deps
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world, obtain_key
@@ -120,3 +120,24 @@ async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Stor
     assert left == {products_key}
     with pytest.raises(NotFound):
         await dashboard.revoke_app(deps, seat, licenses_key)  # already gone
+
+
+async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storage) -> None:
+    """The sweep must not undo what a web session's counters remember: a signed-out cookie
+    stays signed out, and failed sign-ins stay counted for their whole window."""
+    clock = FakeClock()
+    deps = make_deps(storage, clock)
+    await signin.end_session(deps, "sid-1")
+    window = clock.now() - clock.now() % signin.FAILURE_WINDOW
+    async with storage.transaction() as tx:
+        await tx.count_hits(["signin-fail:name:bob"], window)
+    clock.advance(signin.FAILURE_WINDOW - 1)
+    await housekeeping.sweep(deps)
+    assert await signin.session_ended(deps, "sid-1")
+    async with storage.transaction() as tx:
+        assert await tx.hit_count("signin-fail:name:bob", window) == 1
+    clock.advance(housekeeping.COUNTER_RETENTION + 1)
+    await housekeeping.sweep(deps)
+    assert await signin.session_ended(deps, "sid-1")  # never forgotten
+    async with storage.transaction() as tx:
+        assert await tx.hit_count("signin-fail:name:bob", window) == 0

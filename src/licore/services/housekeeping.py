@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from licore.services.deps import Deps
-from licore.services.limits import WINDOW
 
 SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
+# Counters outlive their window by a margin: the longest window in use is the web sign-in
+# limit's 15 minutes; a day covers it and anything a future limit is likely to need.
+COUNTER_RETENTION = 24 * 3600
 
 
 async def sweep(deps: Deps) -> int:
     """Forget used nonces that can no longer be replayed (their payloads have expired) and
-    rate counters of past windows. Safe to run from every server process at once."""
+    counters of windows long past. Safe to run from every server process at once."""
     now = deps.clock.now()
     async with deps.storage.transaction() as tx:
-        return await tx.sweep_expired(now, now - now % WINDOW - WINDOW)
+        return await tx.sweep_expired(now, now - COUNTER_RETENTION)
