@@ -1,7 +1,8 @@
 """The protector port over tree-sitter-luau: safety checks and the `strip` transform.
 
-Only `strip` and `encrypt_strings` are implemented so far; other transforms are refused by
-`check` and left untouched by `protect`, so output stays equivalent to the input.
+Only `strip` (comments and whitespace) and `encrypt_strings` are implemented so far; other
+transforms are refused by `check` and left untouched by `protect`, so output stays
+equivalent to the input.
 """
 
 from __future__ import annotations
@@ -20,6 +21,48 @@ _ENV_FUNCTIONS = {b"getfenv", b"setfenv"}
 
 def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_luau.language()))
+
+
+# Nodes whose text is taken whole: whitespace inside a string is part of its value.
+_ATOMIC = {"string", "interpolated_string", "comment"}
+
+
+def _tokens(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in _ATOMIC or current.child_count == 0:
+            if current.end_byte > current.start_byte:
+                yield current
+            continue
+        stack.extend(reversed(current.children))
+
+
+def collapse_whitespace(data: bytes, root: tree_sitter.Node) -> bytes:
+    """Drop comments and indentation; between two tokens keep one newline where there was
+    one (a newline can matter, as before a `(` that would otherwise call the line above),
+    one space where there was any gap, and nothing where the tokens touched."""
+    out: list[bytes] = []
+    pos = 0
+    pending = b""
+    for token in _tokens(root):
+        gap = data[pos:token.start_byte]
+        pos = token.end_byte
+        if token.type == "comment":
+            newline = b"\n" in gap or data[token.start_byte:token.end_byte].endswith(b"\n")
+            pending = b"\n" if newline or pending == b"\n" else b" "
+            continue
+        if b"\n" in gap or pending == b"\n":
+            sep = b"\n"
+        elif gap or pending:
+            sep = b" "
+        else:
+            sep = b""
+        pending = b""
+        if out:
+            out.append(sep)
+        out.append(data[token.start_byte:token.end_byte])
+    return b"".join(out) + b"\n"
 
 
 def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
@@ -86,4 +129,10 @@ class LuauProtector:
                 pos = node.end_byte
         out.append(data[pos:])
         body = b"".join(out).decode()
-        return cipher.decoder() + body if encrypt else body
+        text = cipher.decoder() + body if encrypt else body
+        if "strip" in transforms:
+            encoded = text.encode()
+            tree = self._parser.parse(encoded)
+            if not tree.root_node.has_error:
+                text = collapse_whitespace(encoded, tree.root_node).decode()
+        return text

@@ -51,3 +51,18 @@ def test_check_names_script_and_line() -> None:
     problems = LuauProtector().check(
         [("A/Env", "local x = 1\nprint(getfenv())"), ("A/Bad", "local = =\n")], MINIFY)
     assert [(p.path, p.line) for p in problems] == [("A/Env", 2), ("A/Bad", 1)]
+
+
+def test_strip_collapses_whitespace_but_never_inside_strings() -> None:
+    source = (
+        "-- header comment\n"
+        "local   s  =  'two  spaces'   --[[ inline ]]  local t = [[\n  long   text\n]]\n"
+        "\n\n        local u = `a  {s}  b`\n"
+        "    print( s ,t,   u )\n"
+    )
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    out = LuauProtector().protect("Game/S", source, settings, b"k")
+    assert "--" not in out and "comment" not in out
+    assert "'two  spaces'" in out and "[[\n  long   text\n]]" in out and "`a  {s}  b`" in out
+    assert "\n\n" not in out and "    " not in out.replace("long   text", "")
+    assert _run(out) == _run(source)
