@@ -85,3 +85,35 @@ async def test_a_download_whose_rules_fail_is_a_server_error_and_caches_nothing(
     deps = attrs.evolve(deps, protector=Shouting())
     got = await builds.download(deps, lib, {"product_id": product["id"]})
     assert b"PRINT(" in got.data
+
+
+async def test_publishing_is_refused_when_a_rule_cannot_apply_naming_script_and_line(
+        storage: Storage) -> None:
+    from licore.errors import InvalidRequest
+    from tests.support.models import script
+
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    product = await partner.save_product(deps, key, {"title": "Broken"})
+    model = product_model()
+    model.roots[0].children.append(script("Broken", "local x = 1\nlocal = = 2\n"))
+    data = RobloxModelCodec().write(model)
+    rules = {"rules": [{"paths": ["*"], "preset": "minify"}]}
+    await packages.settings(deps, key, {"product_id": product["id"], "protection": rules})
+    version = (await packages.upload_version(
+        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
+    with pytest.raises(InvalidRequest) as refused:
+        await packages.publish(deps, key, {"product_id": product["id"],
+                                           "version_id": version["id"]})
+    assert "Product/Broken line 2" in refused.value.description
+    async with storage.transaction() as tx:
+        stored = await tx.product_by_id(product["id"])
+    assert stored is not None and stored.current_version_id is None  # nothing changed
+    # Without a rule on that script it publishes; then the same rule is refused as a setting.
+    await packages.settings(deps, key, {"product_id": product["id"], "protection": {
+        "rules": [{"names": ["Greeter"], "preset": "minify"}]}})
+    await packages.publish(deps, key, {"product_id": product["id"],
+                                       "version_id": version["id"]})
+    with pytest.raises(InvalidRequest, match="Broken"):
+        await packages.settings(deps, key, {"product_id": product["id"], "protection": rules})
