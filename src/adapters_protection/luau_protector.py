@@ -1,40 +1,83 @@
-"""The protector port over tree-sitter-luau: safety checks and the `strip` transform.
+"""The protector port over tree-sitter-luau: safety checks and the five transforms.
 
-Only `strip` and `encrypt_strings` are implemented so far; other transforms are refused by
-`check` and left untouched by `protect`, so output stays equivalent to the input.
+Transforms run in a fixed order, each on a fresh parse of the previous one's output:
+rename_locals, flatten, hoist_constants with encrypt_strings, strip. The output is a
+function of (source, rules, license secret) only. A script a rule cannot handle safely is
+refused with the script and line named; protect never returns a partly protected copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import tree_sitter
-import tree_sitter_luau
 
+from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.names import Namer
+from adapters_protection.rename import rename_locals
 from adapters_protection.strings import StringCipher, in_type, literal_bytes
-from licore.protection import ProtectionProblem, ProtectionSettings
+from adapters_protection.syntax import Node, first_syntax_error, line, parser, text, walk
+from licore.protection import (
+    TRANSFORMS,
+    ProtectionFailed,
+    ProtectionProblem,
+    ProtectionSettings,
+)
 
-IMPLEMENTED: frozenset[str] = frozenset({"strip", "encrypt_strings"})
-_ENV_FUNCTIONS = {b"getfenv", b"setfenv"}
+IMPLEMENTED: frozenset[str] = TRANSFORMS
+# Transforms that need to know which identifier is which variable.
+_NEEDS_SCOPES = frozenset({"rename_locals", "flatten", "hoist_constants", "encrypt_strings"})
 
 
-def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_luau.language()))
-
-
-def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
+def _ambiguous_calls(root: Node) -> list[Node]:
+    """Calls whose `(` starts a new line: Luau refuses them as ambiguous, tree-sitter not."""
+    found = []
+    for node in walk(root):
+        if node.type != "function_call":
+            continue
+        callee, args = node.child_by_field_name("name"), node.child_by_field_name("arguments")
+        if (callee is not None and args is not None and args.children
+                and args.children[0].type == "("
+                and args.start_point.row != callee.end_point.row):
+            found.append(args)
+    return found
 
 
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def __init__(self) -> None:
-        self._parser = _parser()
+        self._parser = parser()
+
+    def _parse(self, data: bytes) -> tree_sitter.Tree:
+        return self._parser.parse(data)
+
+    def _problems(self, path: str, root: Node, transforms: frozenset[str],
+                  analysis: Analysis | None) -> list[ProtectionProblem]:
+        error = first_syntax_error(root)
+        if error is not None:
+            return [ProtectionProblem(path, line(error), "syntax error: the script does not "
+                                      "parse, so no rule can be applied to it")]
+        problems = [ProtectionProblem(path, line(n), "ambiguous syntax: a call's '(' starts a "
+                                      "new line (Luau refuses this; add ';' or join the lines)")
+                    for n in _ambiguous_calls(root)]
+        if analysis is None:
+            return problems
+        for node in analysis.unsupported[:1]:
+            problems.append(ProtectionProblem(
+                path, line(node), f"construct {node.type!r} is not understood by the "
+                f"protector, so {', '.join(sorted(transforms & _NEEDS_SCOPES))} cannot be "
+                "applied safely"))
+        if "rename_locals" in transforms:
+            problems += [ProtectionProblem(path, line(n), f"uses {text(n)}: local names are "
+                                           "kept as written", blocking=False)
+                         for n in analysis.env_users]
+        return problems
+
+    def _analyse(self, root: Node, transforms: frozenset[str]) -> Analysis | None:
+        if transforms & _NEEDS_SCOPES and not root.has_error:
+            return analyse(root)
+        return None
 
     def check(
         self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings
@@ -44,32 +87,42 @@ class LuauProtector:
             transforms = settings.transforms_for(path)
             if not transforms:
                 continue
-            root = self._parser.parse(source.encode()).root_node
-            for node in _walk(root):
-                line = node.start_point.row + 1
-                if node.type == "ERROR" or node.is_missing:
-                    problems.append(ProtectionProblem(path, line, "syntax error"))
-                    break
-                if node.type == "identifier" and node.text in _ENV_FUNCTIONS:
-                    problems.append(ProtectionProblem(
-                        path, line, "uses getfenv/setfenv: names are kept as written"))
-            for name in sorted(transforms - IMPLEMENTED):
-                problems.append(ProtectionProblem(path, 0, f"transform {name!r} not available"))
+            root = self._parse(source.encode()).root_node
+            problems += self._problems(path, root, transforms, self._analyse(root, transforms))
         return problems
 
     def protect(
         self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
     ) -> str:
         transforms = settings.transforms_for(path)
-        data = source.encode()
-        root = self._parser.parse(data).root_node
-        if not transforms & IMPLEMENTED or root.has_error:
+        if not transforms:
             return source
+        data = source.encode()
+        root = self._parse(data).root_node
+        analysis = self._analyse(root, transforms)
+        blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
+        if blocking:
+            raise ProtectionFailed(blocking)
+        namer = Namer(license_secret, path, analysis.names if analysis else ())
+        if "rename_locals" in transforms and analysis is not None and not analysis.env_users:
+            data = rename_locals(data, analysis, namer)
+            root = self._parse(data).root_node
+        if "encrypt_strings" in transforms or "strip" in transforms:
+            data = self._strings_and_comments(data, root, transforms, license_secret, path)
+        root = self._parse(data).root_node
+        error = first_syntax_error(root)
+        if error is not None:
+            raise ProtectionFailed([ProtectionProblem(
+                path, line(error), "the protected copy does not parse (a protector fault)")])
+        return data.decode()
+
+    def _strings_and_comments(self, data: bytes, root: Node, transforms: frozenset[str],
+                              license_secret: bytes, path: str) -> bytes:
         cipher = StringCipher(license_secret, path)
         encrypt = "encrypt_strings" in transforms
         out: list[bytes] = []
         pos = 0
-        for node in _walk(root):
+        for node in walk(root):
             if node.start_byte < pos:
                 continue
             replacement: bytes | None = None
@@ -85,5 +138,5 @@ class LuauProtector:
                 out.append(replacement)
                 pos = node.end_byte
         out.append(data[pos:])
-        body = b"".join(out).decode()
-        return cipher.decoder() + body if encrypt else body
+        body = b"".join(out)
+        return cipher.decoder().encode() + body if encrypt else body

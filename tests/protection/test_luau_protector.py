@@ -49,5 +49,7 @@ def test_strip_keeps_vm_output() -> None:
 
 def test_check_names_script_and_line() -> None:
     problems = LuauProtector().check(
-        [("A/Env", "local x = 1\nprint(getfenv())"), ("A/Bad", "local = =\n")], MINIFY)
-    assert [(p.path, p.line) for p in problems] == [("A/Env", 2), ("A/Bad", 1)]
+        [("A/Fine", "local x = 1\nprint(getfenv())"), ("A/Bad", "local x\nlocal = =\n")],
+        MINIFY)
+    assert [(p.path, p.line, p.blocking) for p in problems] == [("A/Bad", 2, True)]
+    assert str(problems[0]).startswith("A/Bad, line 2: syntax error")
