@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.minify import strip
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_locals
 from adapters_protection.strings import StringCipher, in_type, literal_bytes
@@ -107,8 +108,11 @@ class LuauProtector:
         if "rename_locals" in transforms and analysis is not None and not analysis.env_users:
             data = rename_locals(data, analysis, namer)
             root = self._parse(data).root_node
-        if "encrypt_strings" in transforms or "strip" in transforms:
-            data = self._strings_and_comments(data, root, transforms, license_secret, path)
+        if "encrypt_strings" in transforms:
+            data = self._encrypt(data, root, license_secret, path)
+            root = self._parse(data).root_node
+        if "strip" in transforms:
+            data = strip(data, root)
         root = self._parse(data).root_node
         error = first_syntax_error(root)
         if error is not None:
@@ -116,27 +120,18 @@ class LuauProtector:
                 path, line(error), "the protected copy does not parse (a protector fault)")])
         return data.decode()
 
-    def _strings_and_comments(self, data: bytes, root: Node, transforms: frozenset[str],
-                              license_secret: bytes, path: str) -> bytes:
+    def _encrypt(self, data: bytes, root: Node, license_secret: bytes, path: str) -> bytes:
         cipher = StringCipher(license_secret, path)
-        encrypt = "encrypt_strings" in transforms
         out: list[bytes] = []
         pos = 0
         for node in walk(root):
             if node.start_byte < pos:
                 continue
-            replacement: bytes | None = None
-            if node.type == "comment" and "strip" in transforms:
-                # A space keeps the tokens on either side apart.
-                replacement = b" "
-            elif node.type == "string" and encrypt and not in_type(node):
+            if node.type == "string" and not in_type(node):
                 value = literal_bytes(node)
                 if value is not None:
-                    replacement = b" " + cipher.encode(value).encode() + b" "
-            if replacement is not None:
-                out.append(data[pos:node.start_byte])
-                out.append(replacement)
-                pos = node.end_byte
+                    out.append(data[pos:node.start_byte])
+                    out.append(b" " + cipher.encode(value).encode() + b" ")
+                    pos = node.end_byte
         out.append(data[pos:])
-        body = b"".join(out)
-        return cipher.decoder().encode() + body if encrypt else body
+        return cipher.decoder().encode() + b"".join(out)
