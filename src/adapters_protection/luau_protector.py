@@ -13,11 +13,26 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.flatten import flatten
+from adapters_protection.literals import protect_literals
 from adapters_protection.minify import strip
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_locals
-from adapters_protection.strings import StringCipher, in_type, literal_bytes
-from adapters_protection.syntax import Node, first_syntax_error, line, parser, text, walk
+from adapters_protection.strings import (
+    BadEscape,
+    decode_quoted,
+    interpolation_pieces,
+    literal_bytes,
+)
+from adapters_protection.syntax import (
+    Node,
+    first_syntax_error,
+    is_interpolated,
+    line,
+    parser,
+    text,
+    walk,
+)
 from licore.protection import (
     TRANSFORMS,
     ProtectionFailed,
@@ -26,6 +41,10 @@ from licore.protection import (
 )
 
 IMPLEMENTED: frozenset[str] = TRANSFORMS
+_MAX_LOCALS = 200  # Luau's limits per function
+_MAX_UPVALUES = 200
+_ADDED_LOCALS = 2
+_TRIAL_SECRET = b"licore/check"
 # Transforms that need to know which identifier is which variable.
 _NEEDS_SCOPES = frozenset({"rename_locals", "flatten", "hoist_constants", "encrypt_strings"})
 
@@ -69,10 +88,41 @@ class LuauProtector:
                 path, line(node), f"construct {node.type!r} is not understood by the "
                 f"protector, so {', '.join(sorted(transforms & _NEEDS_SCOPES))} cannot be "
                 "applied safely"))
+        problems += self._literal_problems(path, analysis, transforms)
         if "rename_locals" in transforms:
             problems += [ProtectionProblem(path, line(n), f"uses {text(n)}: local names are "
                                            "kept as written", blocking=False)
                          for n in analysis.env_users]
+        return problems
+
+    @staticmethod
+    def _literal_problems(path: str, analysis: Analysis,
+                          transforms: frozenset[str]) -> list[ProtectionProblem]:
+        if not transforms & {"hoist_constants", "encrypt_strings"}:
+            return []
+        problems = []
+        for node in analysis.literals:
+            try:
+                if is_interpolated(node):
+                    for start, end in interpolation_pieces(node):
+                        decode_quoted((node.text or b"")[start - node.start_byte:
+                                                         end - node.start_byte].decode())
+                elif node.type == "string":
+                    literal_bytes(node)
+            except BadEscape as error:
+                problems.append(ProtectionProblem(path, line(node), f"string literal: {error}"))
+        # Each rule adds up to two locals to the chunk and two upvalues to a function.
+        for fn in analysis.functions:
+            if fn.node is None and fn.max_active + _ADDED_LOCALS > _MAX_LOCALS:
+                problems.append(ProtectionProblem(
+                    path, 1, f"the script's top level has {fn.max_active} locals; "
+                    f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
+                    f"(Luau allows {_MAX_LOCALS})"))
+            if len(fn.upvalues) + _ADDED_LOCALS > _MAX_UPVALUES:
+                problems.append(ProtectionProblem(
+                    path, fn.line, f"a function here uses {len(fn.upvalues)} upvalues; "
+                    f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
+                    f"(Luau allows {_MAX_UPVALUES})"))
         return problems
 
     def _analyse(self, root: Node, transforms: frozenset[str]) -> Analysis | None:
@@ -83,13 +133,26 @@ class LuauProtector:
     def check(
         self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings
     ) -> list[ProtectionProblem]:
+        """Everything that would stop `protect` for any license, script and line named.
+
+        Besides the static checks, each script is protected once with a trial secret and
+        the result parsed, so a fault of the protector itself also blocks publishing
+        instead of reaching a buyer's download."""
         problems: list[ProtectionProblem] = []
         for path, source in scripts:
             transforms = settings.transforms_for(path)
             if not transforms:
                 continue
-            root = self._parse(source.encode()).root_node
-            problems += self._problems(path, root, transforms, self._analyse(root, transforms))
+            data = source.encode()
+            root = self._parse(data).root_node
+            analysis = self._analyse(root, transforms)
+            found = self._problems(path, root, transforms, analysis)
+            problems += found
+            if not any(p.blocking for p in found):
+                try:
+                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET)
+                except ProtectionFailed as failure:
+                    problems += failure.problems
         return problems
 
     def protect(
@@ -104,34 +167,29 @@ class LuauProtector:
         blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
         if blocking:
             raise ProtectionFailed(blocking)
+        return self._transform(path, data, root, analysis, transforms, license_secret)
+
+    def _transform(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
+                   transforms: frozenset[str], license_secret: bytes) -> str:
         namer = Namer(license_secret, path, analysis.names if analysis else ())
+
+        def fresh(new: bytes) -> tuple[bytes, Node, Analysis | None]:
+            return new, self._parse(new).root_node, None
+
         if "rename_locals" in transforms and analysis is not None and not analysis.env_users:
-            data = rename_locals(data, analysis, namer)
-            root = self._parse(data).root_node
-        if "encrypt_strings" in transforms:
-            data = self._encrypt(data, root, license_secret, path)
-            root = self._parse(data).root_node
+            data, root, analysis = fresh(rename_locals(data, analysis, namer))
+        if "flatten" in transforms:
+            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
+        hoist, encrypt = "hoist_constants" in transforms, "encrypt_strings" in transforms
+        if hoist or encrypt:
+            data, root, analysis = fresh(protect_literals(
+                data, analysis or analyse(root), namer, hoist=hoist, encrypt=encrypt,
+                license_secret=license_secret, path=path))
         if "strip" in transforms:
-            data = strip(data, root)
-        root = self._parse(data).root_node
+            data, root, analysis = fresh(strip(data, root))
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
-                path, line(error), "the protected copy does not parse (a protector fault)")])
+                path, line(error), "the protected copy does not parse (a protector fault; "
+                "turn this rule off for the script and report it)")])
         return data.decode()
-
-    def _encrypt(self, data: bytes, root: Node, license_secret: bytes, path: str) -> bytes:
-        cipher = StringCipher(license_secret, path)
-        out: list[bytes] = []
-        pos = 0
-        for node in walk(root):
-            if node.start_byte < pos:
-                continue
-            if node.type == "string" and not in_type(node):
-                value = literal_bytes(node)
-                if value is not None:
-                    out.append(data[pos:node.start_byte])
-                    out.append(b" " + cipher.encode(value).encode() + b" ")
-                    pos = node.end_byte
-        out.append(data[pos:])
-        return cipher.decoder().encode() + b"".join(out)
