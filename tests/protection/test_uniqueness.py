@@ -22,14 +22,16 @@ print(#KEY, KEY == LONG, t[KEY], id"LICORE_LICENSE_KEY" == KEY, #header)
 print(("LICORE_LICENSE_KEY"):sub(1, 3), string.len('LICORE_LICENSE_KEY'))
 """
 
-ENCRYPTING = {
+Rule = dict[str, object]
+
+ENCRYPTING: dict[str, Rule] = {
     "light": {"preset": "light"},
     "strong": {"preset": "strong"},
     "minify+encrypt_strings": {"preset": "minify", "transforms": ["encrypt_strings"]},
     "encrypt_strings": {"transforms": ["encrypt_strings"]},
     "hoist_constants+encrypt_strings": {"transforms": ["hoist_constants", "encrypt_strings"]},
 }
-LICENSED = {  # every rule whose output depends on the license
+LICENSED: dict[str, Rule] = {  # every rule whose output depends on the license
     "light": {"preset": "light"},
     "strong": {"preset": "strong"},
     "rename_locals": {"transforms": ["rename_locals"]},
@@ -44,7 +46,7 @@ def _key() -> str:
     return "lk_" + "".join(secrets.choice(alphabet) for _ in range(40))
 
 
-def _protect(rule: dict[str, object], source: str, secret: bytes) -> str:
+def _protect(rule: Rule, source: str, secret: bytes) -> str:
     settings = parse_protection_settings({"rules": [{"paths": ["*"], **rule}]})
     return LuauProtector().protect("Game/Main", source, settings, secret)
 
