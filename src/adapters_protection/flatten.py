@@ -41,6 +41,7 @@ from adapters_protection.syntax import (
 )
 
 _MAX_LOCALS = 200
+_RESERVED_LOCALS = 3  # the dispatch state, and the two locals hoisting and encryption add
 _SKIPPED = frozenset({"type_definition", "empty_statement"})
 
 
@@ -110,7 +111,7 @@ class _Flattener:
         if (len(set(names)) != len(names) or any(b.const for b in locals_)
                 or RESERVED.intersection(names)):
             return None
-        if self._function_of(block).max_active + len(locals_) + 1 > _MAX_LOCALS:
+        if self._function_of(block).max_active + len(locals_) + _RESERVED_LOCALS > _MAX_LOCALS:
             return None
         if locals_:
             mine = {b.name: b for b in locals_}
