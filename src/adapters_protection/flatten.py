@@ -4,13 +4,15 @@
     local st = 9345012
     while true do
       if st == 5521 then <statement 3> break
-      elseif st == 9345012 then <statement 1> st = 77120
       elseif st == 77120 then <statement 2> st = 5521
+      elseif st == 9345012 then <statement 1> st = 77120
       end
     end
 
-State numbers and branch order are keyed by the license. Every statement still runs once,
-in order. A block is left as written whenever that could change what it does:
+State numbers are keyed by the license; branches are ordered by state number (so their
+order is keyed too) and found by bisection once there are more than a few. Every
+statement still runs once, in order. A block is left as written whenever that could
+change what it does:
 - a `break` or `continue` that would leave the block (it would leave the dispatch loop);
 - a local that cannot be declared up front: a `<const>` local, two locals of one name, a
   local named like a contextual keyword (`local continue = 1` cannot become
@@ -42,6 +44,7 @@ from adapters_protection.syntax import (
 
 _MAX_LOCALS = 200
 _RESERVED_LOCALS = 3  # the dispatch state, and the two locals hoisting and encryption add
+_CHAIN = 4  # branches tested one after another before the search splits
 _SKIPPED = frozenset({"type_definition", "empty_statement"})
 
 
@@ -191,12 +194,21 @@ class _Flattener:
                 tail = ""
             else:
                 tail = " break"
-            branches.append(f"{state} == {numbers[i]} then {body}{tail}")
-        shuffled = self.namer.shuffle(branches)
-        chain = " elseif ".join(shuffled)
+            branches.append((numbers[i], f"{body}{tail}"))
         head = [f"local {', '.join(predeclared)}"] if predeclared else []
         return " ".join([*types, *head, f"local {state} = {numbers[0]}",
-                         f"while true do if {chain} end end"])
+                         f"while true do {_search(state, sorted(branches))} end"])
+
+
+def _search(state: str, branches: list[tuple[int, str]]) -> str:
+    """Branches ordered by state number, found by bisection: a long `elseif` chain would
+    pass Luau's parser recursion limit (and be slow)."""
+    if len(branches) <= _CHAIN:
+        return "if " + " elseif ".join(f"{state} == {n} then {code}"
+                                         for n, code in branches) + " end"
+    mid = len(branches) // 2
+    return (f"if {state} < {branches[mid][0]} then {_search(state, branches[:mid])} "
+            f"else {_search(state, branches[mid:])} end")
 
 
 def flatten(data: bytes, root: Node, analysis: Analysis, namer: Namer) -> bytes:

@@ -119,3 +119,12 @@ def test_types_move_ahead_of_the_dispatch_loop() -> None:
     assert out.startswith("export type P")
     assert "while true do" in out
     assert run(out) == run(source)
+
+
+def test_a_long_block_dispatches_by_bisection_within_luaus_parser_limits() -> None:
+    # a flat `elseif` chain this long passes Luau's parser recursion limit
+    source = "local t = {}\n" + "".join(f"t[#t + 1] = {i} * 2\n" for i in range(1500)) + \
+        "print(#t, t[1], t[1500])\n"
+    out = LuauProtector().protect("G/Long", source, FLATTEN, b"license-1")
+    assert out.count("while true do") == 1 and out.count(" < ") > 100
+    assert run(out) == run(source) == "1500 0 2998"
