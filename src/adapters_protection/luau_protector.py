@@ -1,138 +1,195 @@
-"""The protector port over tree-sitter-luau: safety checks and the `strip` transform.
+"""The protector port over tree-sitter-luau: safety checks and the five transforms.
 
-Only `strip` (comments and whitespace) and `encrypt_strings` are implemented so far; other
-transforms are refused by `check` and left untouched by `protect`, so output stays
-equivalent to the input.
+Transforms run in a fixed order, each on a fresh parse of the previous one's output:
+rename_locals, flatten, hoist_constants with encrypt_strings, strip. The output is a
+function of (source, rules, license secret) only. A script a rule cannot handle safely is
+refused with the script and line named; protect never returns a partly protected copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import tree_sitter
-import tree_sitter_luau
 
-from adapters_protection.strings import StringCipher, in_type, literal_bytes
-from licore.protection import ProtectionProblem, ProtectionSettings
+from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.flatten import flatten
+from adapters_protection.literals import protect_literals
+from adapters_protection.minify import strip
+from adapters_protection.names import Namer
+from adapters_protection.rename import rename_locals
+from adapters_protection.strings import (
+    BadEscape,
+    decode_quoted,
+    interpolation_pieces,
+    literal_bytes,
+)
+from adapters_protection.syntax import (
+    Node,
+    first_syntax_error,
+    is_interpolated,
+    line,
+    parser,
+    text,
+    walk,
+)
+from licore.protection import (
+    TRANSFORMS,
+    ProtectionFailed,
+    ProtectionProblem,
+    ProtectionSettings,
+)
 
-IMPLEMENTED: frozenset[str] = frozenset({"strip", "encrypt_strings"})
-_ENV_FUNCTIONS = {b"getfenv", b"setfenv"}
+IMPLEMENTED: frozenset[str] = TRANSFORMS
+_MAX_LOCALS = 200  # Luau's limits per function
+_MAX_UPVALUES = 200
+_ADDED_LOCALS = 2
+_TRIAL_SECRET = b"licore/check"
+# Transforms that need to know which identifier is which variable.
+_NEEDS_SCOPES = frozenset({"rename_locals", "flatten", "hoist_constants", "encrypt_strings"})
 
 
-def _parser() -> tree_sitter.Parser:
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_luau.language()))
-
-
-# Nodes whose text is taken whole: whitespace inside a string is part of its value.
-_ATOMIC = {"string", "interpolated_string", "comment"}
-
-
-def _tokens(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type in _ATOMIC or current.child_count == 0:
-            if current.end_byte > current.start_byte:
-                yield current
+def _ambiguous_calls(root: Node) -> list[Node]:
+    """Calls whose `(` starts a new line: Luau refuses them as ambiguous, tree-sitter not."""
+    found = []
+    for node in walk(root):
+        if node.type != "function_call":
             continue
-        stack.extend(reversed(current.children))
-
-
-def collapse_whitespace(data: bytes, root: tree_sitter.Node) -> bytes:
-    """Drop comments and indentation; between two tokens keep one newline where there was
-    one (a newline can matter, as before a `(` that would otherwise call the line above),
-    one space where there was any gap, and nothing where the tokens touched."""
-    out: list[bytes] = []
-    pos = 0
-    pending = b""
-    for token in _tokens(root):
-        gap = data[pos:token.start_byte]
-        pos = token.end_byte
-        if token.type == "comment":
-            newline = b"\n" in gap or data[token.start_byte:token.end_byte].endswith(b"\n")
-            pending = b"\n" if newline or pending == b"\n" else b" "
-            continue
-        if b"\n" in gap or pending == b"\n":
-            sep = b"\n"
-        elif gap or pending:
-            sep = b" "
-        else:
-            sep = b""
-        pending = b""
-        if out:
-            out.append(sep)
-        out.append(data[token.start_byte:token.end_byte])
-    return b"".join(out) + b"\n"
-
-
-def _walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
+        callee, args = node.child_by_field_name("name"), node.child_by_field_name("arguments")
+        if (callee is not None and args is not None and args.children
+                and args.children[0].type == "("
+                and args.start_point.row != callee.end_point.row):
+            found.append(args)
+    return found
 
 
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def __init__(self) -> None:
-        self._parser = _parser()
+        self._parser = parser()
+
+    def _parse(self, data: bytes) -> tree_sitter.Tree:
+        return self._parser.parse(data)
+
+    def _problems(self, path: str, root: Node, transforms: frozenset[str],
+                  analysis: Analysis | None) -> list[ProtectionProblem]:
+        error = first_syntax_error(root)
+        if error is not None:
+            return [ProtectionProblem(path, line(error), "syntax error: the script does not "
+                                      "parse, so no rule can be applied to it")]
+        problems = [ProtectionProblem(path, line(n), "ambiguous syntax: a call's '(' starts a "
+                                      "new line (Luau refuses this; add ';' or join the lines)")
+                    for n in _ambiguous_calls(root)]
+        if analysis is None:
+            return problems
+        for node in analysis.unsupported[:1]:
+            problems.append(ProtectionProblem(
+                path, line(node), f"construct {node.type!r} is not understood by the "
+                f"protector, so {', '.join(sorted(transforms & _NEEDS_SCOPES))} cannot be "
+                "applied safely"))
+        problems += self._literal_problems(path, analysis, transforms)
+        if "rename_locals" in transforms:
+            problems += [ProtectionProblem(path, line(n), f"uses {text(n)}: local names are "
+                                           "kept as written", blocking=False)
+                         for n in analysis.env_users]
+        return problems
+
+    @staticmethod
+    def _literal_problems(path: str, analysis: Analysis,
+                          transforms: frozenset[str]) -> list[ProtectionProblem]:
+        if not transforms & {"hoist_constants", "encrypt_strings"}:
+            return []
+        problems = []
+        for node in analysis.literals:
+            try:
+                if is_interpolated(node):
+                    for start, end in interpolation_pieces(node):
+                        decode_quoted((node.text or b"")[start - node.start_byte:
+                                                         end - node.start_byte].decode())
+                elif node.type == "string":
+                    literal_bytes(node)
+            except BadEscape as error:
+                problems.append(ProtectionProblem(path, line(node), f"string literal: {error}"))
+        # Each rule adds up to two locals to the chunk and two upvalues to a function.
+        for fn in analysis.functions:
+            if fn.node is None and fn.max_active + _ADDED_LOCALS > _MAX_LOCALS:
+                problems.append(ProtectionProblem(
+                    path, 1, f"the script's top level has {fn.max_active} locals; "
+                    f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
+                    f"(Luau allows {_MAX_LOCALS})"))
+            if len(fn.upvalues) + _ADDED_LOCALS > _MAX_UPVALUES:
+                problems.append(ProtectionProblem(
+                    path, fn.line, f"a function here uses {len(fn.upvalues)} upvalues; "
+                    f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
+                    f"(Luau allows {_MAX_UPVALUES})"))
+        return problems
+
+    def _analyse(self, root: Node, transforms: frozenset[str]) -> Analysis | None:
+        if transforms & _NEEDS_SCOPES and not root.has_error:
+            return analyse(root)
+        return None
 
     def check(
         self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings
     ) -> list[ProtectionProblem]:
+        """Everything that would stop `protect` for any license, script and line named.
+
+        Besides the static checks, each script is protected once with a trial secret and
+        the result parsed, so a fault of the protector itself also blocks publishing
+        instead of reaching a buyer's download."""
         problems: list[ProtectionProblem] = []
         for path, source in scripts:
             transforms = settings.transforms_for(path)
             if not transforms:
                 continue
-            root = self._parser.parse(source.encode()).root_node
-            for node in _walk(root):
-                line = node.start_point.row + 1
-                if node.type == "ERROR" or node.is_missing:
-                    problems.append(ProtectionProblem(path, line, "syntax error"))
-                    break
-                if node.type == "identifier" and node.text in _ENV_FUNCTIONS:
-                    problems.append(ProtectionProblem(
-                        path, line, "uses getfenv/setfenv: names are kept as written"))
-            for name in sorted(transforms - IMPLEMENTED):
-                problems.append(ProtectionProblem(path, 0, f"transform {name!r} not available"))
+            data = source.encode()
+            root = self._parse(data).root_node
+            analysis = self._analyse(root, transforms)
+            found = self._problems(path, root, transforms, analysis)
+            problems += found
+            if not any(p.blocking for p in found):
+                try:
+                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET)
+                except ProtectionFailed as failure:
+                    problems += failure.problems
         return problems
 
     def protect(
         self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
     ) -> str:
         transforms = settings.transforms_for(path)
-        data = source.encode()
-        root = self._parser.parse(data).root_node
-        if not transforms & IMPLEMENTED or root.has_error:
+        if not transforms:
             return source
-        cipher = StringCipher(license_secret, path)
-        encrypt = "encrypt_strings" in transforms
-        out: list[bytes] = []
-        pos = 0
-        for node in _walk(root):
-            if node.start_byte < pos:
-                continue
-            replacement: bytes | None = None
-            if node.type == "comment" and "strip" in transforms:
-                # A space keeps the tokens on either side apart.
-                replacement = b" "
-            elif node.type == "string" and encrypt and not in_type(node):
-                value = literal_bytes(node)
-                if value is not None:
-                    replacement = b" " + cipher.encode(value).encode() + b" "
-            if replacement is not None:
-                out.append(data[pos:node.start_byte])
-                out.append(replacement)
-                pos = node.end_byte
-        out.append(data[pos:])
-        body = b"".join(out).decode()
-        text = cipher.decoder() + body if encrypt else body
+        data = source.encode()
+        root = self._parse(data).root_node
+        analysis = self._analyse(root, transforms)
+        blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
+        if blocking:
+            raise ProtectionFailed(blocking)
+        return self._transform(path, data, root, analysis, transforms, license_secret)
+
+    def _transform(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
+                   transforms: frozenset[str], license_secret: bytes) -> str:
+        namer = Namer(license_secret, path, analysis.names if analysis else ())
+
+        def fresh(new: bytes) -> tuple[bytes, Node, Analysis | None]:
+            return new, self._parse(new).root_node, None
+
+        if "rename_locals" in transforms and analysis is not None and not analysis.env_users:
+            data, root, analysis = fresh(rename_locals(data, analysis, namer))
+        if "flatten" in transforms:
+            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
+        hoist, encrypt = "hoist_constants" in transforms, "encrypt_strings" in transforms
+        if hoist or encrypt:
+            data, root, analysis = fresh(protect_literals(
+                data, analysis or analyse(root), namer, hoist=hoist, encrypt=encrypt,
+                license_secret=license_secret, path=path))
         if "strip" in transforms:
-            encoded = text.encode()
-            tree = self._parser.parse(encoded)
-            if not tree.root_node.has_error:
-                text = collapse_whitespace(encoded, tree.root_node).decode()
-        return text
+            data, root, analysis = fresh(strip(data, root))
+        error = first_syntax_error(root)
+        if error is not None:
+            raise ProtectionFailed([ProtectionProblem(
+                path, line(error), "the protected copy does not parse (a protector fault; "
+                "turn this rule off for the script and report it)")])
+        return data.decode()

@@ -1,4 +1,4 @@
-"""Luau string-literal decoding and the `encrypt_strings` transform."""
+"""Luau string literals: their values, and the per-license cipher of `encrypt_strings`."""
 
 from __future__ import annotations
 
@@ -6,16 +6,22 @@ import hashlib
 import hmac
 import re
 
-import tree_sitter
+from adapters_protection.names import Namer
+from adapters_protection.syntax import Node
 
-_SIMPLE = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11,
-           "\\": 92, '"': 34, "'": 39, "\n": 10}
-_ESCAPE = re.compile(r"\\(?:(\d{1,3})|x([0-9a-fA-F]{2})|u\{([0-9a-fA-F]+)\}|z\s*|\r\n|(.))",
-                     re.DOTALL)
+_SIMPLE = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\n": 10, "\r": 10}
+_ESCAPE = re.compile(
+    r"\\(?:(\d{1,3})|x([0-9a-fA-F]{2})|u\{([0-9a-fA-F]+)\}|z[ \t\n\v\f\r]*|\r\n|\n\r|(.))",
+    re.DOTALL)
+
+
+class BadEscape(ValueError):
+    """A malformed escape sequence, which Luau refuses too."""
 
 
 def decode_quoted(body: str) -> bytes:
-    """The bytes a quoted Luau string literal body denotes."""
+    """The bytes a quoted (or interpolated) Luau string body denotes, as Luau reads them:
+    unknown escapes stand for the character itself."""
     out = bytearray()
     pos = 0
     for m in _ESCAPE.finditer(body):
@@ -23,25 +29,31 @@ def decode_quoted(body: str) -> bytes:
         pos = m.end()
         dec, hexa, uni, other = m.groups()
         if dec is not None:
+            if int(dec) > 255:
+                raise BadEscape(f"decimal escape \\{dec} is over 255")
             out.append(int(dec))
         elif hexa is not None:
             out.append(int(hexa, 16))
         elif uni is not None:
-            out += chr(int(uni, 16)).encode()
-        elif m.group(0) == "\\\r\n":
+            code = int(uni, 16)
+            if code > 0x10FFFF:
+                raise BadEscape(f"\\u{{{uni}}} is beyond Unicode")
+            out += chr(code).encode("utf-8", "surrogatepass")
+        elif m.group(0) in ("\\\r\n", "\\\n\r"):
             out.append(10)
         elif other is not None:
-            out.append(_SIMPLE[other])
+            if other in "xu":
+                raise BadEscape(f"malformed \\{other} escape")
+            simple = _SIMPLE.get(other)
+            out += bytes([simple]) if simple is not None else other.encode()
         # \z yields nothing
     out += body[pos:].encode()
     return bytes(out)
 
 
-def literal_bytes(node: tree_sitter.Node) -> bytes | None:
-    """The value of a plain string literal node, or None for interpolated strings."""
+def literal_bytes(node: Node) -> bytes:
+    """The value of a plain (not interpolated) string literal node."""
     text = (node.text or b"").decode()
-    if text.startswith("`"):
-        return None
     if text.startswith("["):
         level = text.index("[", 1) + 1
         body = text[level:len(text) - level]
@@ -53,34 +65,60 @@ def literal_bytes(node: tree_sitter.Node) -> bytes | None:
     return decode_quoted(text[1:-1])
 
 
-def in_type(node: tree_sitter.Node) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if "type" in parent.type:
-            return True
-        parent = parent.parent
-    return False
+def interpolation_pieces(node: Node) -> list[tuple[int, int]]:
+    """Byte ranges of the literal text of an interpolated string, between its backticks
+    and `{...}` parts (empty ranges included)."""
+    pieces = []
+    pos = node.start_byte + 1
+    for child in node.named_children:
+        if child.type == "interpolation":
+            pieces.append((pos, child.start_byte))
+            pos = child.end_byte
+    pieces.append((pos, node.end_byte - 1))
+    return pieces
+
+
+def quote(value: bytes) -> str:
+    """A double-quoted Luau literal for `value`: printable ASCII as is, the rest escaped."""
+    out = []
+    for i, b in enumerate(value):
+        if 0x20 <= b < 0x7F and b not in (0x22, 0x5C):
+            out.append(chr(b))
+        else:
+            following = value[i + 1:i + 2]
+            pad = 3 if following and following[0] in b"0123456789" else 1
+            out.append(f"\\{b:0{pad}d}")
+    return '"' + "".join(out) + '"'
 
 
 class StringCipher:
-    """Per-license XOR keystream; the decoder name and constants come from the secret."""
+    """A per-license XOR keystream. Each literal carries its own starting byte; the step
+    comes from the license secret and script path. The decoder caches what it decoded, so
+    a literal inside a loop is decoded once, and it holds the library functions it needs
+    from the moment the script starts (a script that later replaces `string` or `bit32`
+    does not break it)."""
 
-    def __init__(self, license_secret: bytes, path: str) -> None:
-        seed = hmac.new(license_secret, b"encrypt_strings\0" + path.encode(),
-                        hashlib.sha256).digest()
-        self.name = "_" + seed[:6].hex()
-        self.step = seed[6] | 1
-        self._seed = seed
+    def __init__(self, license_secret: bytes, path: str, namer: Namer) -> None:
+        self._seed = hmac.new(license_secret, b"licore/encrypt_strings\0" + path.encode(),
+                              hashlib.sha256).digest()
+        self.step = self._seed[0] | 1
+        self.name = namer.fresh()
         self._count = 0
+        self.used = False
 
     def decoder(self) -> str:
-        return (f"local {self.name} = function(s, k) local o = table.create(#s) "
-                f"for i = 1, #s do o[i] = string.char(bit32.bxor(string.byte(s, i), "
-                f"(k + i * {self.step}) % 256)) end return table.concat(o) end ")
+        return (f"local {self.name}=(function(byte,char,bxor,concat,create)local cache={{}} "
+                "return function(s)local v=cache[s] if v==nil then local k=byte(s,1) "
+                "local o=create(#s-1) for i=2,#s do "
+                f"o[i-1]=char(bxor(byte(s,i),(k+i*{self.step})%256)) end "
+                "v=concat(o) cache[s]=v end return v end end)"
+                "(string.byte,string.char,bit32.bxor,table.concat,table.create);")
 
     def encode(self, value: bytes) -> str:
+        """A call of the decoder that yields `value`."""
+        self.used = True
         self._count += 1
         k = hashlib.sha256(self._seed + self._count.to_bytes(4, "big")).digest()[0]
-        body = "".join(f"\\{(b ^ ((k + (i + 1) * self.step) % 256)):d}"
-                       for i, b in enumerate(value))
-        return f'({self.name}("{body}", {k}))'
+        body = bytes([k]) + bytes(b ^ ((k + (i + 2) * self.step) % 256)
+                                  for i, b in enumerate(value))
+        return f"{self.name}({quote(body)})"

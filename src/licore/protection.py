@@ -60,11 +60,29 @@ class ProtectionSettings:
 
 @attrs.frozen
 class ProtectionProblem:
-    """Why `path` cannot be transformed safely, at `line` (1-based, 0 when unknown)."""
+    """Why `path` cannot be transformed as asked, at `line` (1-based, 0 when unknown).
+
+    A blocking problem means a rule cannot be applied safely: publishing must stop. A
+    non-blocking one is a note: the protector works around it (for example by keeping a
+    script's local names) and the seller should know.
+    """
 
     path: str
     line: int
     message: str
+    blocking: bool = True
+
+    def __str__(self) -> str:
+        where = f"{self.path}, line {self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+class ProtectionFailed(ValueError):
+    """`protect` refused a script: it never returns a half-protected copy."""
+
+    def __init__(self, problems: Sequence[ProtectionProblem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = tuple(problems)
 
 
 class Protector(Protocol):
@@ -74,7 +92,11 @@ class Protector(Protocol):
 
     def protect(
         self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
-    ) -> str: ...
+    ) -> str:
+        """The copy of `source` for one license: a function of exactly these arguments.
+        `license_secret` is the license's plain key (UTF-8 bytes), which also marks the copy
+        for tracing. Raises ProtectionFailed rather than return a partly transformed copy."""
+        ...
 
 
 def _strings(value: object, field: str) -> tuple[str, ...]:

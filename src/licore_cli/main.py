@@ -7,10 +7,12 @@ import asyncio
 import getpass
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from licore.errors import LicoreError
+from adapters_protection.tracing import Candidate, Trace, trace
+from licore.errors import LicoreError, NotFound
 from licore.scopes import Permission
 from licore.services import operator
 from licore.services.deps import Deps
@@ -102,6 +104,41 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
     print("ok")
 
 
+SCRIPT_SUFFIXES = (".luau", ".lua")
+
+
+def scripts_from_file(path: Path) -> list[tuple[str, str]]:
+    """The (name, source) scripts a leaked file holds. A Luau file is one script; another
+    file format is read by adding a branch here that returns its scripts."""
+    if path.suffix.lower() in SCRIPT_SUFFIXES:
+        return [(path.name, path.read_bytes().decode("utf-8", errors="replace"))]
+    raise SystemExit(f"licore: {path.name}: only {' and '.join(SCRIPT_SUFFIXES)} script files "
+                     "can be traced")
+
+
+async def trace_scripts(deps: Deps, product_id: str,
+                        scripts: Sequence[tuple[str, str]]) -> Trace | None:
+    """Which license of `product_id` the scripts were protected for. Every license that
+    holds a key is a candidate; its protection secret is its plain key."""
+    async with deps.storage.transaction() as tx:
+        if await tx.product_by_id(product_id) is None:
+            raise NotFound("no such product")
+        licenses = (await tx.licenses_of_product(product_id, None, None)).items
+    candidates = [Candidate(lic.id, deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
+                  for lic in licenses if lic.key_ciphertext is not None]
+    return trace(scripts, candidates)
+
+
+def cmd_trace(args: argparse.Namespace) -> None:
+    scripts = scripts_from_file(Path(args.file))
+    found = _with_deps(lambda d: trace_scripts(d, args.product, scripts))
+    if found is None:
+        raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
+    print(found.license_id)
+    for line in found.evidence:
+        print(f"  {line}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="licore", description=__doc__)
     p.add_argument("--database", help=f"sqlite:///path.db or postgresql://... "
@@ -149,6 +186,11 @@ def parser() -> argparse.ArgumentParser:
     e = client.add_parser("enable", help="let a disabled app start device flows again")
     e.add_argument("client_id")
     e.set_defaults(func=cmd_client_enable)
+
+    t = sub.add_parser("trace", help="name the license a leaked script was made for")
+    t.add_argument("file", help="a .luau or .lua script")
+    t.add_argument("--product", required=True, help="the product id whose licenses to try")
+    t.set_defaults(func=cmd_trace)
     return p
 
 

@@ -1,10 +1,8 @@
 """The tree-sitter protector: checks name script and line; strip keeps behaviour."""
 
-from typing import Any
-
 from adapters_protection.luau_protector import LuauProtector
 from licore.protection import parse_protection_settings
-from tests.support.luau_vm import pluau
+from tests.protection.vm import run
 
 MINIFY = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}]})
 
@@ -15,27 +13,6 @@ print(s, t, 7 // 2) --[[ x ]] print(#s)
 """
 
 
-# print is captured inside the VM so the chunk returns everything it printed.
-_HARNESS = """local __o = {}
-print = function(...)
-  local t = table.pack(...)
-  for i = 1, t.n do t[i] = tostring(t[i]) end
-  table.insert(__o, table.concat(t, " ", 1, t.n))
-end
-local function __main()
-%s
-end
-__main()
-return table.concat(__o, "\\n")
-"""
-
-
-def _run(src: str) -> str:
-    lua: Any = pluau().Lua()
-    result = lua.load_chunk(_HARNESS % src, "t")()
-    return "".join(str(v) for v in result)
-
-
 def test_strip_removes_comments_but_not_strings() -> None:
     out = LuauProtector().protect("A/Main", PROGRAM, MINIFY, b"k")
     assert "header" not in out and "long" not in out
@@ -44,13 +21,25 @@ def test_strip_removes_comments_but_not_strings() -> None:
 
 def test_strip_keeps_vm_output() -> None:
     out = LuauProtector().protect("A/Main", PROGRAM, MINIFY, b"k")
-    assert _run(out) == _run(PROGRAM)
+    assert run(out) == run(PROGRAM)
 
 
 def test_check_names_script_and_line() -> None:
     problems = LuauProtector().check(
-        [("A/Env", "local x = 1\nprint(getfenv())"), ("A/Bad", "local = =\n")], MINIFY)
-    assert [(p.path, p.line) for p in problems] == [("A/Env", 2), ("A/Bad", 1)]
+        [("A/Fine", "local x = 1\nprint(getfenv())"), ("A/Bad", "local x\nlocal = =\n")],
+        MINIFY)
+    assert [(p.path, p.line, p.blocking) for p in problems] == [("A/Bad", 2, True)]
+    assert str(problems[0]).startswith("A/Bad, line 2: syntax error")
+
+
+def test_unmatched_and_excluded_scripts_are_returned_unchanged() -> None:
+    settings = parse_protection_settings(
+        {"rules": [{"paths": ["Game/*"], "preset": "strong"}], "exclude": ["Placeholder"]})
+    p = LuauProtector()
+    source = "local x = 1 -- note\nprint(x)"
+    assert p.protect("Other/Main", source, settings, b"k") == source
+    assert p.protect("Game/Placeholder", source, settings, b"k") == source
+    assert p.protect("Game/Main", source, settings, b"k") != source
 
 
 def test_strip_collapses_whitespace_but_never_inside_strings() -> None:
@@ -65,4 +54,4 @@ def test_strip_collapses_whitespace_but_never_inside_strings() -> None:
     assert "--" not in out and "comment" not in out
     assert "'two  spaces'" in out and "[[\n  long   text\n]]" in out and "`a  {s}  b`" in out
     assert "\n\n" not in out and "    " not in out.replace("long   text", "")
-    assert _run(out) == _run(source)
+    assert run(out) == run(source)

@@ -1,0 +1,111 @@
+"""Time to protect 1 MiB of Luau per preset, as a ratio to just parsing it, and size growth.
+
+Run from the repository root: `.venv/bin/python bench/protect.py`.
+
+Two shapes of 1 MiB, both built from the test corpus (tests/protection/corpus):
+- many scripts: the corpus programs repeated under distinct paths, as a product's model
+  holds them (about 1,000 scripts of 1 KiB);
+- one script: every program wrapped in a function of one big script (the worst case for
+  passes that look at a whole script at once).
+The baseline is tree-sitter parsing the same text, measured in the same run. The one-script
+copy of every preset is also run in the Luau VM and compared with the original.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from tests.protection.vm import run  # noqa: E402
+
+from adapters_protection.luau_protector import LuauProtector  # noqa: E402
+from adapters_protection.syntax import parser  # noqa: E402
+from licore.protection import ProtectionSettings, parse_protection_settings  # noqa: E402
+
+MIB = 1024 * 1024
+PRESETS = ("minify", "light", "strong")
+SECRET = b"lk_bench0000000000000000000000000000000000"
+
+
+def _corpus() -> list[tuple[str, str]]:
+    return [(p.stem, p.read_text()) for p in sorted((ROOT / "tests/protection/corpus")
+                                                    .glob("*.luau"))]
+
+
+def many_scripts(size: int) -> list[tuple[str, str]]:
+    corpus, scripts, total, i = _corpus(), [], 0, 0
+    while total < size:
+        name, source = corpus[i % len(corpus)]
+        scripts.append((f"ServerScriptService/Copy{i // len(corpus)}/{name}", source))
+        total += len(source.encode())
+        i += 1
+    return scripts
+
+
+def one_script(size: int) -> str:
+    """Programs as functions of one script (programs using getfenv, `export type` or
+    directives are left out: they must stay at a script's top level)."""
+    usable = [s for _, s in _corpus()
+              if "export type" not in s and "--!" not in s and "getfenv" not in s]
+    parts, total, i = ["local P = {}"], 0, 0
+    while total < size:
+        body = usable[i % len(usable)]
+        parts.append(f"P[{i + 1}] = function(...)\n{body}\nend")
+        total += len(parts[-1].encode()) + 1
+        i += 1
+    parts.append("for i = 1, 20 do local ok, err = pcall(P[i]) if not ok then print(err) end end")
+    return "\n".join(parts)
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    args = argparse.ArgumentParser(description=__doc__)
+    args.add_argument("--repeat", type=int, default=3)
+    args.add_argument("--size", type=int, default=MIB)
+    opts = args.parse_args()
+    protector = LuauProtector()
+    ts = parser()
+    shapes = {"many scripts": many_scripts(opts.size),
+              "one script": [("ServerScriptService/Big", one_script(opts.size))]}
+    print(f"{'shape':<14}{'preset':<8}{'scripts':>8}{'MiB in':>8}{'parse s':>9}"
+          f"{'protect s':>11}{'ratio':>8}{'size':>7}")
+    for shape, scripts in shapes.items():
+        size_in = sum(len(s.encode()) for _, s in scripts)
+        def parse(scripts: list[tuple[str, str]] = scripts) -> None:
+            for _, source in scripts:
+                ts.parse(source.encode())
+
+        t_parse = _best(parse, opts.repeat)
+        for preset in PRESETS:
+            rules = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+            outputs: list[str] = []
+
+            def protect(scripts: list[tuple[str, str]] = scripts,
+                        rules: ProtectionSettings = rules, outputs: list[str] = outputs) -> None:
+                outputs[:] = [protector.protect(p, s, rules, SECRET) for p, s in scripts]
+
+            t_protect = _best(protect, opts.repeat)
+            size_out = sum(len(o.encode()) for o in outputs)
+            if shape == "one script":
+                assert run(outputs[0]) == run(scripts[0][1]), f"{preset}: output differs"
+            print(f"{shape:<14}{preset:<8}{len(scripts):>8}{size_in / MIB:>8.2f}"
+                  f"{t_parse:>9.3f}{t_protect:>11.2f}{t_protect / t_parse:>8.0f}"
+                  f"{size_out / size_in:>7.2f}")
+
+
+if __name__ == "__main__":
+    main()

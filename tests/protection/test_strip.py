@@ -1,0 +1,61 @@
+"""`strip`: comments gone, whitespace collapsed, tokens kept apart, behaviour unchanged."""
+
+import pytest
+
+from adapters_protection.luau_protector import LuauProtector
+from licore.protection import parse_protection_settings
+from tests.protection.vm import run
+
+STRIP = parse_protection_settings({"rules": [{"paths": ["*"], "transforms": ["strip"]}]})
+
+TRICKY = {
+    "paren_statements": "local f = 1\n(print)('a')\n"
+                        "do (print)('b') end\nlocal function g() (print)('c') end g()\n"
+                        "print('d');(print)('e')",
+    "numbers_and_dots": "local x = 1 .. 2\nprint(x, 1 .. x, 0x1e - 5, 3 .. .5, 2 - -2, #'ab' .. 1)",
+    "minus_minus": "local b = 3\nprint(- -b, 1 - -1, -(-b))",
+    "long_brackets": "local t = {}\nt[ [[x]] ] = 1\nt[ [==[y]==] ] = 2\nprint(t.x, t.y)",
+    "types": "type A<T> = {T}\nlocal x: A<number> = {1}\nlocal y: number? = nil\n"
+             "local z = (x :: any) :: {number}\nprint(#x, y, z[1])",
+    "interpolation": "local t = {1}\n"
+                     "print(`{ ({t})[1][1] } { ({n = 2}).n } { {t} }`, `a\\`b{`c{1}`}`)",
+    "keywords": "local a = nil\nif not a then print(true and 1 or 2) end\n"
+                "repeat local q = 1 until q\nwhile false do end\nreturn",
+    "compound": "local s = 'a'\ns ..= 'b'\nlocal n = 7\nn //= 2\nn -= -1\nprint(s, n)",
+    "comments_everywhere": "--[[ a ]] local --[==[ b ]==] x --c\n= --d\n1 -- e\nprint(x --[[f]])",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_tricky_token_pairs_keep_their_meaning(name: str) -> None:
+    source = TRICKY[name]
+    out = LuauProtector().protect("G/" + name, source, STRIP, b"k")
+    assert run(out) == run(source)
+    assert "\n" not in out and "--" not in out.replace("- -", "")
+
+
+def test_directives_stay_on_top_on_their_own_lines() -> None:
+    source = "--!strict\n--!native\n-- a remark\nlocal x = 1 -- trailing\n\n\nprint(x)\n"
+    out = LuauProtector().protect("G/D", source, STRIP, b"k")
+    assert out == "--!strict\n--!native\nlocal x=1 print(x)"
+
+
+def test_strings_keep_their_spaces_and_newlines() -> None:
+    source = 'print("a  b", [[\n  two\n  lines ]], `x  {1}  y`)'
+    out = LuauProtector().protect("G/S", source, STRIP, b"k")
+    assert out == 'print("a  b",[[\n  two\n  lines ]],`x  {1}  y`)'
+    assert run(out) == run(source)
+
+
+def test_output_shrinks() -> None:
+    source = "-- adds\nlocal function add(a, b)\n    return a + b -- sum\nend\nprint(add(1, 2))\n"
+    out = LuauProtector().protect("G/A", source, STRIP, b"k")
+    assert out == "local function add(a,b)return a+b end print(add(1,2))"
+
+
+def test_ambiguous_call_lines_are_refused_like_luau_does() -> None:
+    source = "local f = print\nlocal g = f\n(f)('x')"
+    assert run(source).startswith("syntax error: ")
+    problems = LuauProtector().check([("G/Amb", source)], STRIP)
+    assert [(p.path, p.line, p.blocking) for p in problems] == [("G/Amb", 3, True)]
+    assert "ambiguous" in problems[0].message
