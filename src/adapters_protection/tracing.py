@@ -10,8 +10,9 @@ Two kinds of evidence, weighed together:
   `encrypt_strings` (each encrypted literal is tried against every possible decoder step,
   so this works without the script's path).
 
-The license secret is the license's plain key (what `Protector.protect` receives), so
-finding the secret in the text is finding the key.
+A candidate carries the secret its copies were protected with (what `Protector.protect`
+received) and, when it still has one, its plain key to search for; without a separate key the
+secret itself is searched for (callers that protect with the plain key).
 
 Pure: no I/O. The caller loads candidates (for example every license of one product).
 """
@@ -38,6 +39,11 @@ _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"|\'((?:[^\'\\\n]|\\.|\\\n)*)\''
 class Candidate:
     license_id: str
     license_secret: bytes
+    license_key: bytes | None = None  # the text to look for; the secret when None
+
+    @property
+    def searched(self) -> bytes:
+        return self.license_secret if self.license_key is None else self.license_key
 
 
 @attrs.frozen
@@ -101,8 +107,8 @@ def trace(scripts: Sequence[tuple[str, str]],
     """The candidate these scripts were protected for, with the evidence, or None when no
     candidate has enough evidence or two are tied."""
     names = _names(scripts)
-    keyed = [c for c in candidates if len(c.license_secret) >= _MIN_KEY_LENGTH]
-    shortest = min((len(c.license_secret) for c in keyed), default=0)
+    keyed = [c for c in candidates if len(c.searched) >= _MIN_KEY_LENGTH]
+    shortest = min((len(c.searched) for c in keyed), default=0)
     texts = _decodings(scripts, shortest) if keyed else []
     plain = [(text.encode(), _Place(path, 0)) for path, text in scripts]
     results: list[tuple[int, Trace]] = []
@@ -110,8 +116,8 @@ def trace(scripts: Sequence[tuple[str, str]],
         key = mark_key(candidate.license_secret)
         marked = [name for name in names if carries_mark(key, name)]
         key_place = None
-        if len(candidate.license_secret) >= _MIN_KEY_LENGTH:
-            key_place = _find(candidate.license_secret, plain, texts)
+        if len(candidate.searched) >= _MIN_KEY_LENGTH:
+            key_place = _find(candidate.searched, plain, texts)
         evidence = []
         if key_place is not None:
             evidence.append(f"the license key appears in {key_place}")

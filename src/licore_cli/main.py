@@ -11,10 +11,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters_formats.codec import RobloxModelCodec
+from adapters_formats.detect import detect
 from adapters_protection.tracing import Candidate, Trace, trace
+from licore.builds.errors import ModelFormatError
+from licore.builds.prepare import script_texts
 from licore.errors import LicoreError, NotFound
 from licore.scopes import Permission
-from licore.services import operator
+from licore.services import builds, operator
 from licore.services.deps import Deps
 from licore_cli.compose import DEFAULT_DATABASE, deps_from_env, secret
 
@@ -108,24 +112,37 @@ SCRIPT_SUFFIXES = (".luau", ".lua")
 
 
 def scripts_from_file(path: Path) -> list[tuple[str, str]]:
-    """The (name, source) scripts a leaked file holds. A Luau file is one script; another
-    file format is read by adding a branch here that returns its scripts."""
-    if path.suffix.lower() in SCRIPT_SUFFIXES:
-        return [(path.name, path.read_bytes().decode("utf-8", errors="replace"))]
-    raise SystemExit(f"licore: {path.name}: only {' and '.join(SCRIPT_SUFFIXES)} script files "
-                     "can be traced")
+    """The (path, source) scripts a leaked file holds: every script of a model file (binary
+    or XML, told apart by content), or the file itself when it is a Luau script."""
+    data = path.read_bytes()
+    try:
+        detect(data)
+    except ModelFormatError:
+        if path.suffix.lower() in SCRIPT_SUFFIXES:
+            return [(path.name, data.decode("utf-8", errors="replace"))]
+        raise SystemExit(f"licore: {path.name} is neither a model file nor a "
+                         f"{' or '.join(SCRIPT_SUFFIXES)} script") from None
+    try:
+        model = RobloxModelCodec().read(data)
+    except ModelFormatError as error:
+        raise SystemExit(f"licore: {path.name}: {error.reason}") from None
+    return [(where, text) for where, _, text in script_texts(model) if text is not None]
 
 
 async def trace_scripts(deps: Deps, product_id: str,
                         scripts: Sequence[tuple[str, str]]) -> Trace | None:
-    """Which license of `product_id` the scripts were protected for. Every license that
-    holds a key is a candidate; its protection secret is its plain key."""
+    """Which license of `product_id` the scripts were protected for. Every license the
+    product ever had is a candidate, revoked ones too (a copy may have leaked before), with
+    the protection secret its copies were made with."""
     async with deps.storage.transaction() as tx:
         if await tx.product_by_id(product_id) is None:
             raise NotFound("no such product")
         licenses = (await tx.licenses_of_product(product_id, None, None)).items
-    candidates = [Candidate(lic.id, deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
-                  for lic in licenses if lic.key_ciphertext is not None]
+    candidates = [
+        Candidate(lic.id, builds.license_secret(deps, lic),
+                  None if lic.key_ciphertext is None
+                  else deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
+        for lic in licenses]
     return trace(scripts, candidates)
 
 
@@ -188,7 +205,7 @@ def parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_client_enable)
 
     t = sub.add_parser("trace", help="name the license a leaked script was made for")
-    t.add_argument("file", help="a .luau or .lua script")
+    t.add_argument("file", help="a model file (.rbxm, .rbxmx, ...) or a .luau/.lua script")
     t.add_argument("--product", required=True, help="the product id whose licenses to try")
     t.set_defaults(func=cmd_trace)
     return p

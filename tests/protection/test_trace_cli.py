@@ -1,5 +1,7 @@
-"""`licore trace FILE --product ID`: loads the product's licenses and names the one a leaked
-script was made for."""
+"""`licore trace FILE --product ID` on copies made the way buyers get them: a published build
+under protection rules, each license's copy prepared by the download path. It names the
+license from a whole leaked model file, and from one script with the key cut out and the
+code reformatted."""
 
 import asyncio
 import random
@@ -7,16 +9,29 @@ from pathlib import Path
 
 import pytest
 
+from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
-from licore.services import partner
+from licore.builds.tree import Instance, Model, Prop, source_of
+from licore.services import builds, packages, partner
 from licore_cli.main import main
-from tests.protection.test_tracing import PLACEHOLDER, PRODUCT, _copy, _cut_and_reformat, _key
+from tests.protection.test_tracing import PRODUCT, _cut_and_reformat
 from tests.support.fakes import TEST_KEK, make_deps
+from tests.support.models import script
 from tests.support.scenario import build_world, key_record
 
+CODEC = RobloxModelCodec()
+RULES = {"rules": [{"names": ["Main"], "preset": "strong"},
+                   {"paths": ["Game/*"], "preset": "light"}]}
 
-async def _product_with_licenses(url: str, buyers: int) -> tuple[str, dict[str, str]]:
-    """A product and its licenses, made through the partner service: license id -> key."""
+
+def _model() -> Model:
+    children = [script(path.rsplit("/", 1)[-1], source) for path, source in PRODUCT.items()]
+    return Model("binary", [Instance("Folder", "game", {"Name": Prop("String", b"Game")},
+                                     children)])
+
+
+async def _copies(url: str, buyers: int) -> tuple[str, dict[str, bytes], dict[str, str]]:
+    """A product with a protected live build, and each license's prepared copy."""
     storage = open_storage(url)
     await storage.migrate()
     try:
@@ -24,58 +39,84 @@ async def _product_with_licenses(url: str, buyers: int) -> tuple[str, dict[str, 
         world = await build_world(deps)
         key = await key_record(deps, world.studio_key)
         product = await partner.save_product(deps, key, {"title": "Gun"})
-        keys = {}
+        await packages.settings(deps, key, {"product_id": product["id"], "protection": RULES})
+        version = (await packages.upload_version(
+            deps, key, {"product_id": product["id"], "version": "1"},
+            CODEC.write(_model())))["version"]
+        await packages.publish(deps, key, {"product_id": product["id"],
+                                           "version_id": version["id"]})
+        copies, keys = {}, {}
         for i in range(buyers):
             granted = await partner.grant(deps, key, {"product_id": product["id"],
                                                       "user": str(5000 + i)})
             async with storage.transaction() as tx:
                 lic = await tx.license_by_id(granted["license"]["id"])
-            assert lic is not None and lic.key_ciphertext is not None
+                stored = await tx.product_by_id(product["id"])
+                ver = await tx.version_by_id(version["id"])
+            assert lic is not None and lic.key_ciphertext is not None and stored and ver
             keys[lic.id] = deps.vault.decrypt(lic.key_ciphertext, lic.id)
-        return str(product["id"]), keys
+            copies[lic.id] = await builds.prepared_copy(deps, lic, stored, ver, keys[lic.id])
+        return str(product["id"]), copies, keys
     finally:
         await storage.close()
 
 
 @pytest.fixture
-def product(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, str]]:
+def product(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+            ) -> tuple[str, dict[str, bytes], dict[str, str]]:
     monkeypatch.setenv("LICORE_DATABASE_URL", f"sqlite:///{tmp_path / 'licore.db'}")
     monkeypatch.setenv("LICORE_KEK", TEST_KEK.hex())
     monkeypatch.setenv("LICORE_DATA_DIR", str(tmp_path / "data"))
-    return asyncio.run(_product_with_licenses(f"sqlite:///{tmp_path / 'licore.db'}", 5))
+    return asyncio.run(_copies(f"sqlite:///{tmp_path / 'licore.db'}", 5))
 
 
-def test_trace_prints_the_license_and_the_evidence(
-        product: tuple[str, dict[str, str]], tmp_path: Path,
+def test_trace_names_the_license_of_a_leaked_model_file(
+        product: tuple[str, dict[str, bytes], dict[str, str]], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    product_id, keys = product
-    license_id, key = list(keys.items())[3]
-    (_, leaked), _ = _cut_and_reformat(_copy(key), random.Random(5))
+    product_id, copies, keys = product
+    license_id = list(copies)[2]
+    leaked = tmp_path / "Gun.rbxm"
+    leaked.write_bytes(copies[license_id])
+    main(["trace", str(leaked), "--product", product_id])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == license_id
+    assert "the license key appears in" in out  # the key survives in an uncut copy
+    assert "carry this license's mark" in out
+    assert all(k not in out for k in keys.values())  # evidence never prints a key
+
+
+def test_trace_names_the_license_of_one_reformatted_script_without_its_key(
+        product: tuple[str, dict[str, bytes], dict[str, str]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    product_id, copies, keys = product
+    license_id = list(copies)[3]
+    model = CODEC.read(copies[license_id])
+    main_script = next(s for _, s in model.scripts() if s.name == "Main")
+    text = source_of(main_script).decode()
+    (_, leaked), = _cut_and_reformat([("Game/Main", text)], random.Random(5))
+    assert keys[license_id] not in leaked
     file = tmp_path / "Main.lua"
     file.write_text(leaked)
     main(["trace", str(file), "--product", product_id])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == license_id
-    assert "carry this license's mark" in lines[1] and "Main.lua, line" in lines[1]
-    assert all(k not in "\n".join(lines) for k in keys.values())
+    assert "Main.lua, line" in "\n".join(lines[1:])
 
 
-def test_trace_says_when_no_license_matches(
-        product: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    product_id, _ = product
+def test_trace_says_when_no_license_matches_and_refuses_what_it_cannot_read(
+        product: tuple[str, dict[str, bytes], dict[str, str]], tmp_path: Path) -> None:
+    product_id, _, _ = product
     file = tmp_path / "Other.luau"
-    file.write_text(_copy(_key())[0][1])
+    file.write_text(PRODUCT["ServerScriptService/Gun/Main"])
     with pytest.raises(SystemExit, match="no license of product"):
         main(["trace", str(file), "--product", product_id])
-
-
-def test_trace_refuses_unknown_products_and_file_types(
-        product: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    file = tmp_path / "Main.luau"
-    file.write_text(PRODUCT["ServerScriptService/Gun/Main"].replace(PLACEHOLDER, "x"))
     with pytest.raises(SystemExit, match="no such product"):
         main(["trace", str(file), "--product", "prd_missing"])
-    model = tmp_path / "Gun.rbxm"
-    model.write_bytes(b"<roblox!")
-    with pytest.raises(SystemExit, match=r"only \.luau and \.lua"):
-        main(["trace", str(model), "--product", product[0]])
+    broken = tmp_path / "Gun.rbxm"
+    broken.write_bytes(b"<roblox!\x89\xff\r\n\x1a\n" + bytes(4))
+    with pytest.raises(SystemExit, match=r"Gun\.rbxm"):
+        main(["trace", str(broken), "--product", product_id])
+    other = tmp_path / "notes.txt"
+    other.write_text("hello")
+    with pytest.raises(SystemExit, match="neither a model file"):
+        main(["trace", str(other), "--product", product_id])
