@@ -1,8 +1,9 @@
 """The protector port over tree-sitter-luau: safety checks and the five transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
-rename_locals, flatten, hoist_constants with encrypt_strings, strip. The output is a
-function of (source, rules, license secret) only. A script a rule cannot handle safely is
+rename_locals, flatten, hoist_constants with encrypt_strings, strip (renaming shares the
+literal pass when flatten is off: their edits never overlap). The output is a function of
+(source, rules, license secret) only. A script a rule cannot handle safely is
 refused with the script and line named; protect never returns a partly protected copy.
 """
 
@@ -35,13 +36,11 @@ from adapters_protection.syntax import (
     text,
 )
 from licore.protection import (
-    TRANSFORMS,
     ProtectionFailed,
     ProtectionProblem,
     ProtectionSettings,
 )
 
-IMPLEMENTED: frozenset[str] = TRANSFORMS
 _MAX_LOCALS = 200  # Luau's limits per function
 _MAX_UPVALUES = 200
 _ADDED_LOCALS = 2
