@@ -4,14 +4,14 @@ Every identifier in an expression or binding position is resolved the way the Lu
 resolves it: to a local (declared by `local`, `local function`, a parameter, a loop variable
 or a method's implicit `self`) or, when no local is visible, to a global. Field names, method
 names, table keys written as names, type names and attributes are not variables and are never
-resolved. Literals met in expression positions are collected too (never those inside type
-annotations, which are not values).
+resolved.
 
 The walk uses an explicit task stack rather than recursion: generated scripts nest deeply.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 
@@ -20,6 +20,7 @@ import attrs
 from adapters_protection.syntax import Node, code_children, is_local, line, text, walk
 
 ENV_FUNCTIONS = frozenset({"getfenv", "setfenv"})
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.define(eq=False)
@@ -53,8 +54,7 @@ class Analysis:
     bindings: list[Binding] = attrs.Factory(list)
     resolved: dict[int, Binding] = attrs.Factory(dict)  # identifier start byte -> binding
     globals: dict[str, list[Node]] = attrs.Factory(dict)
-    names: set[str] = attrs.Factory(set)  # every identifier spelled anywhere
-    literals: list[Node] = attrs.Factory(list)  # number and string nodes used as values
+    names: set[str] = attrs.Factory(set)  # every word spelled anywhere
     functions: list[Function] = attrs.Factory(list)
     unsupported: list[Node] = attrs.Factory(list)
 
@@ -84,9 +84,8 @@ class _Analyzer:
         self.tasks.extend(reversed(tasks))
 
     def run(self, root: Node) -> Analysis:
-        for node in walk(root):
-            if node.type == "identifier":
-                self.result.names.add(text(node))
+        # Every word, in code, strings and comments alike: a superset of the identifiers.
+        self.result.names = {w.decode() for w in set(_WORD.findall(root.text or b""))}
         self.do(self.open, lambda: self.block_body(root), self.close)
         while self.tasks:
             self.tasks.pop()()
@@ -303,11 +302,7 @@ class _Analyzer:
     def identifier(self, node: Node) -> None:
         self.reference(node)
 
-    def literal(self, node: Node) -> None:
-        self.result.literals.append(node)
-
     def string(self, node: Node) -> None:
-        self.result.literals.append(node)
         parts = [c for c in node.named_children if c.type == "interpolation"]
         self.each([e for p in parts for e in code_children(p)])
 
@@ -393,7 +388,7 @@ _STATEMENTS: dict[str, _Handler] = {
 
 _EXPRESSIONS: dict[str, _Handler] = {
     "identifier": _Analyzer.identifier,
-    "number": _Analyzer.literal,
+    "number": _Analyzer.nothing,
     "string": _Analyzer.string,
     "nil": _Analyzer.nothing,
     "true": _Analyzer.nothing,

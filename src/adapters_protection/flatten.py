@@ -16,8 +16,8 @@ change what it does:
 - a `break` or `continue` that would leave the block (it would leave the dispatch loop);
 - a local that cannot be declared up front: a `<const>` local, two locals of one name, a
   local named like a contextual keyword (`local continue = 1` cannot become
-  `continue = 1`), or a name that, anywhere in the block, also means another variable or a
-  global;
+  `continue = 1`), or a name that, somewhere in the block, means a global or a variable
+  declared outside the block (declaring the local earlier would capture it);
 - a function so full of locals that the extra ones would pass Luau's limit of 200.
 A `return` may only end a block, so it ends its branch and needs no state change. Type
 declarations are moved ahead of the loop (they are not run, and `export type` must stay at
@@ -28,36 +28,42 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+import tree_sitter
+
 from adapters_protection.analysis import Analysis, Binding, Function
 from adapters_protection.edits import prelude_offset
 from adapters_protection.names import Namer
 from adapters_protection.syntax import (
     FUNCTIONS,
+    LANGUAGE,
     LOOPS,
     RESERVED,
     Node,
     code_children,
     is_local,
     text,
-    walk,
 )
 
 _MAX_LOCALS = 200
 _RESERVED_LOCALS = 3  # the dispatch state, and the two locals hoisting and encryption add
+_BLOCKS = tree_sitter.Query(LANGUAGE, "(block) @block")
+_JUMPS = tree_sitter.Query(LANGUAGE, "[(break_statement) (continue_statement)] @jump")
 _CHAIN = 4  # branches tested one after another before the search splits
 _SKIPPED = frozenset({"type_definition", "empty_statement"})
 
 
-def _escapes_loop(statement: Node) -> bool:
-    """Whether a break/continue in `statement` targets a loop outside it."""
-    stack = [statement]
-    while stack:
-        node = stack.pop()
-        if node.type in ("break_statement", "continue_statement"):
-            return True
-        if node.type not in LOOPS and node.type not in FUNCTIONS:
-            stack.extend(node.children)
-    return False
+def _blocks_with_jumps(root: Node) -> set[int]:
+    """Blocks a break/continue would leave if they were flattened: those between each jump
+    and the loop it belongs to, that loop's body included."""
+    marked: set[int] = set()
+    jumps = tree_sitter.QueryCursor(_JUMPS).captures(root).get("jump", [])
+    for jump in jumps:
+        node = jump.parent
+        while node is not None and node.type not in LOOPS and node.type not in FUNCTIONS:
+            if node.type in ("block", "chunk"):
+                marked.add(node.id)
+            node = node.parent
+    return marked
 
 
 def _declared(statement: Node, analysis: Analysis) -> list[Binding] | None:
@@ -81,16 +87,27 @@ class _Flattener:
         self.data = data
         self.analysis = analysis
         self.namer = namer
-        self.global_refs = {n.start_byte for refs in analysis.globals.values() for n in refs}
+        # Where each name is spelled as a variable, and which variable it is (None: global).
+        self.uses: dict[str, list[tuple[int, Binding | None]]] = {}
+        for binding in analysis.bindings:
+            for ref in binding.references:
+                self.uses.setdefault(binding.name, []).append((ref.start_byte, binding))
+        for name, refs in analysis.globals.items():
+            self.uses.setdefault(name, []).extend((ref.start_byte, None) for ref in refs)
+        for entries in self.uses.values():
+            entries.sort(key=lambda e: e[0])
         self.functions = {fn.node.id: fn for fn in analysis.functions if fn.node is not None}
         self.main = analysis.functions[0]
         self.plans: dict[int, list[Binding]] = {}
-        for node in walk(root):
-            if node.type in ("chunk", "block"):
-                locals_ = self._eligible(node)
-                if locals_ is not None:
-                    self.plans[node.id] = locals_
-        self.starts = sorted(n.start_byte for n in walk(root) if n.id in self.plans)
+        self.jumpy = _blocks_with_jumps(root)
+        blocks = tree_sitter.QueryCursor(_BLOCKS).captures(root).get("block", [])
+        starts = []
+        for node in [root, *blocks]:
+            locals_ = self._eligible(node)
+            if locals_ is not None:
+                self.plans[node.id] = locals_
+                starts.append(node.start_byte)
+        self.starts = sorted(starts)
 
     def _function_of(self, block: Node) -> Function:
         node = block.parent
@@ -102,7 +119,7 @@ class _Flattener:
 
     def _eligible(self, block: Node) -> list[Binding] | None:
         statements = [s for s in code_children(block) if s.type not in _SKIPPED]
-        if len(statements) < 2 or any(_escapes_loop(s) for s in statements):
+        if len(statements) < 2 or block.id in self.jumpy:
             return None
         locals_: list[Binding] = []
         for statement in statements:
@@ -116,17 +133,25 @@ class _Flattener:
             return None
         if self._function_of(block).max_active + len(locals_) + _RESERVED_LOCALS > _MAX_LOCALS:
             return None
-        if locals_:
-            mine = {b.name: b for b in locals_}
-            for node in walk(block):
-                if node.type != "identifier" or text(node) not in mine:
-                    continue
-                owner = self.analysis.binding_of(node)
-                if owner is not None and owner is not mine[text(node)]:
+        for binding in locals_:
+            uses = self.uses[binding.name]
+            i = bisect_left(uses, block.start_byte, key=lambda e: e[0])
+            while i < len(uses) and uses[i][0] < block.end_byte:
+                if not self._unaffected(uses[i][1], binding, block):
                     return None
-                if owner is None and node.start_byte in self.global_refs:
-                    return None
+                i += 1
         return locals_
+
+    @staticmethod
+    def _unaffected(owner: Binding | None, local: Binding, block: Node) -> bool:
+        """Whether a use of `local`'s name that means `owner` still does once `local` is
+        declared at the top of `block`: yes for `local` itself and for variables declared
+        inside the block (they shadow it); no for globals and outer variables."""
+        if owner is local:
+            return True
+        if owner is None or owner.declaration is None:
+            return False
+        return block.start_byte <= owner.declaration.start_byte < block.end_byte
 
     def _has_plan(self, lo: int, hi: int) -> bool:
         i = bisect_left(self.starts, lo)

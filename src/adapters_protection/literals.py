@@ -9,7 +9,10 @@ starts. Literal text inside interpolated strings is treated the same way, as `{.
 
 from __future__ import annotations
 
-from adapters_protection.analysis import Analysis
+from collections.abc import Sequence
+
+import tree_sitter
+
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
 from adapters_protection.strings import (
@@ -19,7 +22,7 @@ from adapters_protection.strings import (
     literal_bytes,
     quote,
 )
-from adapters_protection.syntax import Node, is_interpolated
+from adapters_protection.syntax import LANGUAGE, Node, is_interpolated
 
 
 class _Table:
@@ -49,8 +52,22 @@ def _call_argument(node: Node) -> bool:
 _Use = tuple[int, int, str, str, bool, str]
 
 
-def protect_literals(data: bytes, analysis: Analysis, namer: Namer, *, hoist: bool,
-                     encrypt: bool, license_secret: bytes, path: str) -> bytes:
+_LITERALS = tree_sitter.Query(LANGUAGE, "[(number) (string)] @literal")
+
+
+def value_literals(root: Node) -> list[Node]:
+    """Number and string nodes used as values, in source order: all of them but the
+    strings of singleton types (`type Mode = "fast" | "slow"`), which are not values."""
+    found = tree_sitter.QueryCursor(_LITERALS).captures(root).get("literal", [])
+    return sorted((n for n in found if n.parent is None or n.parent.type != "literal_type"),
+                  key=lambda n: n.start_byte)
+
+
+def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
+                     encrypt: bool, license_secret: bytes, path: str,
+                     also: Sequence[Edit] = ()) -> bytes:
+    """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
+    must not touch a literal) applied in the same pass."""
     cipher = StringCipher(license_secret, path, namer) if encrypt else None
     table = _Table(namer) if hoist else None
     uses: list[_Use] = []
@@ -66,7 +83,7 @@ def protect_literals(data: bytes, analysis: Analysis, namer: Namer, *, hoist: bo
     def string_expression(value: bytes, original: str) -> str:
         return cipher.encode(value) if cipher is not None else original
 
-    for node in analysis.literals:
+    for node in value_literals(root):
         source = (node.text or b"").decode()
         if node.type == "number":
             if table is None:
@@ -97,7 +114,7 @@ def protect_literals(data: bytes, analysis: Analysis, namer: Namer, *, hoist: bo
         (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
                                 else what) + after).encode())
         for start, end, before, what, indexed, after in uses]
-    body = apply(data, edits)
+    body = apply(data, [*edits, *also])
     if prelude:
         at = prelude_offset(body)
         body = body[:at] + prelude.encode() + b" " + body[at:]

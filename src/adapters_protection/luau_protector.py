@@ -1,8 +1,9 @@
 """The protector port over tree-sitter-luau: safety checks and the five transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
-rename_locals, flatten, hoist_constants with encrypt_strings, strip. The output is a
-function of (source, rules, license secret) only. A script a rule cannot handle safely is
+rename_locals, flatten, hoist_constants with encrypt_strings, strip (renaming shares the
+literal pass when flatten is off: their edits never overlap). The output is a function of
+(source, rules, license secret) only. A script a rule cannot handle safely is
 refused with the script and line named; protect never returns a partly protected copy.
 """
 
@@ -13,11 +14,12 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.edits import Edit
 from adapters_protection.flatten import flatten
-from adapters_protection.literals import protect_literals
+from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
 from adapters_protection.names import Namer
-from adapters_protection.rename import rename_locals
+from adapters_protection.rename import rename_edits, rename_locals
 from adapters_protection.strings import (
     BadEscape,
     decode_quoted,
@@ -25,22 +27,20 @@ from adapters_protection.strings import (
     literal_bytes,
 )
 from adapters_protection.syntax import (
+    LANGUAGE,
     Node,
     first_syntax_error,
     is_interpolated,
     line,
     parser,
     text,
-    walk,
 )
 from licore.protection import (
-    TRANSFORMS,
     ProtectionFailed,
     ProtectionProblem,
     ProtectionSettings,
 )
 
-IMPLEMENTED: frozenset[str] = TRANSFORMS
 _MAX_LOCALS = 200  # Luau's limits per function
 _MAX_UPVALUES = 200
 _ADDED_LOCALS = 2
@@ -49,18 +49,18 @@ _TRIAL_SECRET = b"licore/check"
 _NEEDS_SCOPES = frozenset({"rename_locals", "flatten", "hoist_constants", "encrypt_strings"})
 
 
+_CALL_OPENINGS = tree_sitter.Query(LANGUAGE, '(arguments . "(" @open)')
+
+
 def _ambiguous_calls(root: Node) -> list[Node]:
     """Calls whose `(` starts a new line: Luau refuses them as ambiguous, tree-sitter not."""
     found = []
-    for node in walk(root):
-        if node.type != "function_call":
-            continue
-        callee, args = node.child_by_field_name("name"), node.child_by_field_name("arguments")
-        if (callee is not None and args is not None and args.children
-                and args.children[0].type == "("
-                and args.start_point.row != callee.end_point.row):
-            found.append(args)
-    return found
+    for opening in tree_sitter.QueryCursor(_CALL_OPENINGS).captures(root).get("open", []):
+        args = opening.parent
+        callee = args.prev_sibling if args is not None else None
+        if callee is not None and opening.start_point.row != callee.end_point.row:
+            found.append(opening)
+    return sorted(found, key=lambda n: n.start_byte)
 
 
 class LuauProtector:
@@ -88,7 +88,7 @@ class LuauProtector:
                 path, line(node), f"construct {node.type!r} is not understood by the "
                 f"protector, so {', '.join(sorted(transforms & _NEEDS_SCOPES))} cannot be "
                 "applied safely"))
-        problems += self._literal_problems(path, analysis, transforms)
+        problems += self._literal_problems(path, root, analysis, transforms)
         if "rename_locals" in transforms:
             problems += [ProtectionProblem(path, line(n), f"uses {text(n)}: local names are "
                                            "kept as written", blocking=False)
@@ -96,12 +96,12 @@ class LuauProtector:
         return problems
 
     @staticmethod
-    def _literal_problems(path: str, analysis: Analysis,
+    def _literal_problems(path: str, root: Node, analysis: Analysis,
                           transforms: frozenset[str]) -> list[ProtectionProblem]:
         if not transforms & {"hoist_constants", "encrypt_strings"}:
             return []
         problems = []
-        for node in analysis.literals:
+        for node in value_literals(root):
             try:
                 if is_interpolated(node):
                     for start, end in interpolation_pieces(node):
@@ -176,15 +176,22 @@ class LuauProtector:
         def fresh(new: bytes) -> tuple[bytes, Node, Analysis | None]:
             return new, self._parse(new).root_node, None
 
-        if "rename_locals" in transforms and analysis is not None and not analysis.env_users:
-            data, root, analysis = fresh(rename_locals(data, analysis, namer))
-        if "flatten" in transforms:
-            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
+        rename = ("rename_locals" in transforms and analysis is not None
+                  and not analysis.env_users)
+        flat = "flatten" in transforms
         hoist, encrypt = "hoist_constants" in transforms, "encrypt_strings" in transforms
+        names: list[Edit] = []
+        if rename and analysis is not None:
+            if flat or not (hoist or encrypt):
+                data, root, analysis = fresh(rename_locals(data, analysis, namer))
+            else:  # renaming touches no literal: both go in one pass over one parse
+                names = rename_edits(analysis, namer)
+        if flat:
+            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
         if hoist or encrypt:
             data, root, analysis = fresh(protect_literals(
-                data, analysis or analyse(root), namer, hoist=hoist, encrypt=encrypt,
-                license_secret=license_secret, path=path))
+                data, root, namer, hoist=hoist, encrypt=encrypt,
+                license_secret=license_secret, path=path, also=names))
         if "strip" in transforms:
             data, root, analysis = fresh(strip(data, root))
         error = first_syntax_error(root)

@@ -20,6 +20,8 @@ MARK_LENGTH = 4
 _LETTERS = string.ascii_letters
 _ALPHABET = string.ascii_letters + string.digits
 _TRIES_PER_LENGTH = 8
+# Globals the generated string decoder reads, besides the words no name may be.
+_NEVER = RESERVED | {"string", "table"}
 
 
 def mark_key(license_secret: bytes) -> bytes:
@@ -48,7 +50,7 @@ class Namer:
         self._seed = hmac.new(license_secret, b"licore/names\0" + path.encode(),
                               hashlib.sha256).digest()
         self._key = mark_key(license_secret)
-        self._taken = set(taken) | RESERVED
+        self._taken = set(taken) | _NEVER
         self._counter = 0
         self._stem_length = 2
 

@@ -13,11 +13,15 @@ from adapters_protection.edits import Edit, apply
 from adapters_protection.names import Namer
 
 
-def rename_locals(data: bytes, analysis: Analysis, namer: Namer) -> bytes:
+def rename_edits(analysis: Analysis, namer: Namer) -> list[Edit]:
     edits: list[Edit] = []
     for binding in analysis.bindings:
         if binding.declaration is None:
             continue
         new = namer.fresh().encode()
         edits += [(ref.start_byte, ref.end_byte, new) for ref in binding.references]
-    return apply(data, edits)
+    return edits
+
+
+def rename_locals(data: bytes, analysis: Analysis, namer: Namer) -> bytes:
+    return apply(data, rename_edits(analysis, namer))

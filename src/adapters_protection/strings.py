@@ -91,34 +91,60 @@ def quote(value: bytes) -> str:
     return '"' + "".join(out) + '"'
 
 
+_PRINTABLE_FIRST, _PRINTABLE_COUNT = 32, 95  # " " to "~"
+_QUOTE_FREE = [b for b in range(32, 127) if b not in (0x22, 0x5C)]
+
+
 class StringCipher:
-    """A per-license XOR keystream. Each literal carries its own starting byte; the step
-    comes from the license secret and script path. The decoder caches what it decoded, so
-    a literal inside a loop is decoded once, and it holds the library functions it needs
-    from the moment the script starts (a script that later replaces `string` or `bit32`
-    does not break it)."""
+    """A per-license keystream over printable characters.
+
+    Printable ASCII is rotated within the printable range, so an encrypted literal is about
+    as long as the original (escapes only for `"` and `\\`); other bytes (control
+    characters, UTF-8 continuation bytes) pass through unchanged, which hides nothing
+    worth hiding: keys, URLs and messages are printable. Each literal starts with its own
+    key character; the step comes from the license secret and script path.
+
+    The decoder caches what it decoded, so a literal inside a loop is decoded once, and it
+    holds the library functions it needs from the moment the script starts (a script that
+    later replaces `string` or `table` does not break it)."""
 
     def __init__(self, license_secret: bytes, path: str, namer: Namer) -> None:
         self._seed = hmac.new(license_secret, b"licore/encrypt_strings\0" + path.encode(),
                               hashlib.sha256).digest()
-        self.step = self._seed[0] | 1
+        self.step = step_of(self._seed)
         self.name = namer.fresh()
         self._count = 0
         self.used = False
 
     def decoder(self) -> str:
-        return (f"local {self.name}=(function(byte,char,bxor,concat,create)local cache={{}} "
-                "return function(s)local v=cache[s] if v==nil then local k=byte(s,1) "
-                "local o=create(#s-1) for i=2,#s do "
-                f"o[i-1]=char(bxor(byte(s,i),(k+i*{self.step})%256)) end "
-                "v=concat(o) cache[s]=v end return v end end)"
-                "(string.byte,string.char,bit32.bxor,table.concat,table.create);")
+        return (f"local {self.name}=(function(b,c,j,n)local m={{}} return function(s)"
+                "local v=m[s] if v==nil then local k=b(s,1) local o=n(#s-1) "
+                "for i=2,#s do local x=b(s,i) if x>31 and x<127 then "
+                f"x=32+(x-32-k-i*{self.step})%95 end o[i-1]=c(x) end "
+                "v=j(o) m[s]=v end return v end end)"
+                "(string.byte,string.char,table.concat,table.create);")
 
     def encode(self, value: bytes) -> str:
         """A call of the decoder that yields `value`."""
         self.used = True
         self._count += 1
-        k = hashlib.sha256(self._seed + self._count.to_bytes(4, "big")).digest()[0]
-        body = bytes([k]) + bytes(b ^ ((k + (i + 2) * self.step) % 256)
-                                  for i, b in enumerate(value))
-        return f"{self.name}({quote(body)})"
+        digest = hashlib.sha256(self._seed + self._count.to_bytes(4, "big")).digest()
+        k = _QUOTE_FREE[digest[0] % len(_QUOTE_FREE)]
+        return f"{self.name}({quote(bytes([k]) + encipher(value, k, self.step))})"
+
+
+def step_of(seed: bytes) -> int:
+    return 1 + seed[0] % (_PRINTABLE_COUNT - 1)
+
+
+def encipher(value: bytes, k: int, step: int) -> bytes:
+    return bytes(_PRINTABLE_FIRST + (b - _PRINTABLE_FIRST + k + (i + 2) * step)
+                 % _PRINTABLE_COUNT if 31 < b < 127 else b for i, b in enumerate(value))
+
+
+def decipher(value: bytes, k: int, step: int) -> bytes:
+    return bytes(_PRINTABLE_FIRST + (b - _PRINTABLE_FIRST - k - (i + 2) * step)
+                 % _PRINTABLE_COUNT if 31 < b < 127 else b for i, b in enumerate(value))
+
+
+STEPS = range(1, _PRINTABLE_COUNT)  # every step a cipher can have

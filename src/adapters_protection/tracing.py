@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import attrs
 
 from adapters_protection.names import MARK_LENGTH, carries_mark, mark_key
-from adapters_protection.strings import BadEscape, decode_quoted
+from adapters_protection.strings import STEPS, BadEscape, decipher, decode_quoted
 
 MIN_MARKED_NAMES = 2
 KEY_WEIGHT = 3  # the key counts as much as three marked names
@@ -94,11 +94,7 @@ def _decodings(scripts: Sequence[tuple[str, str]], shortest: int) -> list[tuple[
             if len(value) < shortest + 1:
                 continue
             k, body = value[0], value[1:]
-            data = int.from_bytes(body, "big")
-            for step in range(1, 256, 2):
-                stream = bytes((k + (i + 2) * step) % 256 for i in range(len(body)))
-                out.append(((data ^ int.from_bytes(stream, "big")).to_bytes(len(body), "big"),
-                            place))
+            out += [(decipher(body, k, step), place) for step in STEPS]
     return out
 
 

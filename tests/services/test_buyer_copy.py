@@ -9,11 +9,12 @@ import attrs
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
-from licore.builds.prepare import ProtectionFailed, buyer_copy
+from licore.builds.prepare import buyer_copy
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.ports import Storage
 from licore.protection import (
+    ProtectionFailed,
     ProtectionProblem,
     ProtectionRule,
     ProtectionSettings,

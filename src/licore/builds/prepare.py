@@ -10,11 +10,12 @@ from collections.abc import Iterator
 
 from licore.builds.tree import Instance, Model, set_source, source_of
 from licore.model import VersionScript
-from licore.protection import ProtectionProblem, ProtectionSettings, Protector
-
-
-class ProtectionFailed(Exception):
-    """A rule could not be applied; the copy is not handed out half-protected."""
+from licore.protection import (
+    ProtectionFailed,
+    ProtectionProblem,
+    ProtectionSettings,
+    Protector,
+)
 
 
 def script_texts(model: Model) -> Iterator[tuple[str, Instance, str | None]]:
@@ -61,7 +62,9 @@ def buyer_copy(model: Model, placeholder: str, license_key: str, settings: Prote
         try:
             text = source.decode("utf-8")
             protected = protector.protect(path, text, settings, license_secret)
+        except ProtectionFailed:
+            raise
         except Exception as err:  # any failure: no copy rather than a half-protected one
-            raise ProtectionFailed(f"{path}: {type(err).__name__}") from None
+            raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
         set_source(script, protected.encode("utf-8"))
     return model

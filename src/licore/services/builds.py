@@ -10,11 +10,11 @@ from typing import Any
 import attrs
 
 from licore import licenses as lic
-from licore.builds.prepare import ProtectionFailed, buyer_copy
+from licore.builds.prepare import buyer_copy
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import ApiKey, License, Product, Version
 from licore.ports import Transaction
-from licore.protection import parse_protection_settings
+from licore.protection import ProtectionFailed, parse_protection_settings
 from licore.services.deps import Deps, iso
 
 
