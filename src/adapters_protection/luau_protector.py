@@ -35,10 +35,13 @@ from adapters_protection.syntax import (
     parser,
     text,
 )
+from adapters_protection.tracing import trace as trace_scripts
 from licore.protection import (
+    Candidate,
     ProtectionFailed,
     ProtectionProblem,
     ProtectionSettings,
+    Trace,
 )
 
 _MAX_LOCALS = 200  # Luau's limits per function
@@ -65,6 +68,10 @@ def _ambiguous_calls(root: Node) -> list[Node]:
 
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
+
+    def trace(self, scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> Trace | None:
+        return trace_scripts(scripts, candidates)
 
     def __init__(self) -> None:
         self._parser = parser()

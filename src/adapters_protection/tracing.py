@@ -26,6 +26,7 @@ import attrs
 
 from adapters_protection.names import MARK_LENGTH, carries_mark, mark_key
 from adapters_protection.strings import STEPS, BadEscape, decipher, decode_quoted
+from licore.protection import Candidate, Trace
 
 MIN_MARKED_NAMES = 2
 KEY_WEIGHT = 3  # the key counts as much as three marked names
@@ -33,25 +34,6 @@ _MIN_KEY_LENGTH = 16  # shorter secrets are not searched for as text
 _CANDIDATE_NAME = re.compile(
     rf"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]{{1,}}[A-Za-z0-9]{{{MARK_LENGTH}}}(?![A-Za-z0-9_])")
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"|\'((?:[^\'\\\n]|\\.|\\\n)*)\'', re.DOTALL)
-
-
-@attrs.frozen
-class Candidate:
-    license_id: str
-    license_secret: bytes
-    license_key: bytes | None = None  # the text to look for; the secret when None
-
-    @property
-    def searched(self) -> bytes:
-        return self.license_secret if self.license_key is None else self.license_key
-
-
-@attrs.frozen
-class Trace:
-    license_id: str
-    evidence: tuple[str, ...]
-    marked_names: int
-    key_found: bool
 
 
 @attrs.frozen

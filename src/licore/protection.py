@@ -85,6 +85,30 @@ class ProtectionFailed(ValueError):
         self.problems = tuple(problems)
 
 
+@attrs.frozen
+class Candidate:
+    """A license a leaked copy may have been made for: the secret its copies were protected
+    with, and its plain key to look for (the secret itself when None)."""
+
+    license_id: str
+    license_secret: bytes
+    license_key: bytes | None = None
+
+    @property
+    def searched(self) -> bytes:
+        return self.license_secret if self.license_key is None else self.license_key
+
+
+@attrs.frozen
+class Trace:
+    """The license a leaked copy names, and the evidence, in plain words (never a key)."""
+
+    license_id: str
+    evidence: tuple[str, ...]
+    marked_names: int
+    key_found: bool
+
+
 class Protector(Protocol):
     def check(
         self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings
@@ -94,8 +118,13 @@ class Protector(Protocol):
         self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
     ) -> str:
         """The copy of `source` for one license: a function of exactly these arguments.
-        `license_secret` is the license's plain key (UTF-8 bytes), which also marks the copy
-        for tracing. Raises ProtectionFailed rather than return a partly transformed copy."""
+        `license_secret` is the license's protection secret, which also marks the copy for
+        tracing. Raises ProtectionFailed rather than return a partly transformed copy."""
+        ...
+
+    def trace(self, scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> Trace | None:
+        """The candidate the scripts were protected for, or None when none (or a tie)."""
         ...
 
 

@@ -7,16 +7,11 @@ import asyncio
 import getpass
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from adapters_formats.codec import RobloxModelCodec
-from adapters_formats.detect import detect
-from adapters_protection.tracing import Candidate, Trace, trace
-from licore.builds.errors import ModelFormatError
-from licore.builds.prepare import script_texts
-from licore.errors import LicoreError, NotFound
+from licore.errors import LicoreError
 from licore.scopes import Permission
 from licore.services import builds, operator
 from licore.services.deps import Deps
@@ -108,47 +103,12 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
     print("ok")
 
 
-SCRIPT_SUFFIXES = (".luau", ".lua")
-
-
-def scripts_from_file(path: Path) -> list[tuple[str, str]]:
-    """The (path, source) scripts a leaked file holds: every script of a model file (binary
-    or XML, told apart by content), or the file itself when it is a Luau script."""
-    data = path.read_bytes()
-    try:
-        detect(data)
-    except ModelFormatError:
-        if path.suffix.lower() in SCRIPT_SUFFIXES:
-            return [(path.name, data.decode("utf-8", errors="replace"))]
-        raise SystemExit(f"licore: {path.name} is neither a model file nor a "
-                         f"{' or '.join(SCRIPT_SUFFIXES)} script") from None
-    try:
-        model = RobloxModelCodec().read(data)
-    except ModelFormatError as error:
-        raise SystemExit(f"licore: {path.name}: {error.reason}") from None
-    return [(where, text) for where, _, text in script_texts(model) if text is not None]
-
-
-async def trace_scripts(deps: Deps, product_id: str,
-                        scripts: Sequence[tuple[str, str]]) -> Trace | None:
-    """Which license of `product_id` the scripts were protected for. Every license the
-    product ever had is a candidate, revoked ones too (a copy may have leaked before), with
-    the protection secret its copies were made with."""
-    async with deps.storage.transaction() as tx:
-        if await tx.product_by_id(product_id) is None:
-            raise NotFound("no such product")
-        licenses = (await tx.licenses_of_product(product_id, None, None)).items
-    candidates = [
-        Candidate(lic.id, builds.license_secret(deps, lic),
-                  None if lic.key_ciphertext is None
-                  else deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
-        for lic in licenses]
-    return trace(scripts, candidates)
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
-    scripts = scripts_from_file(Path(args.file))
-    found = _with_deps(lambda d: trace_scripts(d, args.product, scripts))
+    path = Path(args.file)
+    data = path.read_bytes()
+    found = _with_deps(lambda d: builds.trace_leak(d, None, args.product, path.name, data))
     if found is None:
         raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
     print(found.license_id)

@@ -14,7 +14,7 @@ import pytest
 from adapters_formats.codec import RobloxModelCodec
 from licore.model import Client, Studio
 from licore.scopes import Permission
-from licore.services import device
+from licore.services import device, person
 from tests.browser.site import (
     Person,
     add_client,
@@ -265,6 +265,34 @@ def test_the_store_shows_listed_products_and_never_drafts(
     assert page.get_by_label("License key placeholder").input_value() == "MY_KEY_HERE"
     assert page.get_by_label("Verify scripts").is_checked()
     assert page.get_by_label("Unlock data (JSON)").input_value() == '{"level":3}'
+
+
+def test_a_leaked_copy_is_traced_to_its_buyer_in_the_dashboard(
+        site: Server, world: World, page: Any, tmp_path: Path) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Plasma Rifle", "Leaks happen")
+    page.get_by_label("Protection rules (JSON)").fill(
+        '{"rules": [{"paths": ["*"], "preset": "light"}]}')
+    page.get_by_role("button", name="Save settings").click()
+    model = tmp_path / "rifle.rbxm"
+    model.write_bytes(RobloxModelCodec().write(product_model()))
+    page.get_by_label("Version label").fill("1.0")
+    page.get_by_label("Model file (.rbxm or .rbxmx)").set_input_files(str(model))
+    page.get_by_role("button", name="Upload draft").click()
+    page.get_by_role("button", name="Publish 1.0").click()
+    for user in ("ben", world.nora.account.platform_id):
+        page.get_by_label("Username or platform user id").fill(user)
+        page.get_by_role("button", name="Grant license").click()
+    # Ben's own copy leaks.
+    copy = core(site.database_url, lambda d: person.download(d, world.ben.account, product))
+    leaked = tmp_path / "Plasma Rifle (free).rbxm"
+    leaked.write_bytes(copy.data)
+    page.get_by_label("Leaked model file or script").set_input_files(str(leaked))
+    page.get_by_role("button", name="Trace").click()
+    result = page.get_by_role("status").inner_text()
+    assert f"user {world.ben.account.platform_id}" in result
+    assert "Plasma Rifle (free).rbxm" in page.get_by_role("heading", level=1).inner_text()
+    assert license_key(site, product, world.ben.account.platform_id) not in page.content()
 
 
 def test_a_collaborator_with_manage_licenses_only_cannot_change_products(

@@ -114,7 +114,7 @@ def test_trace_says_when_no_license_matches_and_refuses_what_it_cannot_read(
         main(["trace", str(file), "--product", "prd_missing"])
     broken = tmp_path / "Gun.rbxm"
     broken.write_bytes(b"<roblox!\x89\xff\r\n\x1a\n" + bytes(4))
-    with pytest.raises(SystemExit, match=r"Gun\.rbxm"):
+    with pytest.raises(SystemExit, match=r"Gun\.rbxm is neither"):
         main(["trace", str(broken), "--product", product_id])
     other = tmp_path / "notes.txt"
     other.write_text("hello")

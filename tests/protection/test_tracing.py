@@ -11,8 +11,8 @@ import pytest
 
 from adapters_protection.luau_protector import LuauProtector
 from adapters_protection.syntax import Node, parser
-from adapters_protection.tracing import Candidate, trace
-from licore.protection import parse_protection_settings
+from adapters_protection.tracing import trace
+from licore.protection import Candidate, parse_protection_settings
 
 PLACEHOLDER = "LICORE_LICENSE_KEY"
 PRODUCT = {

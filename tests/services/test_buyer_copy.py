@@ -14,10 +14,12 @@ from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.ports import Storage
 from licore.protection import (
+    Candidate,
     ProtectionFailed,
     ProtectionProblem,
     ProtectionRule,
     ProtectionSettings,
+    Trace,
 )
 from licore.services import builds, packages, partner
 from tests.support.fakes import make_deps
@@ -34,6 +36,10 @@ class Shouting:
     def check(self, scripts: Sequence[tuple[str, str]],
               settings: ProtectionSettings) -> list[ProtectionProblem]:
         return []
+
+    def trace(self, scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> Trace | None:
+        return None
 
     def protect(self, path: str, source: str, settings: ProtectionSettings,
                 license_secret: bytes) -> str:

@@ -112,6 +112,17 @@ def routes(deps: Deps) -> list[Route]:
         session.flash(ctx.request, f"Version {done['version']['version']} is live.")
         return redirect(studio_url(here, f"/products/{product_id}#versions"))
 
+    async def trace(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        product_id = ctx.param("product_id")
+        if not ctx.upload:
+            raise InvalidRequest("choose the leaked file to trace", "file")
+        name = ctx.upload_name.rsplit("/", 1)[-1] or "leaked file"
+        found = await dashboard.trace_leak(deps, here, product_id, name, ctx.upload)
+        detail = await dashboard.product_detail(deps, here, product_id)
+        return page(ctx.request, ctx.visitor, "dashboard_trace.html", seat=here,
+                    product=detail.product, found=found, leaked=name)
+
     async def license_action(ctx: Ctx) -> Response:
         here = await seat(ctx)
         action = ctx.field("action")
@@ -149,6 +160,8 @@ def routes(deps: Deps) -> list[Route]:
         page_route(deps, product_path + "/versions", upload, method="POST",
                    upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
         page_route(deps, product_path + "/publish", publish, method="POST"),
+        page_route(deps, product_path + "/trace", trace, method="POST",
+                   upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
         page_route(deps, product_path + "/licenses", license_action, method="POST"),
         page_route(deps, base + "/blacklist", blacklist, method="POST"),
         page_route(deps, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),

@@ -29,6 +29,7 @@ class Ctx:
     visitor: Visitor
     form: dict[str, str]
     upload: bytes | None = None  # the file of a multipart post, on routes that take one
+    upload_name: str = ""  # its file name as the browser sent it
 
     @property
     def account(self) -> Account:
@@ -80,11 +81,12 @@ async def read_form(request: Request) -> dict[str, str]:
     return form
 
 
-async def read_upload(request: Request, limit: int) -> tuple[dict[str, str], bytes | None]:
+async def read_upload(request: Request, limit: int
+                      ) -> tuple[dict[str, str], bytes | None, str]:
     """A multipart form with one file, the whole body bounded by `limit` before parsing."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "multipart/form-data":
-        return await read_form(request), None
+        return await read_form(request), None, ""
     data = await read_bytes(request, limit)
 
     async def replay() -> Message:
@@ -96,13 +98,15 @@ async def read_upload(request: Request, limit: int) -> tuple[dict[str, str], byt
         raise InvalidRequest("the upload form is malformed") from None
     fields: dict[str, str] = {}
     upload: bytes | None = None
+    upload_name = ""
     for name, value in parsed.multi_items():
         if isinstance(value, str):
             fields.setdefault(name, value)
         elif upload is None:
             upload = await value.read()
+            upload_name = (value.filename or "")[:200]
     await parsed.close()
-    return fields, upload
+    return fields, upload, upload_name
 
 
 def page_route(deps: Deps, path: str, handler: Handler, *, method: str = "GET",
@@ -113,17 +117,18 @@ def page_route(deps: Deps, path: str, handler: Handler, *, method: str = "GET",
             who = await visitor(deps, request)
             form: dict[str, str] = {}
             upload: bytes | None = None
+            upload_name = ""
             if method == "POST":
                 if upload_limit is None:
                     form = await read_form(request)
                 else:
-                    form, upload = await read_upload(request, upload_limit)
+                    form, upload, upload_name = await read_upload(request, upload_limit)
                 check_csrf(request, form)
             if signed_in and who.account is None:
                 back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 target = back if method == "GET" else "/"
                 return redirect(f"/signin?next={quote(target, safe='')}")
-            return await handler(Ctx(request, who, form, upload))
+            return await handler(Ctx(request, who, form, upload, upload_name))
         except LicoreError as error:
             return error_page(request, who, error)
 

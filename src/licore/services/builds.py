@@ -10,11 +10,12 @@ from typing import Any
 import attrs
 
 from licore import licenses as lic
-from licore.builds.prepare import buyer_copy
+from licore.builds.errors import ModelFormatError
+from licore.builds.prepare import buyer_copy, script_texts
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import ApiKey, License, Product, Version
 from licore.ports import Transaction
-from licore.protection import ProtectionFailed, parse_protection_settings
+from licore.protection import Candidate, ProtectionFailed, Trace, parse_protection_settings
 from licore.services.deps import Deps, iso
 
 
@@ -114,3 +115,39 @@ async def download(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> Downloa
     license_key = deps.vault.decrypt(license.key_ciphertext, license.id)
     data = await prepared_copy(deps, license, product, version, license_key)
     return Download(data, version.label, version.format)
+
+
+SCRIPT_SUFFIXES = (".luau", ".lua")
+
+
+def leaked_scripts(deps: Deps, name: str, data: bytes) -> list[tuple[str, str]]:
+    """The (path, source) scripts of a leaked file: the file itself when it is named as a
+    Luau script, else every script of a model file (either format, told apart by content)."""
+    if name.lower().endswith(SCRIPT_SUFFIXES):
+        return [(name, data.decode("utf-8", errors="replace"))]
+    try:
+        model = deps.models.read(data)
+    except ModelFormatError as error:
+        raise InvalidRequest(f"{name} is neither a model file nor a .luau or .lua script "
+                             f"({error.reason})", "file") from None
+    return [(where, text) for where, _, text in script_texts(model) if text is not None]
+
+
+async def trace_leak(deps: Deps, studio_id: str | None, product_id: str, name: str,
+                     data: bytes) -> Trace | None:
+    """Which license of the product a leaked file was made for, with the evidence. Every
+    license the product ever had is a candidate, revoked ones too (a copy may have leaked
+    before): the secret its copies were made with, and its key where it still has one.
+    `studio_id` None is the operator, who may trace any product."""
+    async with deps.storage.transaction() as tx:
+        product = await tx.product_by_id(product_id)
+        if product is None or (studio_id is not None and product.studio_id != studio_id):
+            raise NotFound("no such product")
+        licenses = (await tx.licenses_of_product(product_id, None, None)).items
+    scripts = leaked_scripts(deps, name, data)
+    candidates = [
+        Candidate(lic.id, license_secret(deps, lic),
+                  None if lic.key_ciphertext is None
+                  else deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
+        for lic in licenses]
+    return await deps.offload(lambda: deps.protector.trace(scripts, candidates))

@@ -13,8 +13,9 @@ from licore.errors import LicoreError, NotFound
 from licore.licenses import LicenseEvent
 from licore.model import Alert, ApiKey, License, Product, Studio, Version
 from licore.ports import ConnectedApp
+from licore.protection import Trace
 from licore.scopes import Permission
-from licore.services import device, operator, packages, partner
+from licore.services import builds, device, operator, packages, partner
 from licore.services.deps import Deps
 
 ALERTS_SHOWN = 200
@@ -152,6 +153,19 @@ async def publish(deps: Deps, seat: Seat, product_id: str, version_id: str) -> d
     seat.require(Permission.MANAGE_PRODUCTS)
     return await packages.publish(deps, seat.acting_key(deps.clock.now()),
                                   {"product_id": product_id, "version_id": version_id})
+
+
+async def trace_leak(deps: Deps, seat: Seat, product_id: str, name: str,
+                     data: bytes) -> tuple[Trace, License] | None:
+    """Which of the product's licenses a leaked file was made for, and that license."""
+    seat.require(Permission.MANAGE_LICENSES)
+    found = await builds.trace_leak(deps, seat.studio.id, product_id, name, data)
+    if found is None:
+        return None
+    async with deps.storage.transaction() as tx:
+        license = await tx.license_by_id(found.license_id)
+    assert license is not None
+    return found, license
 
 
 async def change_license(deps: Deps, seat: Seat, product_id: str, user: str,
