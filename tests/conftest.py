@@ -20,7 +20,6 @@ from adapters_storage import PostgresStorage, SqliteStorage
 
 PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
 def _postgres_or_skip() -> None:

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "test-data" / "rbx-test-files"
+from tests.support.shared import CORPUS
+
 BINARIES = sorted(p for sub in ("models", "places") for p in (CORPUS / sub).rglob("*")
                   if p.suffix in (".rbxm", ".rbxl"))
 

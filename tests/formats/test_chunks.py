@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from adapters_formats.chunks import read_framing
 from licore.builds.errors import ModelFormatError
+from tests.support.shared import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "test-data" / "rbx-test-files"
 BINARIES = sorted(p for sub in ("models", "places") for p in (CORPUS / sub).rglob("*")
                   if p.suffix in (".rbxm", ".rbxl"))
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from adapters_formats.detect import ModelFormat, detect
 from licore.builds.errors import ModelFormatError
+from tests.support.shared import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "test-data" / "rbx-test-files"
 _KINDS = {".rbxm": ModelFormat.BINARY, ".rbxl": ModelFormat.BINARY,
           ".rbxmx": ModelFormat.XML, ".rbxlx": ModelFormat.XML}
 FILES = sorted(p for sub in ("models", "places") for p in (CORPUS / sub).rglob("*")

@@ -17,8 +17,9 @@ from adapters_formats.xml_reader import read_xml
 from adapters_formats.xml_writer import write_xml
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
-from tests.formats.corpus import CORPUS, label
+from tests.formats.corpus import label
 from tests.formats.strategies import models
+from tests.support.shared import CORPUS
 from tests.support.trees import canonical
 
 XMLS = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".rbxmx", ".rbxlx"))
