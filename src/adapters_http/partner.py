@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -12,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.bodies import bearer, read_bytes, read_json
-from adapters_http.responses import JSONResponse
+from adapters_http.responses import JSONResponse, file_response
 from licore import scopes as sc
 from licore.errors import InvalidToken
 from licore.licenses import LicenseEvent
@@ -59,19 +58,8 @@ async def _upload(deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
     return await packages.upload_version(deps, key, request.query_params, data)
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
-_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
-_SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
-
-
 async def _download(deps: Deps, key: ApiKey, request: Request) -> Response:
-    got = await builds.download(deps, key, request.query_params)
-    name = f"{_SAFE.sub('', got.version) or 'build'}.{_SUFFIX[got.format]}"
-    return Response(got.data, media_type=_MEDIA[got.format], headers={
-        "X-Service-Version": got.version,
-        "Content-Disposition": f'attachment; filename="{name}"',
-        "Cache-Control": "private, no-store",
-    })
+    return file_response(await builds.download(deps, key, request.query_params))
 
 
 def _pause(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:

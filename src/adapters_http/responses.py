@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import cattrs
 from starlette.responses import Response
 
 from licore.errors import InsufficientScope, InvalidToken, LicoreError, RateLimited, SlowDown
+from licore.services.builds import Download
 
 converter = cattrs.Converter()
 
@@ -38,3 +40,18 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
         headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope"{scope}'
     headers.setdefault("Cache-Control", "no-store")
     return JSONResponse(body, status_code=error.status, headers=headers)
+
+
+_UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._+-]")
+_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
+_SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
+
+
+def file_response(got: Download) -> Response:
+    """A buyer's copy as a file: named after its version label, never cached by others."""
+    name = f"{_UNSAFE_IN_NAME.sub('', got.version) or 'build'}.{_SUFFIX[got.format]}"
+    return Response(got.data, media_type=_MEDIA[got.format], headers={
+        "X-Service-Version": got.version,
+        "Content-Disposition": f'attachment; filename="{name}"',
+        "Cache-Control": "private, no-store",
+    })

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
@@ -18,12 +19,7 @@ def routes(deps: Deps) -> list[Route]:
         return page(ctx.request, ctx.visitor, "library.html", owned=owned)
 
     async def download(ctx: Ctx) -> Response:
-        got = await person.download(deps, ctx.account, ctx.param("product_id"))
-        suffix = "rbxm" if got.format == "binary" else "rbxmx"
-        name = "".join(c for c in got.version if c.isalnum() or c in "._+-") or "build"
-        return Response(got.data, media_type="application/octet-stream", headers={
-            "X-Service-Version": got.version, "Cache-Control": "private, no-store",
-            "Content-Disposition": f'attachment; filename="{name}.{suffix}"'})
+        return file_response(await person.download(deps, ctx.account, ctx.param("product_id")))
 
     async def apps(ctx: Ctx) -> Response:
         connected = await person.own_apps(deps, ctx.account)
