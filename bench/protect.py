@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +24,7 @@ from tests.protection.vm import run  # noqa: E402
 
 from adapters_protection.luau_protector import LuauProtector  # noqa: E402
 from adapters_protection.syntax import parser  # noqa: E402
+from bench.timing import best  # noqa: E402
 from licore.protection import ProtectionSettings, parse_protection_settings  # noqa: E402
 
 MIB = 1024 * 1024
@@ -63,15 +62,6 @@ def one_script(size: int) -> str:
     return "\n".join(parts)
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__)
     args.add_argument("--repeat", type=int, default=3)
@@ -89,7 +79,7 @@ def main() -> None:
             for _, source in scripts:
                 ts.parse(source.encode())
 
-        t_parse = _best(parse, opts.repeat)
+        t_parse = best(parse, opts.repeat)
         for preset in PRESETS:
             rules = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
             outputs: list[str] = []
@@ -98,7 +88,7 @@ def main() -> None:
                         rules: ProtectionSettings = rules, outputs: list[str] = outputs) -> None:
                 outputs[:] = [protector.protect(p, s, rules, SECRET) for p, s in scripts]
 
-            t_protect = _best(protect, opts.repeat)
+            t_protect = best(protect, opts.repeat)
             size_out = sum(len(o.encode()) for o in outputs)
             if shape == "one script":
                 assert run(outputs[0]) == run(scripts[0][1]), f"{preset}: output differs"

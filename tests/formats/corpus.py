@@ -16,3 +16,19 @@ def twin(binary: Path) -> Path:
 
 def label(path: Path) -> str:
     return str(path.resolve().relative_to(CORPUS.resolve()))
+
+
+DAMAGE = ("truncate", "flip", "insert")
+
+
+def damaged(data: bytes, where: int, byte: int, how: str) -> bytes:
+    """`data` cut short at `where`, with the byte there flipped, or with a byte put in."""
+    out = bytearray(data)
+    where %= len(out)
+    if how == "truncate":
+        del out[where:]
+    elif how == "flip":
+        out[where] ^= byte or 1
+    else:
+        out[where:where] = bytes([byte])
+    return bytes(out)

@@ -19,7 +19,7 @@ from adapters_formats.binary_writer import write_binary
 from adapters_formats.chunks import MAX_TOTAL_DECOMPRESSED, chunk_bytes, file_bytes
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop
-from tests.formats.corpus import BINARIES
+from tests.formats.corpus import BINARIES, DAMAGE, damaged
 from tests.support.hostile_models import folders, zstd_bomb
 
 SMALL = [p for p in BINARIES if p.stat().st_size < 20_000]
@@ -27,19 +27,11 @@ SMALL = [p for p in BINARIES if p.stat().st_size < 20_000]
 
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(SMALL), st.integers(0, 10**6), st.integers(0, 255),
-       st.sampled_from(["truncate", "flip", "insert"]))
+       st.sampled_from(DAMAGE))
 def test_any_damage_gives_a_model_or_model_format_error(
         path: Path, where: int, byte: int, how: str) -> None:
-    data = bytearray(path.read_bytes())
-    where %= len(data)
-    if how == "truncate":
-        del data[where:]
-    elif how == "flip":
-        data[where] ^= byte or 1
-    else:
-        data[where:where] = bytes([byte])
     with contextlib.suppress(ModelFormatError):
-        read_binary(bytes(data))
+        read_binary(damaged(path.read_bytes(), where, byte, how))
 
 
 def test_bad_magic_is_refused() -> None:

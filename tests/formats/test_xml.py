@@ -17,7 +17,7 @@ from adapters_formats.xml_reader import read_xml
 from adapters_formats.xml_writer import write_xml
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
-from tests.formats.corpus import label
+from tests.formats.corpus import DAMAGE, damaged, label
 from tests.formats.strategies import models
 from tests.support.shared import CORPUS
 from tests.support.trees import canonical
@@ -178,16 +178,8 @@ SMALL_XMLS = [p for p in XMLS if p.stat().st_size < 30_000]
 
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(SMALL_XMLS), st.integers(0, 10**6), st.integers(0, 255),
-       st.sampled_from(["truncate", "flip", "insert"]))
+       st.sampled_from(DAMAGE))
 def test_any_damage_gives_a_model_or_model_format_error(
         path: Path, where: int, byte: int, how: str) -> None:
-    data = bytearray(path.read_bytes())
-    where %= len(data)
-    if how == "truncate":
-        del data[where:]
-    elif how == "flip":
-        data[where] ^= byte or 1
-    else:
-        data[where:where] = bytes([byte])
     with contextlib.suppress(ModelFormatError):
-        read_xml(bytes(data))
+        read_xml(damaged(path.read_bytes(), where, byte, how))
