@@ -33,17 +33,33 @@ def session_key(license_key: str, nonce: str) -> bytes:
     return hmac.new(license_key.encode(), b"sk|" + nonce.encode(), hashlib.sha256).digest()
 
 
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+
+
 def keystream(key: bytes, nonce: str, length: int) -> bytes:
     """Concatenated blocks HMAC(sessionKey, nonce+"|"+i), cut to `length` bytes."""
-    # One keyed object copied per block skips re-deriving the HMAC pads each time.
-    base = hmac.new(key, nonce.encode() + b"|", hashlib.sha256)
+    # HMAC by hand (RFC 2104) over two prepared SHA-256 states: the inner state has taken
+    # the padded key and the nonce, the outer one the padded key, so each block costs two
+    # state copies and two short updates, with no Python-level HMAC object per block.
+    if len(key) > 64:
+        key = hashlib.sha256(key).digest()
+    padded = key.ljust(64, b"\0")
+    inner = hashlib.sha256(padded.translate(_IPAD))
+    inner.update(nonce.encode() + b"|")
+    outer = hashlib.sha256(padded.translate(_OPAD))
+    inner_copy, outer_copy = inner.copy, outer.copy
+
+    def block(counter: bytes) -> bytes:
+        h = inner_copy()
+        h.update(counter)
+        o = outer_copy()
+        o.update(h.digest())
+        return o.digest()
+
     blocks = (length + _BLOCK - 1) // _BLOCK
-    out = bytearray()
-    for i in range(blocks):
-        h = base.copy()
-        h.update(str(i).encode())
-        out += h.digest()
-    return bytes(out[:length])
+    stream = b"".join(map(block, [b"%d" % i for i in range(blocks)]))
+    return stream[:length] if len(stream) != length else stream
 
 
 def _xor(data: bytes, stream: bytes) -> bytes:
@@ -54,8 +70,9 @@ def _xor(data: bytes, stream: bytes) -> bytes:
 
 
 def _tag(key: bytes, nonce: str, cipher_hex: str) -> str:
-    msg = (nonce + "|tag|" + cipher_hex).encode()
-    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+    mac = hmac.new(key, (nonce + "|tag|").encode(), hashlib.sha256)
+    mac.update(cipher_hex.encode())
+    return mac.hexdigest()
 
 
 def seal(license_key: str, nonce: str, plaintext: bytes) -> Sealed:
