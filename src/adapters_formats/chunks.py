@@ -57,8 +57,21 @@ def _decompress(payload: bytes, size: int) -> bytes:
     return bytes(out)
 
 
-def read_framing(data: bytes) -> Framing:
-    """Split a binary model into decompressed chunks; refuse malformed input."""
+@attrs.frozen
+class StoredChunk:
+    """A chunk's place in the file, its limits checked, its payload not yet inflated."""
+
+    name: bytes
+    start: int  # where the chunk header begins
+    body: int  # where the stored payload begins
+    end: int
+    compressed: bool
+    size: int  # decompressed size, from the header
+
+
+def scan_framing(data: bytes) -> tuple[int, int, int, list[StoredChunk]]:
+    """Header counts and every chunk's place, checked against the size and ratio limits
+    before anything is inflated; refuse malformed input."""
     if not data.startswith(BINARY_MAGIC):
         raise ModelFormatError("missing binary model magic")
     pos = len(BINARY_MAGIC)
@@ -68,7 +81,7 @@ def read_framing(data: bytes) -> Framing:
     if classes < 0 or instances < 0:
         raise ModelFormatError("negative class or instance count")
     pos += _HEADER.size
-    chunks: list[Chunk] = []
+    chunks: list[StoredChunk] = []
     total = 0
     while True:
         if len(data) < pos + _CHUNK.size:
@@ -83,12 +96,24 @@ def read_framing(data: bytes) -> Framing:
             raise ModelFormatError("decompressed size exceeds the limit")
         if clen and ulen > max(clen, 64) * MAX_RATIO:
             raise ModelFormatError("chunk compression ratio is implausible")
-        payload = data[start:start + stored]
-        body = _decompress(payload, ulen) if clen else payload
-        chunks.append(Chunk(name=name, data=body, raw=data[pos:start + stored]))
+        chunks.append(StoredChunk(name, pos, start, start + stored, bool(clen), ulen))
         pos = start + stored
         if name == b"END\x00":
-            return Framing(version, classes, instances, tuple(chunks))
+            return version, classes, instances, chunks
+
+
+def inflate(data: bytes, chunk: StoredChunk) -> bytes:
+    """A scanned chunk's payload, decompressed and held to the size its header promised."""
+    payload = data[chunk.body:chunk.end]
+    return _decompress(payload, chunk.size) if chunk.compressed else payload
+
+
+def read_framing(data: bytes) -> Framing:
+    """Split a binary model into decompressed chunks; refuse malformed input."""
+    version, classes, instances, stored = scan_framing(data)
+    chunks = tuple(Chunk(name=c.name, data=inflate(data, c), raw=data[c.start:c.end])
+                   for c in stored)
+    return Framing(version, classes, instances, chunks)
 
 
 def chunk_bytes(name: bytes, data: bytes, *, compress: bool = True) -> bytes:

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import attrs
+
 from adapters_formats.binary_reader import read_binary
+from adapters_formats.binary_sources import (
+    Unusual,
+    read_binary_sources,
+    write_binary_sources,
+)
 from adapters_formats.binary_writer import write_binary
 from adapters_formats.detect import ModelFormat, detect
 from adapters_formats.xml_reader import read_xml
+from adapters_formats.xml_sources import read_xml_sources, write_xml_sources
 from adapters_formats.xml_writer import write_xml
-from licore.builds.tree import Model
+from licore.builds.tree import Instance, Model, ScriptSource, Sources, set_source, source_of
+
+
+@attrs.define(eq=False)
+class _WholeTree:
+    """The fallback for a file the source-only readers do not handle: the full tree."""
+
+    model: Model
+    scripts: list[Instance]
 
 
 class RobloxModelCodec:
@@ -18,3 +34,24 @@ class RobloxModelCodec:
 
     def write(self, model: Model) -> bytes:
         return write_binary(model) if model.format == "binary" else write_xml(model)
+
+    def read_sources(self, data: bytes) -> Sources:
+        binary = detect(data) is ModelFormat.BINARY
+        try:
+            return read_binary_sources(data) if binary else read_xml_sources(data)
+        except Unusual:
+            model = self.read(data)
+            found = list(model.scripts())
+            return Sources(model.format, [ScriptSource(path, source_of(s)) for path, s in found],
+                           _WholeTree(model, [s for _, s in found]))
+
+    def write_sources(self, build: Sources) -> bytes:
+        handle = build.handle
+        if isinstance(handle, _WholeTree):
+            for instance, script in zip(handle.scripts, build.scripts, strict=True):
+                if script.source != source_of(instance):
+                    set_source(instance, script.source)
+            return self.write(handle.model)
+        if build.format == "binary":
+            return write_binary_sources(build)
+        return write_xml_sources(build)

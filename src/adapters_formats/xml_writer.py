@@ -223,6 +223,11 @@ class _Writer:
         raise ModelFormatError(f"a property of type {t} has no XML form")
 
 
+def property_element(name: str, prop: Prop) -> str:
+    """One property as its element, as `write_xml` writes it (for splicing into a file)."""
+    return _Writer().prop(name, prop)
+
+
 # Tree type -> the element name Roblox uses, where they differ.
 _TAGS = {"ContentId": "ContentId", "Bool": "bool", "Int32": "int", "Int64": "int64",
          "BrickColor": "int", "Enum": "token", "Float32": "float", "Float64": "double",

@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from licore.builds.tree import Model
+from licore.builds.tree import Model, Sources
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState
 from licore.model import (
@@ -234,6 +234,15 @@ class ModelCodec(Protocol):
 
     def write(self, model: Model) -> bytes:
         """The file, in the format `model.format` names."""
+        ...
+
+    def read_sources(self, data: bytes) -> Sources:
+        """Only the script sources (and the names on their paths), or ModelFormatError."""
+        ...
+
+    def write_sources(self, build: Sources) -> bytes:
+        """The file `read_sources` read, with the scripts' sources as `build` now holds
+        them and every other part as it was."""
         ...
 
 

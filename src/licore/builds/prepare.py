@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from licore.builds.tree import Instance, Model, set_source, source_of
+from licore.builds.tree import Instance, Model, Sources, set_source, source_of
 from licore.model import VersionScript
 from licore.protection import (
     ProtectionFailed,
@@ -48,23 +48,42 @@ def check_protection(model: Model, settings: ProtectionSettings,
     return problems + protector.check(scripts, settings)
 
 
+def buyer_source(path: str, source: bytes, placeholder: str, license_key: str,
+                 settings: ProtectionSettings, protector: Protector,
+                 license_secret: bytes) -> bytes:
+    """One script's source in the buyer's copy: the key injected, then the rules applied."""
+    token = placeholder.encode()
+    if token in source:
+        source = source.replace(token, license_key.encode())
+    if not settings.transforms_for(path):
+        return source
+    try:
+        text = source.decode("utf-8")
+        protected = protector.protect(path, text, settings, license_secret)
+    except ProtectionFailed:
+        raise
+    except Exception as err:  # any failure: no copy rather than a half-protected one
+        raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
+    return protected.encode("utf-8")
+
+
 def buyer_copy(model: Model, placeholder: str, license_key: str, settings: ProtectionSettings,
                protector: Protector, license_secret: bytes) -> Model:
     """Inject the key into every script Source, then apply the rules; changes `model`."""
-    token, key = placeholder.encode(), license_key.encode()
-    for path, script, _ in script_texts(model):
+    for path, script in model.scripts():
         source = source_of(script)
-        if token in source:
-            source = source.replace(token, key)
-            set_source(script, source)
-        if not settings.transforms_for(path):
-            continue
-        try:
-            text = source.decode("utf-8")
-            protected = protector.protect(path, text, settings, license_secret)
-        except ProtectionFailed:
-            raise
-        except Exception as err:  # any failure: no copy rather than a half-protected one
-            raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
-        set_source(script, protected.encode("utf-8"))
+        changed = buyer_source(path, source, placeholder, license_key, settings, protector,
+                               license_secret)
+        if changed != source:
+            set_source(script, changed)
     return model
+
+
+def buyer_sources(build: Sources, placeholder: str, license_key: str,
+                  settings: ProtectionSettings, protector: Protector,
+                  license_secret: bytes) -> Sources:
+    """`buyer_copy` over a build read as its sources only; changes `build`."""
+    for script in build.scripts:
+        script.source = buyer_source(script.path, script.source, placeholder, license_key,
+                                     settings, protector, license_secret)
+    return build

@@ -130,3 +130,22 @@ def source_of(script: Instance) -> bytes:
 def set_source(script: Instance, source: bytes) -> None:
     prop = script.properties["Source"]
     script.properties["Source"] = Prop(prop.type, source)
+
+
+@attrs.define(eq=False)
+class ScriptSource:
+    """One script of a build, by its path of names, with its `Source` as bytes."""
+
+    path: str
+    source: bytes
+
+
+@attrs.define(eq=False)
+class Sources:
+    """A build read only as far as its script sources. Key injection and the seller's rules
+    change nothing else, so the codec writes every other byte back as it was read; `handle`
+    is the codec's own record of where the sources sit in the file."""
+
+    format: str
+    scripts: list[ScriptSource]
+    handle: object = attrs.field(repr=False)

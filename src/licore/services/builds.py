@@ -11,7 +11,7 @@ import attrs
 
 from licore import licenses as lic
 from licore.builds.errors import ModelFormatError
-from licore.builds.prepare import buyer_copy, script_texts
+from licore.builds.prepare import buyer_sources, script_texts
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import ApiKey, License, Product, Version
 from licore.ports import Transaction
@@ -50,10 +50,11 @@ async def prepared_copy(deps: Deps, license: License, product: Product, version:
     settings = parse_protection_settings(json.loads(product.protection))
 
     def prepare() -> bytes:
-        model = deps.models.read(data)
-        buyer_copy(model, product.placeholder, license_key, settings, deps.protector,
-                   license_secret(deps, license))
-        return deps.models.write(model)
+        # Only the scripts' sources are read and rewritten; the rest goes through as bytes.
+        build = deps.models.read_sources(data)
+        buyer_sources(build, product.placeholder, license_key, settings, deps.protector,
+                      license_secret(deps, license))
+        return deps.models.write_sources(build)
 
     try:
         copy = await deps.offload(prepare)
