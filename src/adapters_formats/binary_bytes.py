@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from itertools import accumulate
 
 from licore.builds.errors import ModelFormatError
 
@@ -126,12 +127,7 @@ def write_floats(values: Sequence[float]) -> bytes:
 
 def read_refs(cur: Cursor, n: int) -> list[int]:
     """Referents: zig-zag, interleaved, and each one a difference from the one before."""
-    out: list[int] = []
-    total = 0
-    for delta in read_i32s(cur, n):
-        total += delta
-        out.append(total)
-    return out
+    return list(accumulate(read_i32s(cur, n)))
 
 
 def write_refs(values: Sequence[int]) -> bytes:

@@ -152,13 +152,12 @@ def _parents(data: bytes, class_of: dict[int, int]) -> dict[int, int]:
     n = cur.count(8)
     children, parents = read_refs(cur, n), read_refs(cur, n)
     cur.end()
-    out: dict[int, int] = {}
-    for child, owner in zip(children, parents, strict=True):
-        if child not in class_of or child in out:
-            raise ModelFormatError(f"PRNT names unknown or repeated child {child}")
-        if owner != -1 and owner not in class_of:
-            raise ModelFormatError(f"PRNT names unknown parent {owner}")
-        out[child] = owner
+    out = dict(zip(children, parents, strict=True))
+    # Set operations rather than a loop: this is the one column as long as the file.
+    if len(out) != n or not out.keys() <= class_of.keys():
+        raise ModelFormatError("PRNT names an unknown or repeated child")
+    if not (set(parents) - {-1}) <= class_of.keys():
+        raise ModelFormatError("PRNT names an unknown parent")
     return out
 
 
