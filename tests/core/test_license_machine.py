@@ -34,8 +34,8 @@ class LicenseMachine(RuleBasedStateMachine):
         self.old_digests: set[str] = set()
 
     async def _add(self, draft: Product) -> Product:
-        async with self.w.deps.storage.transaction() as tx:
-            return await tx.add_product(draft, "p")
+        async with self.w.deps.storage.unit_of_work() as uow:
+            return await uow.products.add(draft, "p")
 
     def teardown(self) -> None:
         self.w.close()
@@ -74,8 +74,8 @@ class LicenseMachine(RuleBasedStateMachine):
 
     def _stored(self, pid: str, user: str) -> License | None:
         async def read() -> License | None:
-            async with self.w.deps.storage.transaction() as tx:
-                return await tx.license_for(pid, user)
+            async with self.w.deps.storage.unit_of_work() as uow:
+                return await uow.licenses.for_user(pid, user)
 
         return self.w.run(read())
 
@@ -103,8 +103,8 @@ class LicenseMachine(RuleBasedStateMachine):
     @invariant()
     def a_replaced_or_cleared_key_finds_no_license(self) -> None:
         async def find(digest: str) -> License | None:
-            async with self.w.deps.storage.transaction() as tx:
-                return await tx.license_by_key_digest(digest)
+            async with self.w.deps.storage.unit_of_work() as uow:
+                return await uow.licenses.by_key_digest(digest)
 
         for digest in self.old_digests:
             assert self.w.run(find(digest)) is None
