@@ -93,7 +93,7 @@ def read_xml_sources(data: bytes) -> Sources:
     reading: list[object] = []
     text: list[str] = []
 
-    def refuse_dtd(*_: object) -> None:
+    def refuse_dtd(*_: object) -> int:
         raise _Bad("XML declares a document type or entities, which model files never do")
 
     def start(tag: str, attrs_: dict[str, str]) -> None:

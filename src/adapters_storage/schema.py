@@ -177,6 +177,10 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX versions_product ON versions(product_id, id)",
         "CREATE INDEX prepared_copies_license ON prepared_copies(license_id)",
     ],
+    [
+        # A copy's /update nodes, made once per copy (docs/instances.md).
+        "ALTER TABLE prepared_copies ADD COLUMN nodes {blob}",
+    ],
 ]
 
 

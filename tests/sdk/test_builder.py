@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,7 @@ def build(sdk: LuauSdk, nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any
 
 
 def test_every_property_encoding_builds_the_value_it_documents(sdk: LuauSdk) -> None:
-    nodes = to_nodes(every_type_model())
+    nodes = to_nodes(every_type_model(), compact=False)
     back, skipped = build(sdk, nodes)
     paths = _paths(nodes)
     assert back == [_normal(_expected(n, paths)) for n in nodes]
@@ -142,13 +143,49 @@ def test_every_property_encoding_builds_the_value_it_documents(sdk: LuauSdk) -> 
 
 
 def test_a_product_build_rebuilds_with_its_tree_shape(sdk: LuauSdk) -> None:
-    nodes = to_nodes(product_model())
+    nodes = to_nodes(product_model(), compact=False)
     back, skipped = build(sdk, nodes)
     assert skipped == []
     folder = back[0]
     assert [c["Name"] for c in folder["Children"]] == [c["Name"] for c in nodes[0]["Children"]]
     assert folder["Children"][0]["Properties"]["Source"].startswith("-- The product")
     assert folder["Children"][-1]["Properties"]["Value"] == {"type": "Ref", "value": "1/3"}
+
+
+def _f32(value: Any) -> Any:
+    """Numbers as float32 (the compact form writes a float32 with its shortest digits), and a
+    CFrame given by its position only as the full twelve (identity rotation)."""
+    if isinstance(value, dict):
+        if value.get("type") == "CFrame" and len(value.get("value") or ()) == 3:
+            value = {**value, "value": [*value["value"], 1, 0, 0, 0, 1, 0, 0, 0, 1]}
+        return {k: _f32(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_f32(v) for v in value]
+    if isinstance(value, float) and math.isfinite(value) and abs(value) < 3e38:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def test_compact_nodes_build_what_tagged_nodes_build(sdk: LuauSdk) -> None:
+    model = every_type_model()
+    tagged, tagged_skipped = build(sdk, to_nodes(model, compact=False))
+    compact, compact_skipped = build(sdk, to_nodes(model))
+    assert compact_skipped == tagged_skipped
+    assert _f32(compact) == _f32(tagged)
+
+
+def test_class_defaults_are_left_out_and_the_builder_keeps_them(sdk: LuauSdk) -> None:
+    part = Instance("Part", "p", {"Name": Prop("String", b"P"),
+                                  "Anchored": Prop("Bool", False),
+                                  "Transparency": Prop("Float32", 0.0),
+                                  "Reflectance": Prop("Float32", 0.5),
+                                  "CanCollide": Prop("Bool", False)})
+    nodes = to_nodes(Model("binary", [part]))
+    assert nodes[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}
+    back, _ = build(sdk, nodes)
+    assert back[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}
 
 
 def test_base64_decoding_matches_python(sdk: LuauSdk) -> None:

@@ -113,8 +113,22 @@ class SqlPreparedCopies(Repository):
         await self.db.run(
             "INSERT INTO prepared_copies (version_id, license_id, key_generation, data) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (version_id, license_id) DO UPDATE SET "
-            "key_generation = excluded.key_generation, data = excluded.data",
+            "key_generation = excluded.key_generation, data = excluded.data, nodes = NULL",
             [version_id, license_id, key_generation, data])
+
+    async def nodes(self, version_id: str, license_id: str,
+                    key_generation: int) -> bytes | None:
+        rows = await self.db.rows(
+            "SELECT nodes FROM prepared_copies WHERE version_id = ? AND license_id = ? "
+            "AND key_generation = ?", [version_id, license_id, key_generation])
+        return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    async def put_nodes(self, version_id: str, license_id: str, key_generation: int,
+                        copy: bytes, nodes: bytes) -> None:
+        await self.db.run(
+            "UPDATE prepared_copies SET nodes = ? WHERE version_id = ? AND license_id = ? "
+            "AND key_generation = ? AND data = ?",
+            [nodes, version_id, license_id, key_generation, copy])
 
     async def drop(self, *, license_id: str | None = None,
                    product_id: str | None = None) -> None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import base64
 import math
+import struct
 from typing import Any
 
+from licore.builds.defaults import is_class_default
 from licore.builds.tree import Instance, Model, Prop, Raw
 
 _PLAIN_NUMBERS = frozenset({"Int32", "Int64", "Float32", "Float64"})
@@ -82,6 +84,71 @@ def _tagged(prop: Prop, ids: dict[str, str]) -> Any:
     return {"type": t, "value": _numbers(v)}
 
 
+# Compact form: a tagged value is an array, its type first. These types carry one value after
+# it; every other type's value list is spread after the type.
+_SCALAR = frozenset({"BinaryString", "SharedString", "NetAssetRef", "BrickColor", "Enum",
+                     "Ref", "SecurityCapabilities", "Font", "Content", "Float32", "Float64",
+                     "Int32", "Int64"})
+_DOUBLES = frozenset({"Float64", "Int64", "Int32"})
+_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+_F32 = struct.Struct("<f")
+_short_cache: dict[float, float] = {}
+
+
+def _short(x: float) -> float:
+    """The float64 with the fewest digits that is still the same float32: a value read
+    from a float32 field is only that precise, and the rest is noise in the JSON."""
+    hit = _short_cache.get(x)
+    if hit is not None:
+        return hit
+    if not math.isfinite(x) or x == 0.0:
+        return x
+    target = _F32.pack(x)
+    for digits in (6, 7, 8):
+        shorter = float(f"{x:.{digits}g}")
+        if _F32.pack(shorter) == target:
+            break
+    else:
+        shorter = x
+    if len(_short_cache) < 65536:
+        _short_cache[x] = shorter
+    return shorter
+
+
+def _compact_numbers(value: Any, doubles: bool) -> Any:
+    if isinstance(value, tuple | list):
+        return [_compact_numbers(v, doubles) for v in value]
+    if isinstance(value, float):
+        return _number(value if doubles else _short(value))
+    return value
+
+
+def _compact(prop: Prop, ids: dict[str, str]) -> Any:
+    """The compact form of one value (docs/instances.md): plain JSON where the tagged form
+    is plain, else an array `[type, ...]`, float32 numbers with their shortest digits, and
+    a CFrame without rotation as its position only."""
+    t, v = prop.type, prop.value
+    if isinstance(v, Raw):
+        return ["Raw", _b64(v.data), v.origin, v.type_id]
+    if t in ("Float32", "Float64"):
+        if not math.isfinite(v):
+            return [t, _number(v)]
+        return v if t == "Float64" else _short(v)
+    tagged = _tagged(prop, ids)
+    if not isinstance(tagged, dict):
+        return tagged
+    value = tagged["value"]
+    if t in _SCALAR:
+        return [t, value]
+    if t in ("CFrame", "OptionalCFrame") and v is not None and tuple(v[3:]) == _IDENTITY:
+        v = v[:3]
+    if isinstance(v, tuple | list) and t not in ("Faces", "Axes"):
+        return [t, *_compact_numbers(v, t in _DOUBLES)]
+    if isinstance(value, list):
+        return [t, *value]
+    return [t, value]
+
+
 def _targets(model: Model) -> dict[str, str]:
     """Referents some Ref or Content points at, each given a short, path-free node Id."""
     wanted: list[str] = []
@@ -97,7 +164,10 @@ def _targets(model: Model) -> dict[str, str]:
     return ids
 
 
-def to_nodes(model: Model) -> list[dict[str, Any]]:
+def to_nodes(model: Model, *, compact: bool = True) -> list[dict[str, Any]]:
+    """The compact form (the default): compact values, and no property whose value is its
+    class's default; or, with `compact=False`, every property in the tagged object form that
+    SDKs before the compact form read (docs/instances.md)."""
     ids = _targets(model)
     out: list[dict[str, Any]] = []
     # Iterative, so a deep tree cannot exhaust the interpreter's stack.
@@ -109,8 +179,12 @@ def to_nodes(model: Model) -> list[dict[str, Any]]:
         node: dict[str, Any] = {
             "ClassName": inst.class_name,
             "Name": inst.name,
-            "Properties": {k: _tagged(p, ids) for k, p in sorted(inst.properties.items())
-                           if k != "Name"},
+            "Properties": (
+                {k: _compact(p, ids) for k, p in sorted(inst.properties.items())
+                 if k != "Name" and not is_class_default(inst.class_name, k, p)}
+                if compact else
+                {k: _tagged(p, ids) for k, p in sorted(inst.properties.items())
+                 if k != "Name"}),
             "Children": [],
         }
         if inst.referent in ids:

@@ -12,7 +12,7 @@ import attrs
 from licore import runtime as rt
 from licore.builds.nodes import to_nodes
 from licore.errors import InvalidRequest, RateLimited
-from licore.model import Alert
+from licore.model import Alert, License, Product, Version
 from licore.ports import UnitOfWork
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import seal
@@ -173,10 +173,36 @@ async def version(deps: Deps, body: object, ip: str) -> dict[str, Any]:
             "fileId": product.current_version_id or ""}
 
 
-def _seal(key: str, nonce: str, payload: dict[str, Any]) -> dict[str, str]:
-    sealed = seal(key, nonce, json.dumps(payload, separators=(",", ":"),
-                                         ensure_ascii=False).encode())
-    return {"cipher": sealed.cipher, "tag": sealed.tag}
+def _nodes_form(body: Mapping[str, Any]) -> bool:
+    """True for the compact nodes (the default), False for `"nodes": "tagged"`."""
+    form = body.get("nodes", "compact")
+    if form == "compact":
+        return True
+    if form == "tagged":
+        return False
+    raise Malformed("nodes")
+
+
+async def _nodes_json(deps: Deps, lic: License, product: Product, version: Version,
+                      key: str, compact: bool) -> bytes:
+    """The copy's nodes as JSON text. The compact ones are made once per copy and kept
+    beside it, so a repeat `/update` only seals; the tagged ones are made each time."""
+    if compact:
+        async with deps.storage.unit_of_work() as uow:
+            kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation)
+        if kept is not None:
+            return kept
+    copy = await prepared_copy(deps, lic, product, version, key)
+
+    def make() -> bytes:
+        nodes = to_nodes(deps.models.read(copy), compact=compact)
+        return json.dumps(nodes, separators=(",", ":"), ensure_ascii=False).encode()
+
+    made = await deps.offload(make)
+    if compact:
+        async with deps.storage.unit_of_work() as uow:
+            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, copy, made)
+    return made
 
 
 async def update(deps: Deps, body: object, ip: str) -> dict[str, Any]:
@@ -186,22 +212,27 @@ async def update(deps: Deps, body: object, ip: str) -> dict[str, Any]:
     assert isinstance(body, dict)
     nonce = parse_nonce(body)
     current = _text(body, "current", required=False)
+    compact = _nodes_form(body)
     judged = await judge(deps, caller, ip, nonce)
     lic, product = judged.facts.license, judged.facts.product
     if not judged.ok or lic is None or product is None or product.current_version_id is None:
         return FAIL
     label = product.current_version or ""
     wanted = rt.wants_update(product.current_version, current)
-    instances: list[Any] = []
+    instances = b"[]"
     if wanted:
         async with deps.storage.unit_of_work() as uow:
             version = await uow.versions.by_id(product.current_version_id)
         if version is None:
             return FAIL
-        copy = await prepared_copy(deps, lic, product, version, caller.key)
-        instances = await deps.offload(lambda: to_nodes(deps.models.read(copy)))
-    payload = {"nonce": nonce, "version": label, "instances": instances}
-    return {"ok": True, "version": label, "update": wanted, **_seal(caller.key, nonce, payload)}
+        instances = await _nodes_json(deps, lic, product, version, caller.key, compact)
+    # The nodes are spliced in as the JSON text they are kept as, never parsed again.
+    head = json.dumps({"nonce": nonce, "version": label}, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+    plaintext = b"".join([head[:-1], b',"instances":', instances, b"}"])
+    sealed = await deps.offload(lambda: seal(caller.key, nonce, plaintext))
+    return {"ok": True, "version": label, "update": wanted,
+            "cipher": sealed.cipher, "tag": sealed.tag}
 
 
 SOURCE_MAX = 4 * 1024 * 1024
