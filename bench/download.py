@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import random
 import tempfile
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, script
 from tests.support.scenario import build_world, key_record
@@ -20,7 +23,10 @@ from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
 from bench.timing import best, best_async
 from licore.builds.tree import Instance, Model, Prop
+from licore.model import ApiKey
+from licore.ports import Storage
 from licore.services import builds, packages, partner
+from licore.services.deps import Deps
 
 TARGET_BYTES = 5 * 1024 * 1024
 SCRIPTS = 200
@@ -76,47 +82,88 @@ def build_model() -> bytes:
         add_parts(500)
 
 
+@attrs.frozen
+class World:
+    deps: Deps
+    storage: Storage
+    library_key: ApiKey
+    product_id: str
+    buyer: str  # the buyer's platform id
+
+
+async def published(data: bytes, db: Path) -> World:
+    """A fresh SQLite database with `data` published under a `minify` rule, granted to one
+    buyer."""
+    storage = open_storage(f"sqlite:///{db}")
+    await storage.migrate()
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    key = await key_record(deps, world.studio_key)
+    lib = await key_record(deps, world.library_key)
+    product = await partner.save_product(deps, key, {"title": "Bench"})
+    await packages.settings(deps, key, {"product_id": product["id"], "protection": {
+        "rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]}})
+    version = (await packages.upload_version(
+        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
+    await packages.publish(deps, key, {"product_id": product["id"],
+                                       "version_id": version["id"]})
+    await partner.grant(deps, key, {"product_id": product["id"],
+                                    "user": world.buyer.platform_id})
+    return World(deps, storage, lib, product["id"], world.buyer.platform_id)
+
+
+def peak_growth(fn: Callable[[], object]) -> float:
+    """Peak Python heap growth (MiB) while `fn` runs, by tracemalloc (slows it; run apart
+    from the timings)."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    finally:
+        tracemalloc.stop()
 
 
 async def main() -> None:
     data = build_model()
     codec = RobloxModelCodec()
-    baseline = best(lambda: codec.write(codec.read(data)), 3)
+
+    def full() -> bytes:
+        return codec.write(codec.read(data))
+
+    def untouched() -> bytes:
+        return codec.write_sources(codec.read_sources(data))
+
+    baseline = best(full, 3)
+    passthrough = best(untouched, 3)
     with tempfile.TemporaryDirectory() as tmp:
-        storage = open_storage(f"sqlite:///{Path(tmp) / 'bench.db'}")
-        await storage.migrate()
-        deps = make_deps(storage)
-        world = await build_world(deps)
-        key = await key_record(deps, world.studio_key)
-        lib = await key_record(deps, world.library_key)
-        product = await partner.save_product(deps, key, {"title": "Bench"})
-        await packages.settings(deps, key, {"product_id": product["id"], "protection": {
-            "rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]}})
-        version = (await packages.upload_version(
-            deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
-        await packages.publish(deps, key, {"product_id": product["id"],
-                                           "version_id": version["id"]})
-        await partner.grant(deps, key, {"product_id": product["id"],
-                                        "user": world.buyer.platform_id})
-        query = {"product_id": product["id"]}
+        w = await published(data, Path(tmp) / "bench.db")
+        query = {"product_id": w.product_id}
+
+        async def drop() -> None:
+            async with w.storage.unit_of_work() as uow:
+                await uow.copies.drop(product_id=w.product_id)
 
         async def cold() -> None:
-            async with storage.unit_of_work() as uow:
-                await uow.copies.drop(product_id=product["id"])
-            await builds.download(deps, lib, query)
+            await drop()
+            await builds.download(w.deps, w.library_key, query)
 
         t_cold = await best_async(cold, 3)
-        t_cached = await best_async(lambda: builds.download(deps, lib, query), 5)
-        await storage.close()
-    # The baseline again, after: the best of both runs, so a busy moment does not skew it.
-    baseline = min(baseline, best(lambda: codec.write(codec.read(data)), 3))
+        t_cached = await best_async(lambda: builds.download(w.deps, w.library_key, query), 5)
+        await w.storage.close()
+    baseline = min(baseline, best(full, 3))
+    passthrough = min(passthrough, best(untouched, 3))
+    mem_full = peak_growth(full)
+    mem_sources = peak_growth(untouched)
     print(f"model: {len(data) / 2**20:.2f} MiB, {SCRIPTS} scripts "
           f"({SCRIPTS - 1} minified), binary")
-    print(f"{'case':<36}{'seconds':>10}{'ratio':>10}")
-    for label, t in [("read + write, no changes (baseline)", baseline),
+    print(f"{'case':<44}{'seconds':>10}{'/ full':>9}{'/ bytes':>9}")
+    for label, t in [("read + write whole tree, no changes (full)", baseline),
+                     ("read + write sources only, no changes (bytes)", passthrough),
                      ("download, cold (prepare + store)", t_cold),
                      ("download, cached", t_cached)]:
-        print(f"{label:<36}{t:>10.3f}{t / baseline:>10.2f}")
+        print(f"{label:<44}{t:>10.3f}{t / baseline:>9.2f}{t / passthrough:>9.2f}")
+    print(f"peak heap growth: whole tree {mem_full:.0f} MiB, sources only {mem_sources:.0f} MiB")
 
 
 if __name__ == "__main__":

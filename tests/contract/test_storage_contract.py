@@ -303,6 +303,28 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         assert await uow.copies.get(version["id"], lic.id, 7) is None
 
 
+async def test_a_copys_nodes_are_kept_beside_that_copy_only(storage: Storage) -> None:
+    deps, key, product, version = await _uploaded(storage)
+    await partner.grant(deps, key, {"product_id": product["id"], "user": "556"})
+    async with storage.unit_of_work() as uow:
+        lic = await uow.licenses.for_user(product["id"], "556")
+        assert lic is not None
+        v, g = version["id"], lic.key_generation
+        await uow.copies.put_nodes(v, lic.id, g, b"one", b"[1]")  # no copy stored yet
+        assert await uow.copies.nodes(v, lic.id, g) is None
+        await uow.copies.put(v, lic.id, g, b"one")
+        await uow.copies.put_nodes(v, lic.id, g, b"stale", b"[0]")  # made from another copy
+        assert await uow.copies.nodes(v, lic.id, g) is None
+        await uow.copies.put_nodes(v, lic.id, g, b"one", b"[1]")
+        assert await uow.copies.nodes(v, lic.id, g) == b"[1]"
+        assert await uow.copies.nodes(v, lic.id, g + 1) is None
+        await uow.copies.put(v, lic.id, g, b"two")  # a remade copy forgets the old nodes
+        assert await uow.copies.nodes(v, lic.id, g) is None
+        await uow.copies.put_nodes(v, lic.id, g, b"two", b"[2]")
+        await uow.copies.drop(license_id=lic.id)
+        assert await uow.copies.nodes(v, lic.id, g) is None
+
+
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         storage: Storage) -> None:
     async with storage.unit_of_work() as uow:

@@ -1,0 +1,74 @@
+"""`/update` of the 5 MiB download benchmark model: cold (prepare the copy, make and keep the
+nodes, seal) and cached (seal the kept nodes), in-process through the use case, with the
+sealed plaintext's size as a ratio to the build's, and each time as a ratio to sealing a
+plaintext of the same size (the same-run floor: what every call must do at least).
+
+Run from the repository root: `.venv/bin/python -m bench.update [--mib N ...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import tempfile
+import time
+from pathlib import Path
+
+from bench import download
+from bench.timing import best
+from licore.sealing import open_sealed, seal
+from licore.services import runtime
+
+
+async def one(mib: float) -> None:
+    download.TARGET_BYTES = int(mib * 2**20)
+    data = download.build_model()
+    with tempfile.TemporaryDirectory() as tmp:
+        w = await download.published(data, Path(tmp) / "bench.db")
+        lic_key = None
+        async with w.storage.unit_of_work() as uow:
+            lic = await uow.licenses.for_user(w.product_id, w.buyer)
+            assert lic is not None and lic.key_ciphertext is not None
+            lic_key = w.deps.vault.decrypt(lic.key_ciphertext, lic.id)
+
+        async def call(form: str = "compact") -> tuple[float, dict[str, object], str]:
+            nonce = secrets.token_hex(16)
+            body = {"key": lic_key, "product_id": w.product_id, "user_id": w.buyer,
+                    "nonce": nonce, "nodes": form}
+            start = time.perf_counter()
+            answer = await runtime.update(w.deps, body, "127.0.0.1")
+            return time.perf_counter() - start, answer, nonce
+
+        async def drop() -> None:
+            async with w.storage.unit_of_work() as uow:
+                await uow.copies.drop(product_id=w.product_id)
+
+        await drop()
+        t_cold, answer, nonce = await call()
+        assert answer["ok"] is True
+        plain = open_sealed(lic_key, nonce, str(answer["cipher"]), str(answer["tag"]))
+        assert json.loads(plain)["nonce"] == nonce
+        t_cached = min([(await call())[0] for _ in range(3)])
+        t_tagged, tagged_answer, _ = await call("tagged")
+        await w.storage.close()
+    floor = best(lambda: seal(lic_key, nonce, plain), 3)
+    tagged_len = len(str(tagged_answer["cipher"])) // 2
+    print(f"{len(data) / 2**20:.2f} MiB build: plaintext compact {len(plain) / len(data):.2f}x "
+          f"the build ({len(plain) / 2**20:.1f} MiB), tagged {tagged_len / len(data):.2f}x; "
+          f"seal alone {floor:.3f} s")
+    print(f"  /update cold {t_cold:.3f} s ({t_cold / floor:.1f}x seal), "
+          f"cached {t_cached:.3f} s ({t_cached / floor:.2f}x seal), "
+          f"tagged (made each call) {t_tagged:.3f} s")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mib", type=float, nargs="*", default=[5.0])
+    for mib in parser.parse_args().mib:
+        await one(mib)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
