@@ -266,7 +266,7 @@ def openapi_document(server: str) -> J:
             "/runtime/update": {"post": runtime_op(
                 "The buyer's protected copy of the live build, sealed",
                 obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-                    current=STR),
+                    current=STR, nodes={"enum": ["compact", "tagged"]}),
                 {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"],
                                ok={"const": True}, version=STR, update=BOOL, cipher=STR,
                                tag=STR), FAIL]})},

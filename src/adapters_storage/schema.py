@@ -178,8 +178,9 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX prepared_copies_license ON prepared_copies(license_id)",
     ],
     [
-        # A copy's /update nodes, made once per copy (docs/instances.md).
-        "ALTER TABLE prepared_copies ADD COLUMN nodes {blob}",
+        # A copy's /update nodes in each form, made once per copy (docs/instances.md).
+        "ALTER TABLE prepared_copies ADD COLUMN nodes_compact {blob}",
+        "ALTER TABLE prepared_copies ADD COLUMN nodes_tagged {blob}",
     ],
 ]
 

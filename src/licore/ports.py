@@ -185,12 +185,12 @@ class PreparedCopies(Protocol):
                   key_generation: int) -> bytes | None: ...
     async def put(self, version_id: str, license_id: str, key_generation: int,
                   data: bytes) -> None: ...
-    async def nodes(self, version_id: str, license_id: str,
-                    key_generation: int) -> bytes | None:
-        """The copy's `/update` nodes as JSON text, when they were kept beside it."""
+    async def nodes(self, version_id: str, license_id: str, key_generation: int,
+                    compact: bool) -> bytes | None:
+        """The copy's `/update` nodes in one form as JSON text, when kept beside it."""
         ...
     async def put_nodes(self, version_id: str, license_id: str, key_generation: int,
-                        copy: bytes, nodes: bytes) -> None:
+                        compact: bool, copy: bytes, nodes: bytes) -> None:
         """Keep the nodes beside the copy they were made from; nothing when the stored copy
         is no longer that one (re-keyed, dropped or remade meanwhile)."""
         ...

@@ -310,19 +310,22 @@ async def test_a_copys_nodes_are_kept_beside_that_copy_only(storage: Storage) ->
         lic = await uow.licenses.for_user(product["id"], "556")
         assert lic is not None
         v, g = version["id"], lic.key_generation
-        await uow.copies.put_nodes(v, lic.id, g, b"one", b"[1]")  # no copy stored yet
-        assert await uow.copies.nodes(v, lic.id, g) is None
+        await uow.copies.put_nodes(v, lic.id, g, True, b"one", b"[1]")  # no copy stored yet
+        assert await uow.copies.nodes(v, lic.id, g, True) is None
         await uow.copies.put(v, lic.id, g, b"one")
-        await uow.copies.put_nodes(v, lic.id, g, b"stale", b"[0]")  # made from another copy
-        assert await uow.copies.nodes(v, lic.id, g) is None
-        await uow.copies.put_nodes(v, lic.id, g, b"one", b"[1]")
-        assert await uow.copies.nodes(v, lic.id, g) == b"[1]"
-        assert await uow.copies.nodes(v, lic.id, g + 1) is None
+        await uow.copies.put_nodes(v, lic.id, g, True, b"stale", b"[0]")  # another copy's
+        assert await uow.copies.nodes(v, lic.id, g, True) is None
+        await uow.copies.put_nodes(v, lic.id, g, True, b"one", b"[1]")
+        await uow.copies.put_nodes(v, lic.id, g, False, b"one", b"[{}]")
+        assert await uow.copies.nodes(v, lic.id, g, True) == b"[1]"
+        assert await uow.copies.nodes(v, lic.id, g, False) == b"[{}]"
+        assert await uow.copies.nodes(v, lic.id, g + 1, True) is None
         await uow.copies.put(v, lic.id, g, b"two")  # a remade copy forgets the old nodes
-        assert await uow.copies.nodes(v, lic.id, g) is None
-        await uow.copies.put_nodes(v, lic.id, g, b"two", b"[2]")
+        assert await uow.copies.nodes(v, lic.id, g, True) is None
+        assert await uow.copies.nodes(v, lic.id, g, False) is None
+        await uow.copies.put_nodes(v, lic.id, g, True, b"two", b"[2]")
         await uow.copies.drop(license_id=lic.id)
-        assert await uow.copies.nodes(v, lic.id, g) is None
+        assert await uow.copies.nodes(v, lic.id, g, True) is None
 
 
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(

@@ -171,7 +171,7 @@ def _f32(value: Any) -> Any:
 def test_compact_nodes_build_what_tagged_nodes_build(sdk: LuauSdk) -> None:
     model = every_type_model()
     tagged, tagged_skipped = build(sdk, to_nodes(model, compact=False))
-    compact, compact_skipped = build(sdk, to_nodes(model))
+    compact, compact_skipped = build(sdk, to_nodes(model, compact=True))
     assert compact_skipped == tagged_skipped
     assert _f32(compact) == _f32(tagged)
 
@@ -182,7 +182,7 @@ def test_class_defaults_are_left_out_and_the_builder_keeps_them(sdk: LuauSdk) ->
                                   "Transparency": Prop("Float32", 0.0),
                                   "Reflectance": Prop("Float32", 0.5),
                                   "CanCollide": Prop("Bool", False)})
-    nodes = to_nodes(Model("binary", [part]))
+    nodes = to_nodes(Model("binary", [part]), compact=True)
     assert nodes[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}
     back, _ = build(sdk, nodes)
     assert back[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}

@@ -87,18 +87,19 @@ class MemoryPreparedCopies(Repository):
     async def put(self, version_id: str, license_id: str, key_generation: int,
                   data: bytes) -> None:
         self.t.copies[(version_id, license_id)] = (key_generation, bytes(data))
-        self.t.copy_nodes.pop((version_id, license_id), None)
+        self._forget_nodes((version_id, license_id))
 
-    async def nodes(self, version_id: str, license_id: str,
-                    key_generation: int) -> bytes | None:
-        stored = self.t.copy_nodes.get((version_id, license_id))
+    async def nodes(self, version_id: str, license_id: str, key_generation: int,
+                    compact: bool) -> bytes | None:
+        stored = self.t.copy_nodes.get((version_id, license_id, compact))
         return stored[1] if stored is not None and stored[0] == key_generation else None
 
     async def put_nodes(self, version_id: str, license_id: str, key_generation: int,
-                        copy: bytes, nodes: bytes) -> None:
+                        compact: bool, copy: bytes, nodes: bytes) -> None:
         stored = self.t.copies.get((version_id, license_id))
         if stored is not None and stored[0] == key_generation and stored[1] == copy:
-            self.t.copy_nodes[(version_id, license_id)] = (key_generation, bytes(nodes))
+            self.t.copy_nodes[(version_id, license_id, compact)] = (key_generation,
+                                                                    bytes(nodes))
 
     async def drop(self, *, license_id: str | None = None,
                    product_id: str | None = None) -> None:
@@ -110,7 +111,11 @@ class MemoryPreparedCopies(Repository):
 
         for key in [k for k in self.t.copies if dropped(*k)]:
             del self.t.copies[key]
-            self.t.copy_nodes.pop(key, None)
+            self._forget_nodes(key)
+
+    def _forget_nodes(self, key: tuple[str, str]) -> None:
+        for compact in (True, False):
+            self.t.copy_nodes.pop((*key, compact), None)
 
 
 class MemoryLicenses(Repository):

@@ -41,7 +41,7 @@ class Tables:
     scripts: dict[str, tuple[VersionScript, ...]] = attrs.Factory(dict)
     # (version id, license id) -> (key generation, file)
     copies: dict[tuple[str, str], tuple[int, bytes]] = attrs.Factory(dict)
-    copy_nodes: dict[tuple[str, str], tuple[int, bytes]] = attrs.Factory(dict)
+    copy_nodes: dict[tuple[str, str, bool], tuple[int, bytes]] = attrs.Factory(dict)
     licenses: dict[str, License] = attrs.Factory(dict)
     alerts: dict[str, Alert] = attrs.Factory(dict)
     # (studio id, platform id) -> when it was added

@@ -113,21 +113,24 @@ class SqlPreparedCopies(Repository):
         await self.db.run(
             "INSERT INTO prepared_copies (version_id, license_id, key_generation, data) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (version_id, license_id) DO UPDATE SET "
-            "key_generation = excluded.key_generation, data = excluded.data, nodes = NULL",
+            "key_generation = excluded.key_generation, data = excluded.data, "
+            "nodes_compact = NULL, nodes_tagged = NULL",
             [version_id, license_id, key_generation, data])
 
-    async def nodes(self, version_id: str, license_id: str,
-                    key_generation: int) -> bytes | None:
+    async def nodes(self, version_id: str, license_id: str, key_generation: int,
+                    compact: bool) -> bytes | None:
+        column = "nodes_compact" if compact else "nodes_tagged"
         rows = await self.db.rows(
-            "SELECT nodes FROM prepared_copies WHERE version_id = ? AND license_id = ? "
+            f"SELECT {column} FROM prepared_copies WHERE version_id = ? AND license_id = ? "
             "AND key_generation = ?", [version_id, license_id, key_generation])
         return bytes(rows[0][0]) if rows and rows[0][0] is not None else None
 
     async def put_nodes(self, version_id: str, license_id: str, key_generation: int,
-                        copy: bytes, nodes: bytes) -> None:
+                        compact: bool, copy: bytes, nodes: bytes) -> None:
+        column = "nodes_compact" if compact else "nodes_tagged"
         await self.db.run(
-            "UPDATE prepared_copies SET nodes = ? WHERE version_id = ? AND license_id = ? "
-            "AND key_generation = ? AND data = ?",
+            f"UPDATE prepared_copies SET {column} = ? WHERE version_id = ? "
+            "AND license_id = ? AND key_generation = ? AND data = ?",
             [nodes, version_id, license_id, key_generation, copy])
 
     async def drop(self, *, license_id: str | None = None,

@@ -164,10 +164,10 @@ def _targets(model: Model) -> dict[str, str]:
     return ids
 
 
-def to_nodes(model: Model, *, compact: bool = True) -> list[dict[str, Any]]:
-    """The compact form (the default): compact values, and no property whose value is its
-    class's default; or, with `compact=False`, every property in the tagged object form that
-    SDKs before the compact form read (docs/instances.md)."""
+def to_nodes(model: Model, *, compact: bool = False) -> list[dict[str, Any]]:
+    """The tagged form (the default, which every SDK version reads), or with `compact=True`
+    the compact one: compact values, and no property whose value is its class's default
+    (docs/instances.md)."""
     ids = _targets(model)
     out: list[dict[str, Any]] = []
     # Iterative, so a deep tree cannot exhaust the interpreter's stack.

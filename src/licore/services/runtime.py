@@ -174,8 +174,8 @@ async def version(deps: Deps, body: object, ip: str) -> dict[str, Any]:
 
 
 def _nodes_form(body: Mapping[str, Any]) -> bool:
-    """True for the compact nodes (the default), False for `"nodes": "tagged"`."""
-    form = body.get("nodes", "compact")
+    """True for `"nodes": "compact"`; False for the tagged nodes, the default."""
+    form = body.get("nodes", "tagged")
     if form == "compact":
         return True
     if form == "tagged":
@@ -185,13 +185,12 @@ def _nodes_form(body: Mapping[str, Any]) -> bool:
 
 async def _nodes_json(deps: Deps, lic: License, product: Product, version: Version,
                       key: str, compact: bool) -> bytes:
-    """The copy's nodes as JSON text. The compact ones are made once per copy and kept
-    beside it, so a repeat `/update` only seals; the tagged ones are made each time."""
-    if compact:
-        async with deps.storage.unit_of_work() as uow:
-            kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation)
-        if kept is not None:
-            return kept
+    """The copy's nodes as JSON text, in the form asked for, made once per copy and form
+    and kept beside the copy, so a repeat `/update` only seals."""
+    async with deps.storage.unit_of_work() as uow:
+        kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation, compact)
+    if kept is not None:
+        return kept
     copy = await prepared_copy(deps, lic, product, version, key)
 
     def make() -> bytes:
@@ -199,9 +198,8 @@ async def _nodes_json(deps: Deps, lic: License, product: Product, version: Versi
         return json.dumps(nodes, separators=(",", ":"), ensure_ascii=False).encode()
 
     made = await deps.offload(make)
-    if compact:
-        async with deps.storage.unit_of_work() as uow:
-            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, copy, made)
+    async with deps.storage.unit_of_work() as uow:
+        await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact, copy, made)
     return made
 
 
