@@ -53,8 +53,8 @@ def test_sources_and_their_rewrite_agree_with_the_whole_tree(name: str, data: by
     assert build.format == whole.format
     assert sorted((s.path, s.source) for s in build.scripts) == _scripts(whole)
     assert CODEC.read(CODEC.write_sources(build)).roots  # unchanged: still a model
-    for script in build.scripts:
-        script.source += EDIT
+    for found in build.scripts:
+        found.source += EDIT
     for _, script in whole.scripts():
         set_source(script, source_of(script) + EDIT)
     assert to_nodes(CODEC.read(CODEC.write_sources(build))) == to_nodes(
