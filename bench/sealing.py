@@ -1,6 +1,7 @@
-"""Sealing 1 MiB (`licore.sealing.seal`) against the same-run bound of one SHA-256 call per
-32-byte keystream block over that block's message (`nonce|i`): the least any HMAC keystream
-built from Python calls can cost, since HMAC is two such hashes a block.
+"""Sealing 1 MiB (`licore.sealing.seal`) against two same-run SHA-256 bounds: one call per
+32-byte keystream block over that block's message (`nonce|i`), the least any keystream made
+of per-block Python calls can cost (HMAC is two such hashes a block); and one call over the
+whole MiB, the hardware's hashing speed.
 
 Run from the repository root: `.venv/bin/python -m bench.sealing`.
 """
@@ -26,12 +27,18 @@ def main() -> None:
     def bound() -> bytes:
         return b"".join([sha(prefix + b"%d" % i).digest() for i in range(blocks)])
 
-    t_bound = min(best(bound, 5), best(bound, 5))
-    t_seal = best(lambda: seal("lic_bench0000000000000000000000000000000000", NONCE,
-                               plaintext), 5)
-    t_bound = min(t_bound, best(bound, 5))
-    print(f"SHA-256 per block (bound) {t_bound * 1000:.1f} ms; seal 1 MiB "
-          f"{t_seal * 1000:.1f} ms; ratio {t_seal / t_bound:.1f} (target 12 or less)")
+    def sealing() -> object:
+        return seal("lic_bench0000000000000000000000000000000000", NONCE, plaintext)
+
+    # Interleaved, best of each: the machine's load moves, so both see the same moments.
+    t_bound = t_seal = t_whole = float("inf")
+    for _ in range(9):
+        t_bound = min(t_bound, best(bound, 1))
+        t_seal = min(t_seal, best(sealing, 1))
+        t_whole = min(t_whole, best(lambda: sha(plaintext).digest(), 1))
+    print(f"seal 1 MiB {t_seal * 1000:.1f} ms; SHA-256 one call per block "
+          f"{t_bound * 1000:.1f} ms (ratio {t_seal / t_bound:.1f}); SHA-256 of the whole MiB "
+          f"in one call {t_whole * 1000:.2f} ms (ratio {t_seal / t_whole:.0f})")
 
 
 if __name__ == "__main__":
