@@ -33,7 +33,11 @@ FAMILIES = ("partner", "auth", "runtime", "web")
 async def _licore_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, LicoreError)
     sent = getattr(request.state, "credentials_sent", True)
-    return error_response(exc, credentials_sent=sent)
+    response = error_response(exc, credentials_sent=sent)
+    quota = getattr(request.state, "quota", None)
+    if quota is not None:  # an authenticated Partner call that failed still paces its caller
+        response.headers.update(partner.quota_headers(quota))
+    return response
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
