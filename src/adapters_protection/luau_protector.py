@@ -1,8 +1,8 @@
 """The protector port over tree-sitter-luau: safety checks and the five transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
-rename_locals, flatten, hoist_constants with encrypt_strings, strip (renaming shares the
-literal pass when flatten is off: their edits never overlap). The output is a function of
+rename_locals with hoist_constants and encrypt_strings (one pass: their edits never
+overlap), flatten, strip. The output is a function of
 (source, rules, license secret) only. A script a rule cannot handle safely is
 refused with the script and line named; protect never returns a partly protected copy.
 """
@@ -189,16 +189,22 @@ class LuauProtector:
         hoist, encrypt = "hoist_constants" in transforms, "encrypt_strings" in transforms
         names: list[Edit] = []
         if rename and analysis is not None:
-            if flat or not (hoist or encrypt):
+            if not (hoist or encrypt):
                 data, root, analysis = fresh(rename_locals(data, analysis, namer))
             else:  # renaming touches no literal: both go in one pass over one parse
                 names = rename_edits(analysis, namer)
-        if flat:
-            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
+        added = range(0)
         if hoist or encrypt:
-            data, root, analysis = fresh(protect_literals(
+            literal_copy, added = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
-                license_secret=license_secret, path=path, also=names))
+                license_secret=license_secret, path=path, also=names)
+            data, root, analysis = fresh(literal_copy)
+        # Flattening comes after the literals, so its state arithmetic stays out of the
+        # constant table (it is keyed already, and a table read per transition is slower);
+        # the decoder it leaves as generated (flattening it would only slow decoding).
+        if flat:
+            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer,
+                                                 keep=added))
         if "strip" in transforms:
             data, root, analysis = fresh(strip(data, root))
         error = first_syntax_error(root)

@@ -1,0 +1,140 @@
+"""The per-license literal cipher of `encrypt_strings`, and its Luau decoder.
+
+Each literal is enciphered under a keystream of its own: a linear congruential generator
+whose starting state is computed from a per-literal number (the literal's slot in the
+string table, or a nonce written beside an inline literal) and constants derived from the
+license secret. The number beside a literal is not its key: the key exists only as the
+state of that generator, whose constants live in the decoder, so reading a literal means
+running (or re-implementing, per license) the decoder. Each character's key also depends on
+the previous plain character (autokey), so equal plaintexts never encipher alike.
+
+Printable ASCII is rotated within the printable range, so an encrypted literal is about as
+long as the original (escapes only for `"` and `\\`); other bytes (control characters,
+UTF-8 bytes) pass through, which hides nothing worth hiding: keys, URLs and messages are
+printable.
+
+The decoder decodes a literal the first time it is read and caches it. It calls no library
+function while decoding: characters come from a table of the 256 one-byte strings built
+when the script starts, and are joined with `..`, so a hook on `string.char`,
+`table.concat` or any other library function never sees a plain literal; `string.byte`
+sees only ciphertext. All arithmetic stays below 2^53, so it is exact in Luau's doubles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+
+import attrs
+
+from adapters_protection.strings import BadEscape, decode_quoted
+
+_FIRST, _COUNT = 32, 95  # printable ASCII, " " to "~"
+NONCE_BITS = 20
+
+
+@attrs.frozen
+class CipherParameters:
+    """The constants of one license's keystream (all chosen from the license secret)."""
+
+    modulus: int  # 2^20 .. 2^24
+    multiplier: int  # < 2^20, so state * multiplier < 2^44
+    increment: int
+    nonce_multiplier: int  # < 2^20, nonces < 2^24
+    nonce_offset: int
+    shift: int  # keystream byte = state // shift
+    autokey: int  # 1..94: weight of the previous plain character
+
+    @classmethod
+    def of(cls, license_secret: bytes) -> CipherParameters:
+        seed = hmac.new(license_secret, b"licore/literal-cipher/v2", hashlib.sha256).digest()
+
+        def number(i: int, bits: int) -> int:
+            return int.from_bytes(seed[i:i + 4], "big") % (1 << bits)
+
+        modulus = 1 << (20 + seed[0] % 5)
+        return cls(
+            modulus=modulus,
+            multiplier=(number(1, 18) | 1) * 4 + 1,  # = 1 (mod 4): the full period
+            increment=number(5, 24) % modulus | 1,
+            nonce_multiplier=number(9, 19) * 2 + 1,
+            nonce_offset=number(13, 24) % modulus,
+            shift=1 << (3 + seed[17] % 6),
+            autokey=1 + seed[18] % (_COUNT - 1),
+        )
+
+    def _start(self, nonce: int) -> int:
+        return (nonce * self.nonce_multiplier + self.nonce_offset) % self.modulus
+
+    def encipher(self, value: bytes, nonce: int) -> bytes:
+        state, prev, out = self._start(nonce), 0, bytearray()
+        for b in value:
+            state = (state * self.multiplier + self.increment) % self.modulus
+            if _FIRST <= b < _FIRST + _COUNT:
+                offset = b - _FIRST
+                out.append(_FIRST + (offset + state // self.shift + self.autokey * prev)
+                           % _COUNT)
+                prev = offset
+            else:
+                out.append(b)
+        return bytes(out)
+
+    def decipher(self, value: bytes, nonce: int) -> bytes:
+        state, prev, out = self._start(nonce), 0, bytearray()
+        for c in value:
+            state = (state * self.multiplier + self.increment) % self.modulus
+            if _FIRST <= c < _FIRST + _COUNT:
+                prev = (c - _FIRST - state // self.shift - self.autokey * prev) % _COUNT
+                out.append(_FIRST + prev)
+            else:
+                out.append(c)
+        return bytes(out)
+
+    def decoder(self) -> str:
+        """An expression for the decoder, `function(ciphertext, nonce)`. Its own names are
+        single letters: they are local to it, and the constants are what vary."""
+        return (
+            "(function(b,c)local h,m={},{}for i=0,255 do h[i]=c(i)end "
+            "return function(s,n)local v=m[n]if v==nil then "
+            f"local t,p,r,o,j=(n*{self.nonce_multiplier}+{self.nonce_offset})%{self.modulus},"
+            "0,'',{},0 for i=1,#s do "
+            f"t=(t*{self.multiplier}+{self.increment})%{self.modulus} local x=b(s,i)"
+            f"if x>31 and x<127 then p=(x-32-t//{self.shift}-{self.autokey}*p)%95 x=p+32 end "
+            "r=r..h[x]if#r>63 then j=j+1 o[j]=r r=''end end j=j+1 o[j]=r "
+            # long literals: 64-character pieces joined pairwise (linear, not quadratic)
+            "while j>1 do local k=0 for i=1,j,2 do k=k+1 o[k]=i<j and o[i]..o[i+1]or o[i]end "
+            "j=k end v=o[1]m[n]=v end return v end end)(string.byte,string.char)")
+
+
+# What the decoder calls look like in a copy, for a holder of the secret (the tracer).
+_INLINE = re.compile(r'\(\s*"((?:[^"\\\n]|\\.|\\\n)*)"\s*,\s*(\d+)\s*\)', re.DOTALL)
+_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"', re.DOTALL)
+_TABLE = re.compile(r"=\s*\{\s*\"", re.DOTALL)
+
+
+def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int]]:
+    """Every literal an `encrypt_strings` copy for this license holds, deciphered, with
+    the offset where it is written: the inline calls (`D("...",nonce)`), and each string
+    of a table of strings under every slot number it could have. Only someone holding the
+    license secret can do this; the copy alone does not say how."""
+    params = CipherParameters.of(license_secret)
+    out: list[tuple[bytes, int]] = []
+    for m in _INLINE.finditer(text):
+        try:
+            out.append((params.decipher(decode_quoted(m.group(1)), int(m.group(2))),
+                        m.start()))
+        except BadEscape:
+            continue
+    for table in _TABLE.finditer(text):
+        slot, pos = 0, table.end() - 1
+        while (m := _QUOTED.match(text, pos)) is not None:
+            slot += 1
+            try:
+                out.append((params.decipher(decode_quoted(m.group(1)), slot), m.start()))
+            except BadEscape:
+                pass
+            pos = m.end()
+            while pos < len(text) and text[pos] in " \t\n\r,":
+                pos += 1
+    return out
