@@ -110,7 +110,7 @@ class CipherParameters:
 # What the decoder calls look like in a copy, for a holder of the secret (the tracer).
 _INLINE = re.compile(r'\(\s*"((?:[^"\\\n]|\\.|\\\n)*)"\s*,\s*(\d+)\s*\)', re.DOTALL)
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"', re.DOTALL)
-_TABLE = re.compile(r"=\s*\{\s*\"", re.DOTALL)
+_TABLE = re.compile(r"[=,(]\s*\{\s*\"", re.DOTALL)
 
 
 def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int]]:

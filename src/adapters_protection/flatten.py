@@ -53,6 +53,7 @@ _RESERVED_LOCALS = 2  # dispatch state and mixer (literals run before and are co
 _BLOCKS = tree_sitter.Query(LANGUAGE, "(block) @block")
 _JUMPS = tree_sitter.Query(LANGUAGE, "[(break_statement) (continue_statement)] @jump")
 _CHAIN = 4  # branches tested one after another before the search splits
+_MIN_STATEMENTS = 3  # two statements in a dispatch loop hide little and cost a lot
 _SKIPPED = frozenset({"type_definition", "empty_statement"})
 
 
@@ -126,7 +127,7 @@ class _Flattener:
 
     def _eligible(self, block: Node) -> list[Binding] | None:
         statements = [s for s in code_children(block) if s.type not in _SKIPPED]
-        if len(statements) < 2 or block.id in self.jumpy:
+        if len(statements) < _MIN_STATEMENTS or block.id in self.jumpy:
             return None
         locals_: list[Binding] = []
         for statement in statements:
@@ -310,4 +311,4 @@ def flatten(data: bytes, root: Node, analysis: Analysis, namer: Namer,
     if not flattener.plans:
         return data
     directives = data[:prelude_offset(data)] if root.id in flattener.plans else b""
-    return directives + flattener.render(root).encode()
+    return directives + flattener.render(root).lstrip().encode()

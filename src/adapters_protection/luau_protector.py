@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.cipher import readable_literals
 from adapters_protection.edits import Edit
 from adapters_protection.flatten import flatten
 from adapters_protection.literals import protect_literals, value_literals
@@ -66,12 +67,36 @@ def _ambiguous_calls(root: Node) -> list[Node]:
     return sorted(found, key=lambda n: n.start_byte)
 
 
+_MIN_KEY = 16  # the tracer does not search for shorter keys
+
+
+def _readings(scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
+    out = []
+    for candidate in candidates:
+        if len(candidate.searched) < _MIN_KEY:
+            continue
+        for path, text in scripts:
+            lines: dict[int, list[str]] = {}
+            for value, offset in readable_literals(text, candidate.license_secret):
+                if candidate.searched in value:
+                    lines.setdefault(text.count("\n", 0, offset), []).append(
+                        value.decode(errors="replace").replace("\n", " "))
+            if lines:
+                last = max(lines)
+                out.append((path, "\n".join(" ".join(lines.get(i, []))
+                                            for i in range(last + 1))))
+    return out
+
+
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def trace(self, scripts: Sequence[tuple[str, str]],
               candidates: Sequence[Candidate]) -> Trace | None:
-        return trace_scripts(scripts, candidates)
+        # An encrypted literal reads only under its license's secret, so the tracer also
+        # gets each candidate's readings of the literals, each on the line it came from.
+        return trace_scripts([*scripts, *_readings(scripts, candidates)], candidates)
 
     def __init__(self) -> None:
         self._parser = parser()
