@@ -37,6 +37,7 @@ from adapters_protection.syntax import (
     text,
 )
 from adapters_protection.tracing import trace as trace_scripts
+from adapters_protection.typeless import erase_types
 from licore.protection import (
     Candidate,
     ProtectionFailed,
@@ -103,6 +104,33 @@ class LuauProtector:
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
+
+    def _read(self, path: str, source: str) -> tuple[bytes, Node, list[ProtectionProblem]]:
+        """The script's tree; for syntax newer than the grammar, that of a copy with its
+        types erased (see `typeless`), with notes saying so."""
+        data = source.encode()
+        root = self._parse(data).root_node
+        if not root.has_error:
+            return data, root, []
+        erased = erase_types(source)
+        if erased is None:
+            return data, root, []
+        erased_data = erased.source.encode()
+        erased_root = self._parse(erased_data).root_node
+        if erased_root.has_error:  # an error of its own: lines are the seller's still
+            return erased_data, erased_root, []
+        error = first_syntax_error(root)
+        notes = [ProtectionProblem(
+            path, line(error) if error is not None else 0,
+            "Luau syntax newer than the protector's grammar: the copy is made with the "
+            "script's type annotations and declarations removed (types do not run, so "
+            "the script does the same)", blocking=False)]
+        notes += [ProtectionProblem(
+            path, source.count("\n", 0, at) + 1, "the attribute "
+            f"{source[at:].split(None, 1)[0]} is dropped from the copy (attributes do not "
+            "change results; for @native, add --!native at the top of the script to compile "
+            "all of it natively)", blocking=False) for at in erased.attribute_offsets]
+        return erased_data, erased_root, notes
 
     def _problems(self, path: str, root: Node, transforms: frozenset[str],
                   analysis: Analysis | None) -> list[ProtectionProblem]:
@@ -175,10 +203,9 @@ class LuauProtector:
             transforms = settings.transforms_for(path)
             if not transforms:
                 continue
-            data = source.encode()
-            root = self._parse(data).root_node
+            data, root, notes = self._read(path, source)
             analysis = self._analyse(root, transforms)
-            found = self._problems(path, root, transforms, analysis)
+            found = notes + self._problems(path, root, transforms, analysis)
             problems += found
             if not any(p.blocking for p in found):
                 try:
@@ -193,8 +220,7 @@ class LuauProtector:
         transforms = settings.transforms_for(path)
         if not transforms:
             return source
-        data = source.encode()
-        root = self._parse(data).root_node
+        data, root, _ = self._read(path, source)
         analysis = self._analyse(root, transforms)
         blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
         if blocking:
