@@ -70,7 +70,7 @@ _PRINTABLE = range(32, 127)
 
 
 def _rotate(value: bytes, k: int, step: int) -> bytes:
-    return bytes(32 + (b - 32 - k - i * step) % 95 if b in _PRINTABLE else b
+    return bytes(32 + (b - 32 - k - (i + 2) * step) % 95 if b in _PRINTABLE else b
                  for i, b in enumerate(value))
 
 
@@ -87,7 +87,8 @@ def static_extract(copy: str) -> list[bytes]:
         if len(value) > 1:  # the old decoder: key first, then the step from the decoder
             readings += [_rotate(value[1:], value[0], step) for step in steps]
             readings += [_rotate(value[1:], value[0] - 64, step) for step in steps]
-        readings += [_rotate(value, k, 0) for k in range(95)]  # Caesar within printable
+        readings += [bytes(32 + (b - 32 - k) % 95 if b in _PRINTABLE else b for b in value)
+                     for k in range(95)]  # Caesar within printable
         readings += [bytes(b ^ k for b in value) for k in range(256)]
         readings += [bytes((b - k) % 256 for b in value) for k in range(256)]
     return readings
@@ -203,12 +204,9 @@ def test_hooks_see_literals_when_they_are_used() -> None:
 _LOOPS = tree_sitter.Query(LANGUAGE, "(while_statement) @loop")
 
 
-def _constant_tables(root: Node) -> dict[str, list[str]]:
-    """`local T = {1, 2.5, ...}` at the top: what the attacker inlines."""
-    tables: dict[str, list[str]] = {}
-    for m in re.finditer(r"local (\w+)=\{([-\d.,e]+)\}", text(root)):
-        tables[m.group(1)] = m.group(2).split(",")
-    return tables
+def _constant_tables(root: Node) -> set[str]:
+    """Tables built by a constructor (`local T = {...}`): what the attacker inlines."""
+    return set(re.findall(r"local\s+(\w+)\s*=\s*\{", text(root)))
 
 
 def unroll(copy: str) -> tuple[int, int]:
