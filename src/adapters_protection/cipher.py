@@ -22,6 +22,7 @@ sees only ciphertext. All arithmetic stays below 2^53, so it is exact in Luau's 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import re
@@ -120,21 +121,19 @@ def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int
     license secret can do this; the copy alone does not say how."""
     params = CipherParameters.of(license_secret)
     out: list[tuple[bytes, int]] = []
-    for m in _INLINE.finditer(text):
-        try:
-            out.append((params.decipher(decode_quoted(m.group(1)), int(m.group(2))),
-                        m.start()))
-        except BadEscape:
-            continue
+
+    def read(body: str, nonce: int, offset: int) -> None:
+        with contextlib.suppress(BadEscape):  # not a string this protector wrote
+            out.append((params.decipher(decode_quoted(body), nonce), offset))
+
+    for inline in _INLINE.finditer(text):
+        read(inline.group(1), int(inline.group(2)), inline.start())
     for table in _TABLE.finditer(text):
         slot, pos = 0, table.end() - 1
-        while (m := _QUOTED.match(text, pos)) is not None:
+        while (quoted := _QUOTED.match(text, pos)) is not None:
             slot += 1
-            try:
-                out.append((params.decipher(decode_quoted(m.group(1)), slot), m.start()))
-            except BadEscape:
-                pass
-            pos = m.end()
+            read(quoted.group(1), slot, quoted.start())
+            pos = quoted.end()
             while pos < len(text) and text[pos] in " \t\n\r,":
                 pos += 1
     return out

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import tree_sitter
 
+from adapters_protection.cipher import NONCE_BITS, CipherParameters
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
-from adapters_protection.cipher import NONCE_BITS, CipherParameters
 from adapters_protection.strings import (
     decode_quoted,
     interpolation_pieces,

@@ -77,11 +77,11 @@ def _readings(scripts: Sequence[tuple[str, str]],
     for candidate in candidates:
         if len(candidate.searched) < _MIN_KEY:
             continue
-        for path, text in scripts:
+        for path, script in scripts:
             lines: dict[int, list[str]] = {}
-            for value, offset in readable_literals(text, candidate.license_secret):
+            for value, offset in readable_literals(script, candidate.license_secret):
                 if candidate.searched in value:
-                    lines.setdefault(text.count("\n", 0, offset), []).append(
+                    lines.setdefault(script.count("\n", 0, offset), []).append(
                         value.decode(errors="replace").replace("\n", " "))
             if lines:
                 last = max(lines)
