@@ -33,6 +33,7 @@ from adapters_protection.strings import BadEscape, decode_quoted
 
 _FIRST, _COUNT = 32, 95  # printable ASCII, " " to "~"
 NONCE_BITS = 20
+_PIECE = 64  # longer literals are decoded in pieces
 
 
 @attrs.frozen
@@ -92,20 +93,24 @@ class CipherParameters:
                 out.append(c)
         return bytes(out)
 
-    def decoder(self) -> str:
-        """An expression for the decoder, `function(ciphertext, nonce)`. Its own names are
-        single letters: they are local to it, and the constants are what vary."""
-        return (
-            "(function(b,c)local h,m={},{}for i=0,255 do h[i]=c(i)end "
-            "return function(s,n)local v=m[n]if v==nil then "
-            f"local t,p,r,o,j=(n*{self.nonce_multiplier}+{self.nonce_offset})%{self.modulus},"
-            "0,'',{},0 for i=1,#s do "
-            f"t=(t*{self.multiplier}+{self.increment})%{self.modulus} local x=b(s,i)"
-            f"if x>31 and x<127 then p=(x-32-t//{self.shift}-{self.autokey}*p)%95 x=p+32 end "
-            "r=r..h[x]if#r>63 then j=j+1 o[j]=r r=''end end j=j+1 o[j]=r "
-            # long literals: 64-character pieces joined pairwise (linear, not quadratic)
-            "while j>1 do local k=0 for i=1,j,2 do k=k+1 o[k]=i<j and o[i]..o[i+1]or o[i]end "
-            "j=k end v=o[1]m[n]=v end return v end end)(string.byte,string.char)")
+    def decoder(self, longest: int) -> str:
+        """An expression for the decoder, `function(ciphertext, nonce)`, for literals of at
+        most `longest` bytes. Its own names are single letters: they are local to it, and
+        the constants are what vary."""
+        head = ("(function(b,c)local h,m={},{}for i=0,255 do h[i]=c(i)end "
+                "return function(s,n)local v=m[n]if v==nil then "
+                f"local t,p,r=(n*{self.nonce_multiplier}+{self.nonce_offset})%{self.modulus},0,'' "
+                "for i=1,#s do "
+                f"t=(t*{self.multiplier}+{self.increment})%{self.modulus} local x=b(s,i)"
+                f"if x>31 and x<127 then p=(x-32-t//{self.shift}-{self.autokey}*p)%95 x=p+32 end "
+                "r=r..h[x]")
+        tail = "m[n]=v end return v end end)(string.byte,string.char)"
+        if longest <= _PIECE:
+            return f"{head} end v=r {tail}"
+        # Long literals: pieces of 64 characters, joined pairwise (linear, not quadratic).
+        return (f"{head} if#r>{_PIECE - 1} then j=j+1 o[j]=r r=''end end j=j+1 o[j]=r "
+                "while j>1 do local k=0 for i=1,j,2 do k=k+1 o[k]=i<j and o[i]..o[i+1]or o[i]end "
+                f"j=k end v=o[1]{tail}").replace("local t,p,r=", "local o,j={},0 local t,p,r=")
 
 
 # What the decoder calls look like in a copy, for a holder of the secret (the tracer).

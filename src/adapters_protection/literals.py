@@ -55,9 +55,11 @@ class _Strings:
         self._values: dict[bytes, None] = {}
         self._nonces: set[int] = set()
         self.used = False
+        self.longest = 0
 
     def inline(self, value: bytes) -> str:
         self.used = True
+        self.longest = max(self.longest, len(value))
         while (nonce := self._namer.number(NONCE_BITS)) in self._nonces:
             pass
         self._nonces.add(nonce)
@@ -65,13 +67,14 @@ class _Strings:
 
     def hoisted(self, value: bytes) -> None:
         self.used = True
+        self.longest = max(self.longest, len(value))
         self._values.setdefault(value)
 
     def finish(self) -> tuple[str, dict[bytes, int]]:
         """The declarations, and each hoisted string's slot (its nonce too)."""
         if not self.used:
             return "", {}
-        decoder = self.params.decoder()
+        decoder = self.params.decoder(self.longest)
         if not self.hoist:
             return f"local {self.decoder}={decoder};", {}
         keyed = {v.hex(): v for v in self._values}
