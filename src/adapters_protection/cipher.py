@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import random
+import string
 import re
 
 import attrs
@@ -34,6 +36,7 @@ from adapters_protection.strings import BadEscape, decode_quoted
 _FIRST, _COUNT = 32, 95  # printable ASCII, " " to "~"
 NONCE_BITS = 20
 _PIECE = 64  # longer literals are decoded in pieces
+_LETTERS = string.ascii_letters
 
 
 @attrs.frozen
@@ -47,6 +50,7 @@ class CipherParameters:
     nonce_offset: int
     shift: int  # keystream byte = state // shift
     autokey: int  # 1..94: weight of the previous plain character
+    shape: int  # how the decoder is written: its names, and each constant as a sum or product
 
     @classmethod
     def of(cls, license_secret: bytes) -> CipherParameters:
@@ -64,6 +68,7 @@ class CipherParameters:
             nonce_offset=number(13, 24) % modulus,
             shift=1 << (3 + seed[17] % 6),
             autokey=1 + seed[18] % (_COUNT - 1),
+            shape=int.from_bytes(seed[19:27], "big"),
         )
 
     def _start(self, nonce: int) -> int:
@@ -95,22 +100,46 @@ class CipherParameters:
 
     def decoder(self, longest: int) -> str:
         """An expression for the decoder, `function(ciphertext, nonce)`, for literals of at
-        most `longest` bytes. Its own names are single letters: they are local to it, and
-        the constants are what vary."""
-        head = ("(function(b,c)local h,m={},{}for i=0,255 do h[i]=c(i)end "
-                "return function(s,n)local v=m[n]if v==nil then "
-                f"local t,p,r=(n*{self.nonce_multiplier}+{self.nonce_offset})%{self.modulus},0,'' "
-                "for i=1,#s do "
-                f"t=(t*{self.multiplier}+{self.increment})%{self.modulus} local x=b(s,i)"
-                f"if x>31 and x<127 then p=(x-32-t//{self.shift}-{self.autokey}*p)%95 x=p+32 end "
-                "r=r..h[x]")
-        tail = "m[n]=v end return v end end)(string.byte,string.char)"
+        most `longest` bytes. Written differently per license: its single-letter names (it
+        holds no other code, so they shadow nothing), the order of its terms, and each
+        constant, which appears only as a little sum, difference or product. Reading the
+        constants takes evaluating Luau expressions, not matching a pattern."""
+        shape = random.Random(self.shape)  # a layout, keyed like the rest; not a secret
+        (b, c, h, m, s, n, v, t, p, r, x, o, j, k, i) = shape.sample(_LETTERS, 15)
+
+        def const(value: int) -> str:
+            form = shape.randrange(3)
+            if form == 0:
+                low = shape.randrange(value + 1)
+                return f"({low}+{value - low})"
+            if form == 1:
+                factor = shape.randrange(2, 4096)
+                return f"({value // factor}*{factor}+{value % factor})"
+            extra = shape.randrange(1, 1 << 20)
+            return f"({value + extra}-{extra})"
+
+        def step(state: str, a: int, b_: int) -> str:
+            forms = [f"{state}*{const(a)}+{const(b_)}", f"{const(b_)}+{const(a)}*{state}",
+                     f"{const(a)}*{state}+{const(b_)}"]
+            return f"({shape.choice(forms)})%{const(self.modulus)}"
+
+        terms = ["32", f"{t}//{const(self.shift)}", f"{const(self.autokey)}*{p}"]
+        shape.shuffle(terms)
+        head = (f"(function({b},{c})local {h},{m}={{}},{{}}for {i}=0,255 do {h}[{i}]={c}({i})"
+                f"end return function({s},{n})local {v}={m}[{n}]if {v}==nil then "
+                f"local {t},{p},{r}={step(n, self.nonce_multiplier, self.nonce_offset)},0,'' "
+                f"for {i}=1,#{s} do {t}={step(t, self.multiplier, self.increment)} "
+                f"local {x}={b}({s},{i})if {x}>31 and {x}<127 then "
+                f"{p}=({x}-{'-'.join(terms)})%95 {x}={p}+32 end {r}={r}..{h}[{x}]")
+        tail = f"{m}[{n}]={v} end return {v} end end)(string.byte,string.char)"
         if longest <= _PIECE:
-            return f"{head} end v=r {tail}"
+            return f"{head} end {v}={r} {tail}"
         # Long literals: pieces of 64 characters, joined pairwise (linear, not quadratic).
-        return (f"{head} if#r>{_PIECE - 1} then j=j+1 o[j]=r r=''end end j=j+1 o[j]=r "
-                "while j>1 do local k=0 for i=1,j,2 do k=k+1 o[k]=i<j and o[i]..o[i+1]or o[i]end "
-                f"j=k end v=o[1]{tail}").replace("local t,p,r=", "local o,j={},0 local t,p,r=")
+        return (f"{head} if#{r}>{_PIECE - 1} then {j}={j}+1 {o}[{j}]={r} {r}=''end end "
+                f"{j}={j}+1 {o}[{j}]={r} while {j}>1 do local {k}=0 for {i}=1,{j},2 do "
+                f"{k}={k}+1 {o}[{k}]={i}<{j} and {o}[{i}]..{o}[{i}+1]or {o}[{i}]end {j}={k} end "
+                f"{v}={o}[1]{tail}").replace(f"local {t},{p},{r}=",
+                                             f"local {o},{j}={{}},0 local {t},{p},{r}=")
 
 
 # What the decoder calls look like in a copy, for a holder of the secret (the tracer).

@@ -56,3 +56,16 @@ def test_only_the_secret_reads_a_copys_literals() -> None:
         out = LuauProtector().protect("G/K", source, rules, b"license-1")
         assert any(key.encode() in v for v, _ in readable_literals(out, b"license-1"))
         assert not any(key.encode() in v for v, _ in readable_literals(out, b"license-2"))
+
+
+def _layout(copy: str) -> str:
+    """The decoder with its numbers blanked: what a pattern fitted to it would match."""
+    decoder = copy[copy.index("(function("):copy.index("(string.byte,string.char)")]
+    return re.sub(r"\d+", "#", decoder)
+
+
+def test_a_pattern_fitted_to_one_copys_decoder_fits_no_other_license() -> None:
+    source = 'local KEY = "lk_live_0123456789abcdefghij"\nprint(#KEY)'
+    layouts = [_layout(LuauProtector().protect("G/K", source, LIGHT, f"license-{i}".encode()))
+               for i in range(6)]
+    assert len(set(layouts)) == len(layouts)
