@@ -26,8 +26,8 @@ import contextlib
 import hashlib
 import hmac
 import random
-import string
 import re
+import string
 
 import attrs
 

@@ -35,6 +35,9 @@ _SPACE = re.compile(r"\s+")
 _SYMBOLS = ("...", "..", "::", "->", "==", "~=", "//")
 _OPEN = {"(": ")", "{": "}", "[": "]"}
 _BLOCK_OPENERS = frozenset({"function", "do", "if", "repeat"})
+# Words after which an expression continues.
+_CONTINUING = frozenset({"and", "or", "not", "return", "local", "in", "until", "if",
+                         "elseif", "while"})
 
 
 class GiveUp(Exception):
@@ -99,7 +102,13 @@ def _quoted_end(source: str, pos: int, quote: str) -> int:
     while i < len(source):
         c = source[i]
         if c == "\\":
-            i += 2
+            following = source[i + 1:i + 3]
+            if following.startswith("z"):  # \z skips the whitespace after it, lines too
+                i += 2
+                while i < len(source) and source[i] in " \t\n\r\v\f":
+                    i += 1
+            else:
+                i += 3 if following in ("\r\n", "\n\r") else 2
             continue
         if c == quote:
             return i + 1
@@ -267,8 +276,14 @@ class _Eraser:
         return "".join(out)
 
     def _statement_start(self, i: int) -> bool:
-        prev = self.text(i - 1) if i else ""
-        return prev not in (".", ":", "::") and self.kind(i + 1) == "name"
+        """Whether `type` at `i` begins a declaration (`type Name`), not an expression
+        such as `local f = type` followed by a statement on the next line."""
+        prev, prev_kind = (self.text(i - 1), self.kind(i - 1)) if i else ("", "")
+        if prev_kind == "symbol" and prev not in (")", "]", "}", ";"):
+            return False
+        if prev in _CONTINUING:
+            return False
+        return self.kind(i + 1) == "name"
 
     def step(self, i: int) -> int:
         t, kind = self.text(i), self.kind(i)
