@@ -1,12 +1,12 @@
 """The per-license literal cipher of `encrypt_strings`, and its Luau decoder.
 
 Each literal is enciphered under a keystream of its own: a linear congruential generator
-whose starting state is computed from a per-literal number (the literal's slot in the
-string table, or a nonce written beside an inline literal) and constants derived from the
-license secret. The number beside a literal is not its key: the key exists only as the
-state of that generator, whose constants live in the decoder, so reading a literal means
-running (or re-implementing, per license) the decoder. Each character's key also depends on
-the previous plain character (autokey), so equal plaintexts never encipher alike.
+whose starting state is computed from the literal's slot in the string table (a
+per-license order) and constants derived from the license secret. Nothing stored with a
+literal is its key: the key exists only as the state of that generator, whose constants
+live in the decoder, so reading a literal means running (or re-implementing, per license)
+the decoder. Each character's key also depends on the previous plain character (autokey),
+so a repeated character does not encipher to a repeated character.
 
 Printable ASCII is rotated within the printable range, so an encrypted literal is about as
 long as the original (escapes only for `"` and `\\`); other bytes (control characters,
@@ -34,7 +34,6 @@ import attrs
 from adapters_protection.strings import BadEscape, decode_quoted
 
 _FIRST, _COUNT = 32, 95  # printable ASCII, " " to "~"
-NONCE_BITS = 20
 _PIECE = 64  # longer literals are decoded in pieces
 _LETTERS = string.ascii_letters
 
@@ -143,16 +142,15 @@ class CipherParameters:
 
 
 # What the decoder calls look like in a copy, for a holder of the secret (the tracer).
-_INLINE = re.compile(r'\(\s*"((?:[^"\\\n]|\\.|\\\n)*)"\s*,\s*(\d+)\s*\)', re.DOTALL)
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"', re.DOTALL)
 _TABLE = re.compile(r"[=,(]\s*\{\s*\"", re.DOTALL)
 
 
 def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int]]:
     """Every literal an `encrypt_strings` copy for this license holds, deciphered, with
-    the offset where it is written: the inline calls (`D("...",nonce)`), and each string
-    of a table of strings under every slot number it could have. Only someone holding the
-    license secret can do this; the copy alone does not say how."""
+    the offset where it is written: each string of a table of strings, under its slot
+    number. Only someone holding the license secret can do this; the copy alone does not
+    say how."""
     params = CipherParameters.of(license_secret)
     out: list[tuple[bytes, int]] = []
 
@@ -160,8 +158,6 @@ def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int
         with contextlib.suppress(BadEscape):  # not a string this protector wrote
             out.append((params.decipher(decode_quoted(body), nonce), offset))
 
-    for inline in _INLINE.finditer(text):
-        read(inline.group(1), int(inline.group(2)), inline.start())
     for table in _TABLE.finditer(text):
         slot, pos = 0, table.end() - 1
         while (quoted := _QUOTED.match(text, pos)) is not None:

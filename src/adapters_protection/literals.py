@@ -2,10 +2,9 @@
 
 Hoisting moves every number and string used as a value into one table declared at the top
 of the script, in an order keyed by the license, and replaces each use by an index into it
-(`T[17]`). Encryption replaces each string by a call of a generated decoder
-(`D("ciphertext",nonce)`, see `cipher`); with hoisting on too, the strings go to a table
-of ciphertexts of their own and each use reads a lazy table (`S[4]`) that decodes a string
-the first time it is read. Either way nothing is decoded before it is used. Literal text
+(`T[17]`). Encryption moves each string to a table of ciphertexts of its own, with or
+without hoisting, and replaces each use by a read of a lazy table (`S[4]`) that decodes the
+string the first time it is read (see `cipher`): nothing is decoded before it is used. Literal text
 inside interpolated strings is treated the same way, as `{...}` parts.
 """
 
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 
 import tree_sitter
 
-from adapters_protection.cipher import NONCE_BITS, CipherParameters
+from adapters_protection.cipher import CipherParameters
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
 from adapters_protection.strings import (
@@ -44,48 +43,34 @@ class _Table:
 
 
 class _Strings:
-    """Encrypted strings: inline decoder calls, or (hoisting) a lazy table of them."""
+    """Encrypted strings: a table of ciphertexts, read through a lazy table that decodes
+    each string the first time it is read (`S[4]`); a string's slot is its nonce."""
 
-    def __init__(self, license_secret: bytes, namer: Namer, hoist: bool) -> None:
+    def __init__(self, license_secret: bytes, namer: Namer) -> None:
         self.params = CipherParameters.of(license_secret)
+        self.table = namer.fresh()
         self._namer = namer
-        self.decoder = namer.fresh()
-        self.hoist = hoist
-        self.table = namer.fresh() if hoist else ""
         self._values: dict[bytes, None] = {}
-        self._nonces: set[int] = set()
-        self.used = False
         self.longest = 0
 
-    def inline(self, value: bytes) -> str:
-        self.used = True
-        self.longest = max(self.longest, len(value))
-        while (nonce := self._namer.number(NONCE_BITS)) in self._nonces:
-            pass
-        self._nonces.add(nonce)
-        return f"{self.decoder}({quote(self.params.encipher(value, nonce))},{nonce})"
-
-    def hoisted(self, value: bytes) -> None:
-        self.used = True
+    def add(self, value: bytes) -> None:
         self.longest = max(self.longest, len(value))
         self._values.setdefault(value)
 
     def finish(self) -> tuple[str, dict[bytes, int]]:
-        """The declarations, and each hoisted string's slot (its nonce too)."""
-        if not self.used:
+        """The declaration, and each string's slot."""
+        if not self._values:
             return "", {}
-        decoder = self.params.decoder(self.longest)
-        if not self.hoist:
-            return f"local {self.decoder}={decoder};", {}
         keyed = {v.hex(): v for v in self._values}
         order = [keyed[k] for k in self._namer.shuffle(list(keyed))]
         slots = {v: i + 1 for i, v in enumerate(order)}
         texts = ",".join(quote(self.params.encipher(v, slots[v])) for v in order)
         # The decoder and the ciphertexts are arguments, not locals: the script's top level
-        # gets one local for all its strings.
-        code = (f"local {self.table}=(function(d,c)return setmetatable({{}},{{__index="
-                f"function(t,k)local v=d(c[k],k)t[k]=v return v end}})end)({decoder},"
-                f"{{{texts}}});")
+        # gets one local for all its strings. A table read is what a use costs once the
+        # string is decoded (the array part is sized up front, so that read is the fast one).
+        code = (f"local {self.table}=(function(d,c)return setmetatable(table.create(#c),"
+                f"{{__index=function(t,k)local v=d(c[k],k)t[k]=v return v end}})end)("
+                f"{self.params.decoder(self.longest)},{{{texts}}});")
         return code, slots
 
 
@@ -117,7 +102,7 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
     must not touch a literal) applied in the same pass; and the byte range of the
     declarations added at the top (the decoder and the tables)."""
-    cipher = _Strings(license_secret, namer, hoist) if encrypt else None
+    cipher = _Strings(license_secret, namer) if encrypt else None
     table = _Table(namer) if hoist else None
     uses: list[_Use] = []
     hoisted_strings: list[tuple[int, int, str, bytes, str]] = []
@@ -132,12 +117,11 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
 
     def plan_string(start: int, end: int, before: str, value: bytes, original: str,
                     after: str) -> None:
-        if cipher is not None and cipher.hoist:
-            cipher.hoisted(value)
+        if cipher is not None:
+            cipher.add(value)
             hoisted_strings.append((start, end, before, value, after))
         else:
-            plan(start, end, before, "s" + value.hex(),
-                 cipher.inline(value) if cipher is not None else original, after)
+            plan(start, end, before, "s" + value.hex(), original, after)
 
     for node in value_literals(root):
         source = (node.text or b"").decode()
