@@ -18,9 +18,10 @@ class LicenseState(enum.Enum):
 class LicenseEvent(Event):
     GRANT = ("`POST /licenses`", "Product exists in the studio")  # the seller's explicit act
     PURCHASE_PASS = ("Purchase pass verified", "The platform confirms the pass is owned")
-    REVOKE = ("`DELETE /licenses`", "Matching license")
-    PAUSE = ("Pause", "Matching license")
-    RESUME = ("Resume", "Matching license")
+    # Whether a license matches is the state: "none" when there is none.
+    REVOKE = ("`DELETE /licenses`",)
+    PAUSE = ("Pause",)
+    RESUME = ("Resume",)
 
 
 class Source(enum.Enum):

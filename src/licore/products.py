@@ -30,12 +30,10 @@ class Visibility(enum.Enum):
 
 class VisibilityEvent(Event):
     CREATE = ("`POST /products` without `id`", "`title` present", True)
-    LIST = ("`POST /products` with `id` and `discoverable: true`",
-            "Product belongs to the key's studio")
-    UNLIST = ("`POST /products` with `id` and `discoverable: false`",
-              "Product belongs to the key's studio")
-    EDIT = ("`POST /products` with `id`, without `discoverable`",
-            "Product belongs to the key's studio")
+    # Whether the product is the key's studio's is the state: "none" when it is not.
+    LIST = ("`POST /products` with `id` and `discoverable: true`",)
+    UNLIST = ("`POST /products` with `id` and `discoverable: false`",)
+    EDIT = ("`POST /products` with `id`, without `discoverable`",)
 
 
 class ProductEffect(enum.Enum):

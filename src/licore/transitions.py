@@ -112,7 +112,7 @@ def render(rows: Table[S, E, F], none: S | None = None) -> list[Rendered]:
     for (state, event), outcome in rows.items():
         if isinstance(outcome, Fail):
             error = outcome.error()
-            nxt, also = "unchanged", f"Error `{error.code}` (HTTP {error.status})."
+            nxt, also = name(state), f"HTTP {error.status}, `{error.code}`."
         else:
             nxt = name(outcome.next)
             also = " ".join(f"{str(e.value).rstrip('.')}." for e in outcome.effects)
