@@ -58,7 +58,14 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
     wanted = sc.requestable(requested, client.scopes)
     await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
     created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
-    assert created.effects == (DeviceEffect.ISSUE_CODES,)  # the codes are the answer below
+    for effect in created.effects:
+        match effect:
+            case DeviceEffect.ISSUE_CODES:
+                pass  # the codes drawn below are the answer
+            case DeviceEffect.SLOW_DOWN | DeviceEffect.GRANT_FILTERED | DeviceEffect.ISSUE_KEY:
+                raise LicoreError(f"a new code has no {effect!r}")
+            case _:
+                assert_never(effect)
     now = deps.clock.now()
     device_code = tokens.make_device_code(deps.random.token_bytes(48))
     for _ in range(10):  # a user-code collision among live codes is rare; draw again
@@ -226,6 +233,7 @@ async def _burn(tx: Transaction, user_code: str, now: int) -> None:
     timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
     state = df.effective_state(device.state, timing, now)
     outcome = df.transition(state, DeviceEvent.BURN)
+    assert not outcome.effects  # burning only changes the state
     if outcome.next is not device.state:
         await tx.replace_device(attrs.evolve(device, state=outcome.next), expected=device.state)
 
@@ -263,8 +271,9 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
         state = df.effective_state(device.state, timing, now)
         kind = sc.kind_of(device.requested_scopes)
         if not approve:
-            denied = attrs.evolve(device, state=df.transition(state, DeviceEvent.DENY).next,
-                                  account_id=account_id)
+            denial = df.transition(state, DeviceEvent.DENY)
+            assert not denial.effects  # denying only changes the state
+            denied = attrs.evolve(device, state=denial.next, account_id=account_id)
             await tx.replace_device(denied, expected=device.state)
             return ()
         if kind is sc.KeyKind.STUDIO:
