@@ -178,11 +178,12 @@ def document() -> str:
         "refused in. \"(none)\" is the state before a record exists.\n",
         "\nWhere licore goes beyond the specification's rows: a product or license that is "
         "not the caller's is `not_found`; a device code that no longer exists polls as "
-        "`expired_token`; approving, denying or burning anything but a pending "
-        "authorization is refused as `expired_token` (burning leaves a code that is no "
-        "longer pending as it is); an approved code polled too fast still gets its key; a "
+        "`expired_token`; approving or denying anything but a pending authorization is "
+        "refused as `expired_token`, and five wrong entries leave a code that is no longer "
+        "pending as it is; an approved code polled too fast still gets its key; a "
         "purchase pass re-verified on an inactive license leaves it inactive; pausing and "
-        "resuming are licore's own events (the specification does not show them). "
+        "resuming are licore's own events (the specification does not show them); revoking "
+        "a key that is already revoked from the connected-apps list is harmless. "
         "The chat-role hand-out and removal are named effects with no delivery yet: "
         "the chat-role outbox (contract 8) is later work.\n",
     ]
