@@ -9,14 +9,13 @@ it where it is when the field is not sent.
 from __future__ import annotations
 
 import attrs
-from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import Bundle, invariant, rule
 
 from licore.errors import NotFound
 from licore.model import ApiKey
 from licore.services import device, operator, partner
-from tests.core.machine_support import AsyncWorld
+from tests.core.machine_support import StorageMachine, machine_tests
 from tests.support.scenario import obtain_key
 
 TITLES = st.sampled_from(["Sword", "Über Sword", "Sword", "Tom's Gun", "!!!"])
@@ -30,12 +29,11 @@ class Model:
     discoverable: bool
 
 
-class ProductVisibilityMachine(RuleBasedStateMachine):
+class ProductVisibilityMachine(StorageMachine):
     products = Bundle("products")
 
     def __init__(self) -> None:
         super().__init__()
-        self.w = AsyncWorld()
         d = self.w.deps
         client = self.w.run(operator.add_client(d, "App", "d", "products:read products:write"))
         self.keys: list[ApiKey] = []
@@ -46,9 +44,6 @@ class ProductVisibilityMachine(RuleBasedStateMachine):
                                           studio.id))
             self.keys.append(self.w.run(device.authenticate(d, plain)))
         self.model: dict[str, Model] = {}
-
-    def teardown(self) -> None:
-        self.w.close()
 
     def save(self, studio: int, body: dict[str, object]) -> dict[str, object]:
         return self.w.run(partner.save_product(self.w.deps, self.keys[studio], body))
@@ -110,12 +105,11 @@ class ProductVisibilityMachine(RuleBasedStateMachine):
     @invariant()
     def the_public_catalogue_is_exactly_the_listed_products(self) -> None:
         async def listed() -> set[str]:
-            async with self.w.deps.storage.transaction() as tx:
-                return {p.id for p, _ in await tx.listed_products()}
+            async with self.w.deps.storage.unit_of_work() as uow:
+                return {p.id for p, _ in await uow.products.listed()}
 
         assert self.w.run(listed()) == {pid for pid, m in self.model.items() if m.discoverable}
 
 
-ProductVisibilityMachine.TestCase.settings = settings(max_examples=30, stateful_step_count=20,
-                                                      deadline=None)
-TestProductVisibility = ProductVisibilityMachine.TestCase
+TestProductVisibility, TestProductVisibilityInMemory = machine_tests(
+    ProductVisibilityMachine, max_examples=30, steps=20)

@@ -20,7 +20,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import ConnectedApp, Transaction
+from licore.ports import ConnectedApp, UnitOfWork
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -43,8 +43,8 @@ class TokenResponse:
     studio_id: str | None
 
 
-async def _active_client(tx: Transaction, client_id: str) -> Client:
-    client = await tx.client_by_id(client_id)
+async def _active_client(uow: UnitOfWork, client_id: str) -> Client:
+    client = await uow.clients.by_id(client_id)
     if client is None or client.disabled:
         raise InvalidClient("unknown or disabled client_id")
     return client
@@ -53,8 +53,8 @@ async def _active_client(tx: Transaction, client_id: str) -> Client:
 async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
     """POST /device/code."""
     requested = sc.parse_scope_string(scope_text)
-    async with deps.storage.transaction() as tx:
-        client = await _active_client(tx, client_id)
+    async with deps.storage.unit_of_work() as uow:
+        client = await _active_client(uow, client_id)
     wanted = sc.requestable(requested, client.scopes)
     await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
     created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
@@ -77,8 +77,8 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
             state=created.next, created_at=now,
             expires_at=now + deps.settings.device_lifetime,
             interval=deps.settings.device_interval)
-        async with deps.storage.transaction() as tx:
-            if await tx.add_device(device):
+        async with deps.storage.unit_of_work() as uow:
+            if await uow.devices.add(device):
                 break
     else:
         raise LicoreError("could not allocate a user code")
@@ -95,8 +95,8 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
     now = deps.clock.now()
     refusal: LicoreError | None = None
     issued: TokenResponse | None = None
-    async with deps.storage.transaction() as tx:
-        device = await tx.device_by_code_digest(tokens.device_code_digest(device_code))
+    async with deps.storage.unit_of_work() as uow:
+        device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
         if device is None:
             raise df.refusal(DeviceState.NONE, DeviceEvent.POLL)
         if client_id is not None and client_id != device.client_id:
@@ -119,12 +119,12 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
                                                interval=df.grown_interval(device.interval))
                         refusal = SlowDown(updated.interval)
                     case DeviceEffect.ISSUE_KEY:
-                        issued = await _issue_key(deps, tx, device)
+                        issued = await _issue_key(deps, uow, device)
                     case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
                         raise LicoreError(f"a poll has no {effect!r}")
                     case _:
                         assert_never(effect)
-        if not await tx.replace_device(updated, expected=device.state):
+        if not await uow.devices.replace(updated, expected=device.state):
             # Someone else polled this code in the same instant and claimed it first.
             raise ExpiredToken("the code was already used; start over")
     if refusal is not None:
@@ -133,12 +133,12 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
     return issued
 
 
-async def _issue_key(deps: Deps, tx: Transaction, device: DeviceAuthorization) -> TokenResponse:
+async def _issue_key(deps: Deps, uow: UnitOfWork, device: DeviceAuthorization) -> TokenResponse:
     kind = sc.kind_of(device.granted_scopes)
     plain = tokens.make_api_key(kind, deps.random.token_bytes(40))
     now = deps.clock.now()
     assert device.account_id is not None
-    await tx.add_api_key(ApiKey(
+    await uow.api_keys.add(ApiKey(
         id=deps.new_id("key"), digest=tokens.api_key_digest(plain), kind=kind,
         scopes=device.granted_scopes, client_id=device.client_id,
         account_id=device.account_id, studio_id=device.studio_id,
@@ -193,13 +193,13 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
         raise SessionBurned()
     code = df.normalize_user_code(entered)
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        view = await _pending_view(tx, code, now)
+    async with deps.storage.unit_of_work() as uow:
+        view = await _pending_view(uow, code, now)
         if view is not None:
             return view, attempts
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
-            await _burn(tx, attempts.linked_user_code, now)
+            await _burn(uow, attempts.linked_user_code, now)
     await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
     return None, after
 
@@ -207,27 +207,27 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
 async def pending_view(deps: Deps, user_code: str) -> ApprovalView | None:
     """The consent screen of a code the caller already found through `look_up` (this counts
     no entry, so it must never be offered as a way to try codes)."""
-    async with deps.storage.transaction() as tx:
-        return await _pending_view(tx, df.normalize_user_code(user_code), deps.clock.now())
+    async with deps.storage.unit_of_work() as uow:
+        return await _pending_view(uow, df.normalize_user_code(user_code), deps.clock.now())
 
 
-async def _pending_view(tx: Transaction, code: str, now: int) -> ApprovalView | None:
-    device = await tx.device_by_user_code(code) if df.is_well_formed_user_code(code) else None
+async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | None:
+    device = await uow.devices.by_user_code(code) if df.is_well_formed_user_code(code) else None
     if device is None:
         return None
     timing = df.Timing(device.created_at, device.expires_at, device.interval,
                        device.last_poll_at)
     if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
         return None
-    client = await tx.client_by_id(device.client_id)
+    client = await uow.clients.by_id(device.client_id)
     assert client is not None
     return ApprovalView(df.format_user_code(code), client.name, client.description,
                         sc.kind_of(device.requested_scopes), device.requested_scopes,
                         DeviceState.PENDING)
 
 
-async def _burn(tx: Transaction, user_code: str, now: int) -> None:
-    device = await tx.device_by_user_code(df.normalize_user_code(user_code))
+async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
+    device = await uow.devices.by_user_code(df.normalize_user_code(user_code))
     if device is None:
         return
     timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
@@ -235,7 +235,7 @@ async def _burn(tx: Transaction, user_code: str, now: int) -> None:
     outcome = df.transition(state, DeviceEvent.BURN)
     assert not outcome.effects  # burning only changes the state
     if outcome.next is not device.state:
-        await tx.replace_device(attrs.evolve(device, state=outcome.next), expected=device.state)
+        await uow.devices.replace(attrs.evolve(device, state=outcome.next), expected=device.state)
 
 
 async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
@@ -245,8 +245,8 @@ async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
         return sc.Grantable(frozenset())
     if studio_id is None:
         return sc.Grantable(frozenset())
-    async with deps.storage.transaction() as tx:
-        membership = await tx.membership(studio_id, account_id)
+    async with deps.storage.unit_of_work() as uow:
+        membership = await uow.studios.membership(studio_id, account_id)
     return sc.Grantable(membership.permissions if membership else frozenset())
 
 
@@ -259,12 +259,12 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
     """
     code = df.normalize_user_code(user_code)
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        device = await tx.device_by_user_code(code)
+    async with deps.storage.unit_of_work() as uow:
+        device = await uow.devices.by_user_code(code)
         if device is None:
             raise df.refusal(DeviceState.NONE, DeviceEvent.DENY if not approve
                              else DeviceEvent.APPROVE)
-        if await tx.account_by_id(account_id) is None:
+        if await uow.accounts.by_id(account_id) is None:
             raise NotFound("no account behind this approval")
         timing = df.Timing(device.created_at, device.expires_at, device.interval,
                            device.last_poll_at)
@@ -274,10 +274,10 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
             denial = df.transition(state, DeviceEvent.DENY)
             assert not denial.effects  # denying only changes the state
             denied = attrs.evolve(device, state=denial.next, account_id=account_id)
-            await tx.replace_device(denied, expected=device.state)
+            await uow.devices.replace(denied, expected=device.state)
             return ()
         if kind is sc.KeyKind.STUDIO:
-            membership = await tx.membership(studio_id, account_id) if studio_id else None
+            membership = await uow.studios.membership(studio_id, account_id) if studio_id else None
             permissions = membership.permissions if membership else frozenset()
         else:
             studio_id, permissions = None, frozenset()
@@ -295,7 +295,7 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
                     raise LicoreError(f"an approval has no {effect!r}")
                 case _:
                     assert_never(effect)
-        if not await tx.replace_device(approved, expected=device.state):
+        if not await uow.devices.replace(approved, expected=device.state):
             raise ExpiredToken("this code is no longer waiting for approval")
     return granted
 
@@ -303,15 +303,15 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
 async def revoke_key(deps: Deps, key: ApiKey) -> None:
     """POST /revoke by the holder (the key was authenticated by the caller)."""
     outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-    async with deps.storage.transaction() as tx:
-        await _apply_key_effects(tx, key, outcome.effects, deps.clock.now())
+    async with deps.storage.unit_of_work() as uow:
+        await _apply_key_effects(uow, key, outcome.effects, deps.clock.now())
 
 
 async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
                                account_id: str | None = None) -> None:
     """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with deps.storage.transaction() as tx:
-        key = await tx.api_key_by_id(key_id)
+    async with deps.storage.unit_of_work() as uow:
+        key = await uow.api_keys.by_id(key_id)
         if key is None or (studio_id is not None and key.studio_id != studio_id) or (
                 studio_id is None and (key.account_id != account_id or key.studio_id)):
             raise NotFound("no such connected app")
@@ -319,15 +319,15 @@ async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None
         state = (api_keys.KeyState.ACTIVE if key.revoked_at is None
                  else api_keys.KeyState.REVOKED)  # an idle key is still revoked by hand
         outcome = api_keys.transition(state, api_keys.KeyEvent.USER_REVOKES)
-        await _apply_key_effects(tx, key, outcome.effects, now)
+        await _apply_key_effects(uow, key, outcome.effects, now)
 
 
-async def _apply_key_effects(tx: Transaction, key: ApiKey,
+async def _apply_key_effects(uow: UnitOfWork, key: ApiKey,
                              effects: tuple[api_keys.KeyEffect, ...], now: int) -> None:
     for effect in effects:
         match effect:
             case api_keys.KeyEffect.RECORD_REVOKED:
-                await tx.revoke_api_key(key.id, now)
+                await uow.api_keys.revoke(key.id, now)
             case _:
                 assert_never(effect)
 
@@ -336,8 +336,8 @@ async def connected_apps(deps: Deps, *, studio_id: str | None = None,
                          account_id: str | None = None) -> list[ConnectedApp]:
     """Every key still acting for a studio (or a person's library keys), idle ones left out."""
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        apps = await tx.connected_apps(studio_id=studio_id, account_id=account_id)
+    async with deps.storage.unit_of_work() as uow:
+        apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]
 
@@ -347,17 +347,17 @@ async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:
     if not bearer or not tokens.api_key_shape_ok(bearer):
         raise InvalidToken("the key is unknown, revoked or expired")
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        key = await tx.api_key_by_digest(tokens.api_key_digest(bearer))
+    async with deps.storage.unit_of_work() as uow:
+        key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
         if key is None:
             raise InvalidToken("the key is unknown, revoked or expired")
         state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
         if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
             # Idle for 60 days: revoked for good, recorded so the list shows it gone.
             idle = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.IDLE_60_DAYS)
-            await _apply_key_effects(tx, key, idle.effects, now)
+            await _apply_key_effects(uow, key, idle.effects, now)
     api_keys.transition(state, api_keys.KeyEvent.USE)
     if api_keys.needs_touch(key.last_used_at, now):
-        async with deps.storage.transaction() as tx:
-            await tx.touch_api_key(key.id, now)
+        async with deps.storage.unit_of_work() as uow:
+            await uow.api_keys.touch(key.id, now)
     return key

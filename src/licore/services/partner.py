@@ -15,7 +15,7 @@ from licore import validation as v
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
 from licore.model import Alert, ApiKey, License, Page, Product
-from licore.ports import LibraryEntry, Transaction
+from licore.ports import LibraryEntry, UnitOfWork
 from licore.services.builds import library_version_view, library_versions
 from licore.services.deps import Deps, iso
 
@@ -54,13 +54,13 @@ def product_view(p: Product) -> dict[str, Any]:
 async def list_products(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
     limit, cursor = page_args(query)
     assert key.studio_id is not None
-    async with deps.storage.transaction() as tx:
-        page = await tx.products_of_studio(key.studio_id, limit, cursor)
+    async with deps.storage.unit_of_work() as uow:
+        page = await uow.products.of_studio(key.studio_id, limit, cursor)
     return with_cursor({"products": [product_view(p) for p in page.items]}, page, limit)
 
 
-async def own_product(tx: Transaction, key_studio: str | None, product_id: str) -> Product:
-    product = await tx.product_by_id(product_id)
+async def own_product(uow: UnitOfWork, key_studio: str | None, product_id: str) -> Product:
+    product = await uow.products.by_id(product_id)
     if product is None or product.studio_id != key_studio:
         raise NotFound("no such product")
     return product
@@ -88,13 +88,13 @@ async def save_product(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
                     slug = prod.slug_base(fields.title)
                 case _:
                     assert_never(effect)
-        async with deps.storage.transaction() as tx:
-            product = await tx.add_product(draft, slug)
+        async with deps.storage.unit_of_work() as uow:
+            product = await uow.products.add(draft, slug)
     else:
         product_id = v.identifier(obj, "id")
         fields = prod.parse_change(obj)
-        async with deps.storage.transaction() as tx:
-            found = await tx.product_by_id(product_id)
+        async with deps.storage.unit_of_work() as uow:
+            found = await uow.products.by_id(product_id)
             current = found if found is not None and found.studio_id == key.studio_id else None
             state = (prod.Visibility.NONE if current is None
                      else prod.visibility(current.discoverable))
@@ -106,7 +106,7 @@ async def save_product(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
             product = attrs.evolve(current, **changes,
                                    discoverable=outcome.next is prod.Visibility.LISTED,
                                    updated_at=now)
-            await tx.save_product(product)
+            await uow.products.save(product)
     return {"ok": True, "id": product.id, "slug": product.slug,
             "discoverable": product.discoverable}
 
@@ -125,17 +125,17 @@ async def list_licenses(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> di
     if not product_id:
         raise InvalidRequest("product_id is required", "product_id")
     limit, cursor = page_args(query)
-    async with deps.storage.transaction() as tx:
-        await own_product(tx, key.studio_id, product_id)
-        page = await tx.licenses_of_product(product_id, limit, cursor)
+    async with deps.storage.unit_of_work() as uow:
+        await own_product(uow, key.studio_id, product_id)
+        page = await uow.licenses.of_product(product_id, limit, cursor)
     return with_cursor({"licenses": [license_view(lc) for lc in page.items]}, page, limit)
 
 
-async def resolve_user(tx: Transaction, user: str) -> str:
+async def resolve_user(uow: UnitOfWork, user: str) -> str:
     """All digits is a platform id; anything else a username from the user directory."""
     if user.isdigit():
         return user
-    account = await tx.account_by_username(user)
+    account = await uow.accounts.by_username(user)
     if account is None:
         raise NotFound("no user with that name")
     return account.platform_id
@@ -162,30 +162,30 @@ async def change_license(deps: Deps, studio_id: str | None, product_id: str, use
                          event: LicenseEvent, source: Source = Source.GRANT) -> License:
     """One license transition as one unit of work, by the table in `licore.licenses`."""
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        await own_product(tx, studio_id, product_id)
-        platform_id = await resolve_user(tx, user)
-        current = await tx.license_for(product_id, platform_id)
+    async with deps.storage.unit_of_work() as uow:
+        await own_product(uow, studio_id, product_id)
+        platform_id = await resolve_user(uow, user)
+        current = await uow.licenses.for_user(product_id, platform_id)
         state = current.state if current else LicenseState.NONE
         outcome = lic.transition(state, event)
         if current is None:
             fresh = License(id=deps.new_id("lic"), product_id=product_id,
                             platform_id=platform_id, source=source,
                             state=outcome.next, verified_at=now, created_at=now)
-            fresh = await _apply(deps, tx, fresh, outcome.effects, source, now, prepared=False)
-            if not await tx.add_license(fresh):
+            fresh = await _apply(deps, uow, fresh, outcome.effects, source, now, prepared=False)
+            if not await uow.licenses.add(fresh):
                 raise AlreadyOwned("the user already holds a license for this product")
             return fresh
-        updated = await _apply(deps, tx, attrs.evolve(current, state=outcome.next),
+        updated = await _apply(deps, uow, attrs.evolve(current, state=outcome.next),
                                outcome.effects, source, now, prepared=True)
-        if updated != current and not await tx.replace_license(updated, expected=state):
+        if updated != current and not await uow.licenses.replace(updated, expected=state):
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")
             raise NotFound("the license changed while this request ran; try again")
         return updated
 
 
-async def _apply(deps: Deps, tx: Transaction, license: License,
+async def _apply(deps: Deps, uow: UnitOfWork, license: License,
                  effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
                  prepared: bool) -> License:
     """A row's effects on the record; `prepared` when copies may exist for its old key."""
@@ -193,11 +193,11 @@ async def _apply(deps: Deps, tx: Transaction, license: License,
         match effect:
             case LicenseEffect.MINT_KEY:
                 if prepared:
-                    await tx.drop_prepared_copies(license_id=license.id)
+                    await uow.copies.drop(license_id=license.id)
                 license = _mint(deps, attrs.evolve(license, source=source, verified_at=now))
             case LicenseEffect.CLEAR_KEY:
                 if prepared:
-                    await tx.drop_prepared_copies(license_id=license.id)
+                    await uow.copies.drop(license_id=license.id)
                 license = attrs.evolve(license, key_ciphertext=None, key_digest=None)
             case LicenseEffect.REVERIFY:
                 license = attrs.evolve(license, verified_at=now)
@@ -243,24 +243,24 @@ def library_view(entry: LibraryEntry) -> dict[str, Any]:
 
 async def library(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
     limit, cursor = page_args(query)
-    async with deps.storage.transaction() as tx:
-        account = await tx.account_by_id(key.account_id)
+    async with deps.storage.unit_of_work() as uow:
+        account = await uow.accounts.by_id(key.account_id)
         if account is None:
             raise NotFound("the account behind this key is gone")
         if query.get("versions") is not None:
-            return await _versions(tx, key, query, limit, cursor)
-        page = await tx.library_of(account.platform_id, limit, cursor)
+            return await _versions(uow, key, query, limit, cursor)
+        page = await uow.licenses.library_of(account.platform_id, limit, cursor)
     return with_cursor({"products": [library_view(e) for e in page.items]}, page, limit)
 
 
-async def _versions(tx: Transaction, key: ApiKey, query: Mapping[str, str],
+async def _versions(uow: UnitOfWork, key: ApiKey, query: Mapping[str, str],
                     limit: int | None, cursor: str | None) -> dict[str, Any]:
     if query.get("versions") != "1":
         raise InvalidRequest("versions must be 1", "versions")
     product_id = query.get("product_id")
     if not product_id:
         raise InvalidRequest("product_id is required with versions=1", "product_id")
-    product, page = await library_versions(tx, key, product_id, limit, cursor)
+    product, page = await library_versions(uow, key, product_id, limit, cursor)
     return with_cursor({"versions": [library_version_view(v, product) for v in page.items]},
                        page, limit)
 
@@ -279,8 +279,8 @@ async def alerts(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str,
     limit, cursor = page_args(query)
     product_id = query.get("product_id")
     assert key.studio_id is not None
-    async with deps.storage.transaction() as tx:
+    async with deps.storage.unit_of_work() as uow:
         if product_id:
-            await own_product(tx, key.studio_id, product_id)
-        page = await tx.alerts_of_studio(key.studio_id, product_id or None, limit, cursor)
+            await own_product(uow, key.studio_id, product_id)
+        page = await uow.alerts.of_studio(key.studio_id, product_id or None, limit, cursor)
     return with_cursor({"alerts": [alert_view(a) for a in page.items]}, page, limit)
