@@ -10,7 +10,8 @@ from collections.abc import Mapping
 import attrs
 
 from licore import validation as v
-from licore.transitions import Go, Outcome, step
+from licore.errors import NotFound
+from licore.transitions import Event, Fail, Go, Table, step, table
 
 TITLE_MAX = 80
 TAGLINE_MAX = 140
@@ -22,27 +23,64 @@ CHANGE_FIELDS = ("id", *CREATE_FIELDS, "discoverable")
 
 
 class Visibility(enum.Enum):
+    NONE = "none"  # no product of the key's studio with that id (never stored)
     DRAFT = "draft"
     LISTED = "listed"
 
 
-class VisibilityEvent(enum.Enum):
-    LIST = "discoverable: true"
-    UNLIST = "discoverable: false"
+class VisibilityEvent(Event):
+    CREATE = ("`POST /products` without `id`", "`title` present", True)
+    # Whether the product is the key's studio's is the state: "none" when it is not.
+    LIST = ("`POST /products` with `id` and `discoverable: true`",)
+    UNLIST = ("`POST /products` with `id` and `discoverable: false`",)
+    EDIT = ("`POST /products` with `id`, without `discoverable`",)
 
 
-VISIBILITY: dict[tuple[Visibility, VisibilityEvent], Outcome[Visibility]] = {
-    (Visibility.DRAFT, VisibilityEvent.LIST): Go(Visibility.LISTED),
-    (Visibility.DRAFT, VisibilityEvent.UNLIST): Go(Visibility.DRAFT),
-    (Visibility.LISTED, VisibilityEvent.UNLIST): Go(Visibility.DRAFT),
-    (Visibility.LISTED, VisibilityEvent.LIST): Go(Visibility.LISTED),
-}
+class ProductEffect(enum.Enum):
+    """What the caller does with a row, in the same transaction (`services.partner`)."""
+
+    GENERATE_SLUG = ("A slug is generated. A product created through the API is always a "
+                     "draft, even when `discoverable` is sent")
 
 
-def next_discoverable(current: bool, wanted: bool) -> bool:
-    state = Visibility.LISTED if current else Visibility.DRAFT
-    event = VisibilityEvent.LIST if wanted else VisibilityEvent.UNLIST
-    return step(VISIBILITY, state, event).next is Visibility.LISTED
+def _not_found() -> NotFound:
+    return NotFound("no such product")
+
+
+V, VE = Visibility, VisibilityEvent
+
+# A change of a product that is not the key's studio's is `not_found` (spec 4.2), whatever
+# it sends. Listing a product is not checked for a build here: the specification leaves that
+# to the seller's workflow.
+VISIBILITY: Table[Visibility, VisibilityEvent, ProductEffect] = table(
+    (V.NONE,   VE.CREATE, Go(V.DRAFT, (ProductEffect.GENERATE_SLUG,))),
+    (V.NONE,   VE.LIST,   Fail(_not_found)),
+    (V.NONE,   VE.UNLIST, Fail(_not_found)),
+    (V.NONE,   VE.EDIT,   Fail(_not_found)),
+
+    (V.DRAFT,  VE.LIST,   Go(V.LISTED)),
+    (V.DRAFT,  VE.UNLIST, Go(V.DRAFT)),
+    (V.DRAFT,  VE.EDIT,   Go(V.DRAFT)),
+
+    (V.LISTED, VE.UNLIST, Go(V.DRAFT)),
+    (V.LISTED, VE.LIST,   Go(V.LISTED)),
+    (V.LISTED, VE.EDIT,   Go(V.LISTED)),
+)
+
+
+def transition(state: Visibility, event: VisibilityEvent) -> Go[Visibility, ProductEffect]:
+    return step(VISIBILITY, state, event)
+
+
+def visibility(discoverable: bool) -> Visibility:
+    return Visibility.LISTED if discoverable else Visibility.DRAFT
+
+
+def change_event(discoverable: bool | None) -> VisibilityEvent:
+    """The event of a change by the `discoverable` it sends (or not)."""
+    if discoverable is None:
+        return VisibilityEvent.EDIT
+    return VisibilityEvent.LIST if discoverable else VisibilityEvent.UNLIST
 
 
 @attrs.frozen

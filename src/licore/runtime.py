@@ -19,8 +19,6 @@ STOLEN_PRODUCT = "stolen_product"
 KEY_USER_MISMATCH = "key_user_mismatch"
 INVALID_KEY_FOR_LICENSE = "invalid_key_for_license"
 UNRECOGNISED_PLACE = "unrecognised_place"
-ALERT_KINDS = (LEAKED_KEY, STOLEN_PRODUCT, KEY_USER_MISMATCH, INVALID_KEY_FOR_LICENSE,
-               UNRECOGNISED_PLACE)
 
 
 @attrs.frozen

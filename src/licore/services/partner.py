@@ -4,7 +4,7 @@ key's acting identity; another studio's data is `not_found`, never 403."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, assert_never
 
 import attrs
 
@@ -13,7 +13,7 @@ from licore import products as prod
 from licore import tokens
 from licore import validation as v
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
-from licore.licenses import LicenseEvent, LicenseState, Source
+from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
 from licore.model import Alert, ApiKey, License, Page, Product
 from licore.ports import LibraryEntry, UnitOfWork
 from licore.services.builds import library_version_view, library_versions
@@ -74,23 +74,38 @@ async def save_product(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
     if "id" not in obj:
         fields = prod.parse_create(obj)
         assert fields.title is not None
+        created = prod.transition(prod.Visibility.NONE, prod.VisibilityEvent.CREATE)
         draft = Product(
             id=deps.new_id("prd"), studio_id=key.studio_id, slug="", title=fields.title,
             tagline=fields.tagline or "", description=fields.description or "",
-            price_credit=fields.price_credit or 0, discoverable=False,
+            price_credit=fields.price_credit or 0,
+            discoverable=created.next is prod.Visibility.LISTED,
             licensing_enabled=True, created_at=now, updated_at=now)
+        slug = ""
+        for effect in created.effects:
+            match effect:
+                case prod.ProductEffect.GENERATE_SLUG:
+                    slug = prod.slug_base(fields.title)
+                case _:
+                    assert_never(effect)
         async with deps.storage.unit_of_work() as uow:
-            product = await uow.products.add(draft, prod.slug_base(fields.title))
+            product = await uow.products.add(draft, slug)
     else:
         product_id = v.identifier(obj, "id")
         fields = prod.parse_change(obj)
         async with deps.storage.unit_of_work() as uow:
-            current = await own_product(uow, key.studio_id, product_id)
-            changes = {k: val for k, val in attrs.asdict(fields).items() if val is not None}
-            if fields.discoverable is not None:
-                changes["discoverable"] = prod.next_discoverable(current.discoverable,
-                                                                 fields.discoverable)
-            product = attrs.evolve(current, **changes, updated_at=now)
+            found = await uow.products.by_id(product_id)
+            current = found if found is not None and found.studio_id == key.studio_id else None
+            state = (prod.Visibility.NONE if current is None
+                     else prod.visibility(current.discoverable))
+            outcome = prod.transition(state, prod.change_event(fields.discoverable))
+            assert current is not None  # the table refuses a change of no product
+            assert not outcome.effects  # a change generates no slug
+            changes = {k: val for k, val in attrs.asdict(fields).items()
+                       if val is not None and k != "discoverable"}
+            product = attrs.evolve(current, **changes,
+                                   discoverable=outcome.next is prod.Visibility.LISTED,
+                                   updated_at=now)
             await uow.products.save(product)
     return {"ok": True, "id": product.id, "slug": product.slug,
             "discoverable": product.discoverable}
@@ -157,25 +172,40 @@ async def change_license(deps: Deps, studio_id: str | None, product_id: str, use
             fresh = License(id=deps.new_id("lic"), product_id=product_id,
                             platform_id=platform_id, source=source,
                             state=outcome.next, verified_at=now, created_at=now)
-            fresh = _mint(deps, fresh)
+            fresh = await _apply(deps, uow, fresh, outcome.effects, source, now, prepared=False)
             if not await uow.licenses.add(fresh):
                 raise AlreadyOwned("the user already holds a license for this product")
             return fresh
-        updated = attrs.evolve(current, state=outcome.next)
-        if outcome.effect in (lic.MINT_KEY, lic.CLEAR_KEY):
-            # Prepared copies carry the old key: a new key or none makes them void.
-            await uow.copies.drop(license_id=current.id)
-        if outcome.effect == lic.MINT_KEY:
-            updated = _mint(deps, attrs.evolve(updated, source=source, verified_at=now))
-        elif outcome.effect == lic.CLEAR_KEY:
-            updated = attrs.evolve(updated, key_ciphertext=None, key_digest=None)
-        elif outcome.effect == lic.REVERIFY:
-            updated = attrs.evolve(updated, verified_at=now)
+        updated = await _apply(deps, uow, attrs.evolve(current, state=outcome.next),
+                               outcome.effects, source, now, prepared=True)
         if updated != current and not await uow.licenses.replace(updated, expected=state):
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")
             raise NotFound("the license changed while this request ran; try again")
         return updated
+
+
+async def _apply(deps: Deps, uow: UnitOfWork, license: License,
+                 effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
+                 prepared: bool) -> License:
+    """A row's effects on the record; `prepared` when copies may exist for its old key."""
+    for effect in effects:
+        match effect:
+            case LicenseEffect.MINT_KEY:
+                if prepared:
+                    await uow.copies.drop(license_id=license.id)
+                license = _mint(deps, attrs.evolve(license, source=source, verified_at=now))
+            case LicenseEffect.CLEAR_KEY:
+                if prepared:
+                    await uow.copies.drop(license_id=license.id)
+                license = attrs.evolve(license, key_ciphertext=None, key_digest=None)
+            case LicenseEffect.REVERIFY:
+                license = attrs.evolve(license, verified_at=now)
+            case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT | LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                pass  # the chat-role outbox (contract 8) is a later issue's work
+            case _:
+                assert_never(effect)
+    return license
 
 
 async def grant(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
