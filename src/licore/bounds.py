@@ -37,10 +37,6 @@ class Text:
             raise InvalidRequest(f"{name} must be {self.shape}", name)
         return value
 
-    def named(self, name: str) -> Named:
-        """This rule as a validator that names the field `name` (its name on the wire)."""
-        return Named(self, name)
-
     def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
         """An attrs validator; None is "not sent" and passes."""
         if value is not None:
@@ -63,18 +59,6 @@ class WholeNumber:
     def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
         if value is not None:
             self.check(attribute.name, value)
-
-
-@attrs.frozen
-class Named:
-    """A rule checking a field that the wire calls by another name."""
-
-    rule: Text
-    name: str
-
-    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value is not None:
-            self.rule.check(self.name, value)
 
 
 # Products (spec 2 and 8).

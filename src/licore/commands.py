@@ -16,6 +16,7 @@ import attrs
 from licore import bounds
 from licore.errors import InvalidRequest
 from licore.licenses import LicenseEvent, Source
+from licore.protection import ProtectionSettingsError, parse_protection_settings
 from licore.runtime import Caller
 
 # A value the specification lets a client send as a JSON string or number ("`user_id` is a
@@ -155,7 +156,7 @@ class UploadVersion:
     codec is; its size against the operator's limit there too."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
-    label: str = attrs.field(validator=bounds.VERSION_LABEL.named("version"))
+    version: str = attrs.field(validator=bounds.VERSION_LABEL)  # the new label
     data: bytes = attrs.field(repr=False)
 
 
@@ -177,6 +178,17 @@ def compact_json(value: JsonValue) -> str:
     return json.dumps(value.value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _protection(instance: object, attribute: attrs.Attribute[Any],
+                value: JsonValue | None) -> None:
+    """The rules' own schema (docs/protection.md); whether they apply to the live build is
+    the use case's to find out."""
+    if value is not None:
+        try:
+            parse_protection_settings(value.value)
+        except ProtectionSettingsError as error:
+            raise InvalidRequest(f"{error.field}: {error.reason}", error.field) from None
+
+
 @attrs.frozen
 class ChangeSettings:
     """The placeholder token, "Verify scripts", the unlock payload and the protection rules
@@ -186,7 +198,7 @@ class ChangeSettings:
     placeholder: str | None = attrs.field(default=None, validator=bounds.PLACEHOLDER)
     verify_scripts: bool | None = None
     unlock_data: JsonValue | None = attrs.field(default=None, validator=_unlock_data)
-    protection: JsonValue | None = None
+    protection: JsonValue | None = attrs.field(default=None, validator=_protection)
 
 
 # Runtime (spec 4.5) -----------------------------------------------------------------------
