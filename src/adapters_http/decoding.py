@@ -171,14 +171,16 @@ def _refusal_of_null(name: str, hint: Any) -> InvalidRequest:
     return InvalidRequest(f"{name} must not be null", name)
 
 
-def from_query(query: Mapping[str, str], command: type[T]) -> T:
-    """A command from a query string. Parameters the command does not know are ignored
-    (the specification names none that would change an answer); `limit` and `cursor` fill
-    the command's `page`."""
+def from_query(query: Mapping[str, str], command: type[T], **given: object) -> T:
+    """A command from a query string, and `given` fields from elsewhere (an upload's file).
+    Parameters the command does not know are ignored (the specification names none that
+    would change an answer); `limit` and `cursor` fill the command's `page`."""
     hints = _hints(command)
-    fields: dict[str, object] = {}
+    fields: dict[str, object] = dict(given)
     for field in attrs.fields(typing.cast(Any, command)):
         hint = hints[field.name]
+        if field.name in given:
+            continue
         if hint is Paging:
             fields[field.name] = Paging(_whole(query, "limit"), query.get("cursor"))
         elif field.name in query:

@@ -129,7 +129,7 @@ class ListLibraryVersions:
 
 
 @attrs.frozen
-class Download:
+class DownloadCopy:
     """The live build, or the published version `version_id`, as the buyer's own copy."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
@@ -275,3 +275,31 @@ class VerifySource:
     @property
     def caller(self) -> Caller:
         return Caller(self.user_id, self.product_id, self.key)
+
+
+# Device flow (spec 4.1, contract 6) -------------------------------------------------------
+
+
+@attrs.frozen
+class StartAuthorization:
+    """POST /device/code. `client_id` may instead come by HTTP Basic client authentication
+    (contract 6), so it may be missing here."""
+
+    scope: str = attrs.field(validator=bounds.OAUTH_REQUIRED)
+    client_id: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+
+
+@attrs.frozen
+class PollToken:
+    """POST /device/token."""
+
+    device_code: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)
+    grant_type: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+    client_id: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+
+
+@attrs.frozen
+class RevokeToken:
+    """POST /revoke in the RFC 7009 shape (extension): the token in the body."""
+
+    token: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)

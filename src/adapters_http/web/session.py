@@ -85,7 +85,7 @@ async def visitor(deps: Deps, request: Request) -> Visitor:
     try:
         if await signin.session_ended(deps, session_id):
             raise NotFound("session ended")
-        account = await person.account(deps, account_id)
+        account = await person.account(deps.storage, account_id)
     except NotFound:
         data.clear()
         return Visitor()

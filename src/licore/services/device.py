@@ -18,7 +18,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import ConnectedApp, Transaction
+from licore.ports import Clock, ConnectedApp, Storage, Transaction
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -276,24 +276,25 @@ async def revoke_key(deps: Deps, key: ApiKey) -> None:
         await tx.revoke_api_key(key.id, deps.clock.now())
 
 
-async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
+async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
+                               studio_id: str | None = None,
                                account_id: str | None = None) -> None:
     """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with deps.storage.transaction() as tx:
+    async with storage.transaction() as tx:
         key = await tx.api_key_by_id(key_id)
         if key is None or (studio_id is not None and key.studio_id != studio_id) or (
                 studio_id is None and (key.account_id != account_id or key.studio_id)):
             raise NotFound("no such connected app")
-        api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at,
-                                              deps.clock.now()), api_keys.KeyEvent.USER_REVOKES)
-        await tx.revoke_api_key(key.id, deps.clock.now())
+        api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at, clock.now()),
+                            api_keys.KeyEvent.USER_REVOKES)
+        await tx.revoke_api_key(key.id, clock.now())
 
 
-async def connected_apps(deps: Deps, *, studio_id: str | None = None,
+async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | None = None,
                          account_id: str | None = None) -> list[ConnectedApp]:
     """Every key still acting for a studio (or a person's library keys), idle ones left out."""
-    now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
+    now = clock.now()
+    async with storage.transaction() as tx:
         apps = await tx.connected_apps(studio_id=studio_id, account_id=account_id)
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from licore import scopes as sc
 from licore.errors import AlreadyExists, InvalidRequest, NotFound
 from licore.model import Account, Client, Membership, Studio
+from licore.ports import Clock, Storage
 from licore.scopes import Permission
 from licore.services.deps import Deps
 
@@ -80,11 +81,12 @@ async def set_client_disabled(deps: Deps, client_id: str, disabled: bool) -> int
         return await tx.revoke_keys_of_client(client_id, deps.clock.now()) if disabled else 0
 
 
-async def set_blacklisted(deps: Deps, studio_id: str, platform_id: str, on: bool) -> None:
+async def set_blacklisted(storage: Storage, clock: Clock, studio_id: str, platform_id: str,
+                          on: bool) -> None:
     """A studio's blacklist: a listed user fails every runtime call for its products."""
     if not platform_id.isdigit():
         raise InvalidRequest("platform id must be a number", "platform_id")
-    async with deps.storage.transaction() as tx:
+    async with storage.transaction() as tx:
         if await tx.studio_by_id(studio_id) is None:
             raise NotFound("no such studio")
-        await tx.set_blacklisted(studio_id, platform_id, on, deps.clock.now())
+        await tx.set_blacklisted(studio_id, platform_id, on, clock.now())
