@@ -13,8 +13,9 @@ from typing import Any
 
 from licore.errors import LicoreError
 from licore.scopes import Permission
-from licore.services import builds, operator
+from licore.services import operator
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from licore_cli.compose import DEFAULT_DATABASE, deps_from_env, secret
 
 
@@ -108,7 +109,8 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
 def cmd_trace(args: argparse.Namespace) -> None:
     path = Path(args.file)
     data = path.read_bytes()
-    found = _with_deps(lambda d: builds.trace_leak(d, None, args.product, path.name, data))
+    found = _with_deps(lambda d: UseCases.of(d).copies.trace(None, args.product, path.name,
+                                                             data))
     if found is None:
         raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
     print(found.license_id)

@@ -74,8 +74,8 @@ class ApiKeyMachine(RuleBasedStateMachine):
     @rule(key=keys)
     def user_revokes_in_connected_apps(self, key: Key) -> None:
         try:
-            self.w.run(device.revoke_connected_app(self.w.deps, key.id,
-                                                   studio_id=self.studio.id))
+            self.w.run(device.revoke_connected_app(
+                self.w.deps.storage, self.w.deps.clock, key.id, studio_id=self.studio.id))
         except NotFound:
             raise AssertionError("the studio's own key must be listed") from None
         key.revoked = True
@@ -94,7 +94,8 @@ class ApiKeyMachine(RuleBasedStateMachine):
 
     @invariant()
     def connected_apps_list_exactly_the_live_keys(self) -> None:
-        apps = self.w.run(device.connected_apps(self.w.deps, studio_id=self.studio.id))
+        apps = self.w.run(device.connected_apps(self.w.deps.storage, self.w.deps.clock,
+                                                studio_id=self.studio.id))
         assert {a.key.id for a in apps} == {k.id for k in self.all if self.alive(k)}
 
 

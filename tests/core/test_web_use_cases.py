@@ -8,12 +8,17 @@ from collections.abc import Mapping
 import pytest
 
 from licore import scopes as sc
+from licore.actors import ActingStudio
+from licore.commands import ChangeLicense, CreateProduct, LicenseTarget
 from licore.errors import NotFound
+from licore.licenses import LicenseEvent
 from licore.model import Account
 from licore.ports import Storage
 from licore.scopes import Permission
-from licore.services import dashboard, device, housekeeping, operator, signin
+from licore.services import device, housekeeping, operator, signin
+from licore.services.dashboard import MissingPermission
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world, obtain_key
 
@@ -85,21 +90,26 @@ async def _helper(deps: Deps, studio: str, *permissions: Permission) -> Account:
     return helper
 
 
-async def test_a_seat_acts_with_the_scopes_its_permissions_could_grant(
+async def test_a_seat_acts_for_its_studio_only_within_its_permissions(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps, "s")
+    board = UseCases.of(deps).dashboard
     helper = await _helper(deps, world.studio.name, Permission.MANAGE_LICENSES)
-    owner_seat = await dashboard.take_seat(deps, world.owner.id, world.studio.id)
-    helper_seat = await dashboard.take_seat(deps, helper.id, world.studio.id)
-    assert set(owner_seat.acting_key(0).scopes) == set(ALL_STUDIO.split())
-    assert helper_seat.acting_key(0).scopes == ("licenses:read", "licenses:write")
-    assert helper_seat.acting_key(0).studio_id == world.studio.id
-    with pytest.raises(dashboard.MissingPermission):
-        await dashboard.save_product(deps, helper_seat, {"title": "Not mine to make"})
+    owner_seat = await board.take_seat(world.owner.id, world.studio.id)
+    helper_seat = await board.take_seat(helper.id, world.studio.id)
+    acting = ActingStudio(world.studio.id)
+    assert all(owner_seat.require(p) == acting for p in Permission)
+    assert helper_seat.require(Permission.MANAGE_LICENSES) == acting
+    with pytest.raises(MissingPermission):
+        await board.create_product(helper_seat, CreateProduct("Not mine to make"))
+    made = await board.create_product(owner_seat, CreateProduct("Mine"))
+    granted = await board.change_license(helper_seat, ChangeLicense(
+        LicenseTarget(made.id, world.buyer.platform_id), LicenseEvent.GRANT))
+    assert granted.product_id == made.id
     with pytest.raises(NotFound):
-        await dashboard.take_seat(deps, world.buyer.id, world.studio.id)
-    assert [s.studio.id for s in await dashboard.seats_of(deps, helper.id)] == [world.studio.id]
+        await board.take_seat(world.buyer.id, world.studio.id)
+    assert [s.studio.id for s in await board.seats_of(helper.id)] == [world.studio.id]
 
 
 async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Storage) -> None:
@@ -107,19 +117,21 @@ async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Stor
     world = await build_world(deps, "r")
     helper = await _helper(deps, world.studio.name, Permission.MANAGE_LICENSES)
     await obtain_key(deps, world.client, "licenses:read", world.owner, world.studio.id)
-    apps = await device.connected_apps(deps, studio_id=world.studio.id)
+    board = UseCases.of(deps).dashboard
+    apps = await device.connected_apps(storage, deps.clock, studio_id=world.studio.id)
     by_scopes = {a.key.scopes: a.key.id for a in apps}
     products_key = by_scopes[tuple(s for s in sc.SCOPES if s in ALL_STUDIO.split())]
     licenses_key = by_scopes[("licenses:read",)]
-    seat = await dashboard.take_seat(deps, helper.id, world.studio.id)
+    seat = await board.take_seat(helper.id, world.studio.id)
 
-    with pytest.raises(dashboard.MissingPermission):
-        await dashboard.revoke_app(deps, seat, products_key)
-    await dashboard.revoke_app(deps, seat, licenses_key)
-    left = {a.key.id for a in await device.connected_apps(deps, studio_id=world.studio.id)}
+    with pytest.raises(MissingPermission):
+        await board.revoke_app(seat, products_key)
+    await board.revoke_app(seat, licenses_key)
+    left = {a.key.id for a in await device.connected_apps(storage, deps.clock,
+                                                           studio_id=world.studio.id)}
     assert left == {products_key}
     with pytest.raises(NotFound):
-        await dashboard.revoke_app(deps, seat, licenses_key)  # already gone
+        await board.revoke_app(seat, licenses_key)  # already gone
 
 
 async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storage) -> None:
