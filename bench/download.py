@@ -104,8 +104,8 @@ async def main() -> None:
         asked = c.DownloadCopy(product.id)
 
         async def cold() -> None:
-            async with storage.transaction() as tx:
-                await tx.drop_prepared_copies(product_id=product.id)
+            async with storage.unit_of_work() as uow:
+                await uow.copies.drop(product_id=product.id)
             await uc.library.download(buyer, asked)
 
         t_cold = await best_async(cold, 3)

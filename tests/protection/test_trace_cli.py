@@ -51,9 +51,9 @@ async def _copies(url: str, buyers: int) -> tuple[str, dict[str, bytes], dict[st
         for i in range(buyers):
             lic = await uc.licensing.change(studio, c.ChangeLicense(
                 c.LicenseTarget(product.id, str(5000 + i)), LicenseEvent.GRANT))
-            async with storage.transaction() as tx:
-                stored = await tx.product_by_id(product.id)
-                ver = await tx.version_by_id(version.id)
+            async with storage.unit_of_work() as uow:
+                stored = await uow.products.by_id(product.id)
+                ver = await uow.versions.by_id(version.id)
             assert lic.key_ciphertext is not None and stored and ver
             keys[lic.id] = deps.vault.decrypt(lic.key_ciphertext, lic.id)
             copies[lic.id] = await uc.copies.prepared(lic, stored, ver, keys[lic.id])

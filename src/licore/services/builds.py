@@ -60,11 +60,11 @@ class Copies:
     async def prepared(self, license: License, product: Product, version: Version,
                        license_key: str) -> bytes:
         """The buyer's own copy of `version`, made once and then served from the cache."""
-        async with self.storage.transaction() as tx:
-            cached = await tx.prepared_copy(version.id, license.id, license.key_generation)
+        async with self.storage.unit_of_work() as uow:
+            cached = await uow.copies.get(version.id, license.id, license.key_generation)
             if cached is not None:
                 return cached
-            data = await tx.version_data(version)
+            data = await uow.versions.data(version)
         settings = parse_protection_settings(json.loads(product.protection))
 
         def prepare() -> bytes:
@@ -78,13 +78,13 @@ class Copies:
         except ProtectionFailed:
             raise PreparationFailed("the build could not be prepared; the seller has been "
                                     "asked to republish it") from None
-        async with self.storage.transaction() as tx:
+        async with self.storage.unit_of_work() as uow:
             # Keep it only if the license is still the one it was made for.
-            now = await tx.license_by_id(license.id)
+            now = await uow.licenses.by_id(license.id)
             if now is not None and now.key_generation == license.key_generation and (
                     lic.passes_runtime(now.state)):
-                await tx.put_prepared_copy(version.id, license.id, license.key_generation,
-                                           copy)
+                await uow.copies.put(version.id, license.id, license.key_generation,
+                                     copy)
         return copy
 
     def leaked_scripts(self, name: str, data: bytes) -> list[tuple[str, str]]:
@@ -106,11 +106,11 @@ class Copies:
         license the product ever had is a candidate, revoked ones too (a copy may have
         leaked before): the secret its copies were made with, and its key where it still
         has one. `studio_id` None is the operator, who may trace any product."""
-        async with self.storage.transaction() as tx:
-            product = await tx.product_by_id(product_id)
+        async with self.storage.unit_of_work() as uow:
+            product = await uow.products.by_id(product_id)
             if product is None or (studio_id is not None and product.studio_id != studio_id):
                 raise NotFound("no such product")
-            licenses = (await tx.licenses_of_product(product_id, None, None)).items
+            licenses = (await uow.licenses.of_product(product_id, None, None)).items
         scripts = self.leaked_scripts(name, data)
         candidates = [
             Candidate(lc.id, self.license_secret(lc),

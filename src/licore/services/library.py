@@ -10,7 +10,7 @@ from licore.actors import ActingPerson
 from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
-from licore.ports import KeyVault, LibraryEntry, Storage, Transaction
+from licore.ports import KeyVault, LibraryEntry, Storage, UnitOfWork
 from licore.services.builds import Copies, Download
 
 
@@ -22,16 +22,16 @@ class VersionList:
     page: Page[Version]
 
 
-async def _platform_id(tx: Transaction, person: ActingPerson) -> str:
-    account = await tx.account_by_id(person.account_id)
+async def _platform_id(uow: UnitOfWork, person: ActingPerson) -> str:
+    account = await uow.accounts.by_id(person.account_id)
     if account is None:
         raise NotFound("the account behind this key is gone")
     return account.platform_id
 
 
-async def _held(tx: Transaction, person: ActingPerson, product_id: str) -> License:
+async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str) -> License:
     """The person's license of the product, if it lets them download (paused ones do not)."""
-    license = await tx.license_for(product_id, await _platform_id(tx, person))
+    license = await uow.licenses.for_user(product_id, await _platform_id(uow, person))
     if license is None or not lic.passes_runtime(license.state):
         raise NotFound("no such product in your library")
     return license
@@ -45,30 +45,31 @@ class Library:
 
     async def list(self, person: ActingPerson, command: ListLibrary) -> Page[LibraryEntry]:
         """Products the person holds an active license for: what they can download."""
-        async with self.storage.transaction() as tx:
-            return await tx.library_of(await _platform_id(tx, person), command.page.limit,
-                                       command.page.cursor)
+        async with self.storage.unit_of_work() as uow:
+            platform_id = await _platform_id(uow, person)
+            return await uow.licenses.library_of(platform_id, command.page.limit,
+                                                 command.page.cursor)
 
     async def versions(self, person: ActingPerson,
                        command: ListLibraryVersions) -> VersionList:
         """Published versions, so a buyer can roll back without the seller."""
-        async with self.storage.transaction() as tx:
-            await _held(tx, person, command.product_id)
-            product = await tx.product_by_id(command.product_id)
+        async with self.storage.unit_of_work() as uow:
+            await _held(uow, person, command.product_id)
+            product = await uow.products.by_id(command.product_id)
             if product is None:
                 raise NotFound("no such product in your library")
-            page = await tx.versions_of(command.product_id, True, command.page.limit,
-                                        command.page.cursor)
+            page = await uow.versions.of_product(command.product_id, True, command.page.limit,
+                                                 command.page.cursor)
         return VersionList(product, page)
 
     async def download(self, person: ActingPerson, command: DownloadCopy) -> Download:
         """The live build, or the named published one, as the buyer's own copy (key
         injected, rules applied); never an unprotected copy."""
-        async with self.storage.transaction() as tx:
-            license = await _held(tx, person, command.product_id)
-            product = await tx.product_by_id(command.product_id)
+        async with self.storage.unit_of_work() as uow:
+            license = await _held(uow, person, command.product_id)
+            product = await uow.products.by_id(command.product_id)
             wanted = command.version_id or (product.current_version_id if product else None)
-            version = await tx.version_by_id(wanted) if wanted else None
+            version = await uow.versions.by_id(wanted) if wanted else None
         if product is None or version is None or version.product_id != command.product_id \
                 or not version.published:
             raise NotFound("no such version" if command.version_id

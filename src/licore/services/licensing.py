@@ -11,16 +11,16 @@ from licore.commands import ChangeLicense, ListAlerts, ListLicenses
 from licore.errors import AlreadyOwned, NotFound
 from licore.licenses import LicenseEvent, LicenseState
 from licore.model import Alert, License, Page
-from licore.ports import Clock, KeyVault, Randomness, Storage, Transaction
+from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork
 from licore.services.ids import Ids
 from licore.services.products import own_product
 
 
-async def resolve_user(tx: Transaction, user: str) -> str:
+async def resolve_user(uow: UnitOfWork, user: str) -> str:
     """All digits is a platform id; anything else a username from the user directory."""
     if user.isdigit():
         return user
-    account = await tx.account_by_username(user)
+    account = await uow.accounts.by_username(user)
     if account is None:
         raise NotFound("no user with that name")
     return account.platform_id
@@ -35,16 +35,16 @@ class Licensing:
     vault: KeyVault
 
     async def list(self, studio: ActingStudio, command: ListLicenses) -> Page[License]:
-        async with self.storage.transaction() as tx:
-            await own_product(tx, studio, command.product_id)
-            return await tx.licenses_of_product(command.product_id, command.page.limit,
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, command.product_id)
+            return await uow.licenses.of_product(command.product_id, command.page.limit,
                                                  command.page.cursor)
 
     async def alerts(self, studio: ActingStudio, command: ListAlerts) -> Page[Alert]:
-        async with self.storage.transaction() as tx:
+        async with self.storage.unit_of_work() as uow:
             if command.product_id is not None:
-                await own_product(tx, studio, command.product_id)
-            return await tx.alerts_of_studio(studio.studio_id, command.product_id,
+                await own_product(uow, studio, command.product_id)
+            return await uow.alerts.of_studio(studio.studio_id, command.product_id,
                                               command.page.limit, command.page.cursor)
 
     def _mint(self, license: License) -> License:
@@ -57,10 +57,10 @@ class Licensing:
         """One license transition as one unit of work, by the table in `licore.licenses`."""
         target, event = command.target, command.event
         now = self.clock.now()
-        async with self.storage.transaction() as tx:
-            await own_product(tx, studio, target.product_id)
-            platform_id = await resolve_user(tx, target.user)
-            current = await tx.license_for(target.product_id, platform_id)
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, target.product_id)
+            platform_id = await resolve_user(uow, target.user)
+            current = await uow.licenses.for_user(target.product_id, platform_id)
             state = current.state if current else LicenseState.NONE
             outcome = lic.transition(state, event)
             if current is None:
@@ -68,13 +68,13 @@ class Licensing:
                     id=self.ids.new("lic"), product_id=target.product_id,
                     platform_id=platform_id, source=command.source, state=outcome.next,
                     verified_at=now, created_at=now))
-                if not await tx.add_license(fresh):
+                if not await uow.licenses.add(fresh):
                     raise AlreadyOwned("the user already holds a license for this product")
                 return fresh
             updated = attrs.evolve(current, state=outcome.next)
             if outcome.effect in (lic.MINT_KEY, lic.CLEAR_KEY):
                 # Prepared copies carry the old key: a new key or none makes them void.
-                await tx.drop_prepared_copies(license_id=current.id)
+                await uow.copies.drop(license_id=current.id)
             if outcome.effect == lic.MINT_KEY:
                 updated = self._mint(attrs.evolve(updated, source=command.source,
                                                   verified_at=now))
@@ -82,7 +82,7 @@ class Licensing:
                 updated = attrs.evolve(updated, key_ciphertext=None, key_digest=None)
             elif outcome.effect == lic.REVERIFY:
                 updated = attrs.evolve(updated, verified_at=now)
-            if updated != current and not await tx.replace_license(updated, expected=state):
+            if updated != current and not await uow.licenses.replace(updated, expected=state):
                 if event is LicenseEvent.GRANT:
                     raise AlreadyOwned("the user already holds a license for this product")
                 raise NotFound("the license changed while this request ran; try again")

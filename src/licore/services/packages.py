@@ -22,7 +22,7 @@ from licore.commands import (
 )
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.model import Page, Product, Version
-from licore.ports import Clock, ModelCodec, Offload, Storage, Transaction
+from licore.ports import Clock, ModelCodec, Offload, Storage, UnitOfWork
 from licore.protection import (
     ProtectionProblem,
     ProtectionSettings,
@@ -57,11 +57,11 @@ def _problems_text(problems: list[ProtectionProblem]) -> str:
     return shown + more
 
 
-async def _live_data(tx: Transaction, product: Product) -> tuple[Version, bytes] | None:
+async def _live_data(uow: UnitOfWork, product: Product) -> tuple[Version, bytes] | None:
     if product.current_version_id is None:
         return None
-    live = await tx.version_by_id(product.current_version_id)
-    return None if live is None else (live, await tx.version_data(live))
+    live = await uow.versions.by_id(product.current_version_id)
+    return None if live is None else (live, await uow.versions.data(live))
 
 
 @attrs.frozen
@@ -75,20 +75,20 @@ class Packages:
     max_upload_bytes: int
 
     async def list(self, studio: ActingStudio, command: ListPackages) -> Page[Package]:
-        async with self.storage.transaction() as tx:
-            page = await tx.products_of_studio(studio.studio_id, command.page.limit,
-                                               command.page.cursor)
+        async with self.storage.unit_of_work() as uow:
+            page = await uow.products.of_studio(studio.studio_id, command.page.limit,
+                                                command.page.cursor)
             packages = [Package(p, tuple(v.label for v in (
-                await tx.versions_of(p.id, False, None, None)).items)) for p in page.items]
+                await uow.versions.of_product(p.id, False, None, None)).items)) for p in page.items]
         return Page(tuple(packages), page.next_cursor)
 
     async def versions(self, studio: ActingStudio,
                        command: ListPackageVersions) -> VersionList:
         """Drafts too, oldest first."""
-        async with self.storage.transaction() as tx:
-            product = await own_product(tx, studio, command.product_id)
-            page = await tx.versions_of(command.product_id, False, command.page.limit,
-                                        command.page.cursor)
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            page = await uow.versions.of_product(command.product_id, False, command.page.limit,
+                                                 command.page.cursor)
         return VersionList(product, page)
 
     def _read_model(self, data: bytes) -> Model:
@@ -108,16 +108,16 @@ class Packages:
             raise PayloadTooLarge(f"the file is larger than {self.max_upload_bytes} bytes")
         if not data:
             raise InvalidRequest("the body must be the model file", "body")
-        async with self.storage.transaction() as tx:
-            await own_product(tx, studio, command.product_id)  # before any parsing work
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, command.product_id)  # before any parsing work
         model = await self.offload(lambda: self._read_model(data))
         version = Version(id=self.ids.new("ver"), product_id=command.product_id,
                           label=command.version, format=model.format, size_bytes=len(data),
                           sha256=hashlib.sha256(data).hexdigest(), blob_id=self.ids.new("blb"),
                           published=False, created_at=self.clock.now())
-        async with self.storage.transaction() as tx:
-            product = await own_product(tx, studio, command.product_id)
-            if not await tx.add_version(version, data, stored_scripts(version.id, model)):
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            if not await uow.versions.add(version, data, stored_scripts(version.id, model)):
                 raise AlreadyExists(f"version {command.version} already exists for this "
                                     "product")
         return ProductVersion(product, version)
@@ -138,23 +138,23 @@ class Packages:
     async def publish(self, studio: ActingStudio, command: PublishVersion) -> ProductVersion:
         """That version goes live, once the seller's protection rules are known to apply to
         every script in it."""
-        async with self.storage.transaction() as tx:
-            product = await own_product(tx, studio, command.product_id)
-            version = await tx.version_by_id(command.version_id)
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            version = await uow.versions.by_id(command.version_id)
             if version is None or version.product_id != command.product_id:
                 raise NotFound("no such version")
-            data = await tx.version_data(version)
+            data = await uow.versions.data(version)
         settings = parse_protection_settings(json.loads(product.protection))
         await self._check_rules(data, settings, f"version {version.label}")
-        async with self.storage.transaction() as tx:
-            current = await own_product(tx, studio, command.product_id)
+        async with self.storage.unit_of_work() as uow:
+            current = await own_product(uow, studio, command.product_id)
             if current.protection != product.protection:
                 raise InvalidRequest("the protection rules changed while publishing; try "
                                      "again", "protection")
             product = attrs.evolve(current, current_version_id=version.id,
                                    current_version=version.label, updated_at=self.clock.now())
-            await tx.save_product(product)
-            await tx.mark_published(version.id)
+            await uow.products.save(product)
+            await uow.versions.mark_published(version.id)
         return ProductVersion(product, attrs.evolve(version, published=True))
 
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:
@@ -171,20 +171,20 @@ class Packages:
             # Stored as sent, keys sorted; the command checked it against the rule schema.
             changes["protection"] = json.dumps(command.protection.value,
                                                separators=(",", ":"), sort_keys=True)
-        async with self.storage.transaction() as tx:
-            product = await own_product(tx, studio, command.product_id)
-            live = await _live_data(tx, product) if "protection" in changes else None
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            live = await _live_data(uow, product) if "protection" in changes else None
         if live is not None:
             rules = parse_protection_settings(json.loads(changes["protection"]))
             await self._check_rules(live[1], rules, f"live version {live[0].label}")
-        async with self.storage.transaction() as tx:
-            product = await own_product(tx, studio, command.product_id)
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
             if live is not None and product.current_version_id != live[0].id:
                 raise InvalidRequest("the live version changed while the rules were checked; "
                                      "try again", "protection")
             product = attrs.evolve(product, **changes, updated_at=self.clock.now())
-            await tx.save_product(product)
+            await uow.products.save(product)
             if {"protection", "placeholder"} & changes.keys():
                 # Copies made under the old rules or token are stale.
-                await tx.drop_prepared_copies(product_id=product.id)
+                await uow.copies.drop(product_id=product.id)
         return product

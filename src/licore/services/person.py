@@ -15,8 +15,8 @@ from licore.services.library import Library
 
 
 async def account(storage: Storage, account_id: str) -> Account:
-    async with storage.transaction() as tx:
-        found = await tx.account_by_id(account_id)
+    async with storage.unit_of_work() as uow:
+        found = await uow.accounts.by_id(account_id)
     if found is None:
         raise NotFound("the account is gone")
     return found
@@ -42,8 +42,8 @@ class People:
 
     async def storefront(self) -> list[tuple[Product, str]]:
         """Listed products with their studio's name; drafts never appear."""
-        async with self.storage.transaction() as tx:
-            return list(await tx.listed_products())
+        async with self.storage.unit_of_work() as uow:
+            return list(await uow.products.listed())
 
     async def download(self, person: Account, command: DownloadCopy) -> Download:
         """The person's own copy of a product they hold: the library's download, acting for

@@ -10,13 +10,13 @@ from licore.actors import ActingStudio
 from licore.commands import ChangeProduct, CreateProduct, ListProducts
 from licore.errors import NotFound
 from licore.model import Page, Product
-from licore.ports import Clock, Storage, Transaction
+from licore.ports import Clock, Storage, UnitOfWork
 from licore.services.ids import Ids
 
 
-async def own_product(tx: Transaction, studio: ActingStudio, product_id: str) -> Product:
+async def own_product(uow: UnitOfWork, studio: ActingStudio, product_id: str) -> Product:
     """The studio's product `product_id`, or `not_found` (also when it is another's)."""
-    product = await tx.product_by_id(product_id)
+    product = await uow.products.by_id(product_id)
     if product is None or product.studio_id != studio.studio_id:
         raise NotFound("no such product")
     return product
@@ -29,8 +29,8 @@ class Products:
     ids: Ids
 
     async def list(self, studio: ActingStudio, command: ListProducts) -> Page[Product]:
-        async with self.storage.transaction() as tx:
-            return await tx.products_of_studio(studio.studio_id, command.page.limit,
+        async with self.storage.unit_of_work() as uow:
+            return await uow.products.of_studio(studio.studio_id, command.page.limit,
                                                 command.page.cursor)
 
     async def create(self, studio: ActingStudio, command: CreateProduct) -> Product:
@@ -41,19 +41,19 @@ class Products:
             tagline=command.tagline or "", description=command.description or "",
             price_credit=command.price_credit or 0, discoverable=False,
             licensing_enabled=True, created_at=now, updated_at=now)
-        async with self.storage.transaction() as tx:
-            return await tx.add_product(draft, prod.slug_base(command.title))
+        async with self.storage.unit_of_work() as uow:
+            return await uow.products.add(draft, prod.slug_base(command.title))
 
     async def change(self, studio: ActingStudio, command: ChangeProduct) -> Product:
         """Only the fields sent change; visibility moves by the table in `licore.products`.
         The slug stays as it was (contract 3)."""
         sent = {name: value for name, value in attrs.asdict(command).items()
                 if value is not None and name not in ("id", "discoverable")}
-        async with self.storage.transaction() as tx:
-            current = await own_product(tx, studio, command.id)
+        async with self.storage.unit_of_work() as uow:
+            current = await own_product(uow, studio, command.id)
             if command.discoverable is not None:
                 sent["discoverable"] = prod.next_discoverable(current.discoverable,
                                                               command.discoverable)
             product = attrs.evolve(current, **sent, updated_at=self.clock.now())
-            await tx.save_product(product)
+            await uow.products.save(product)
         return product

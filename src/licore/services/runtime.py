@@ -19,7 +19,7 @@ from licore.builds.nodes import to_nodes
 from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.model import Alert
-from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, Transaction
+from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, UnitOfWork
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
 from licore.services.builds import Copies
@@ -76,13 +76,13 @@ class Runtime:
     offload: Offload
     limits: RuntimeLimits = RuntimeLimits()
 
-    async def _store_alerts(self, tx: Transaction, facts: Facts,
+    async def _store_alerts(self, uow: UnitOfWork, facts: Facts,
                             drafts: Sequence[AlertDraft]) -> None:
         if not drafts or facts.product is None:
             return
         now = self.clock.now()
         for d in drafts:
-            await tx.raise_alert(Alert(
+            await uow.alerts.record(Alert(
                 id=self.ids.new("alr"), studio_id=facts.product.studio_id, kind=d.kind,
                 product_id=facts.product.id, license_id=d.license_id,
                 platform_id=d.platform_id, key_owner_platform_id=d.key_owner_platform_id,
@@ -117,12 +117,12 @@ class Runtime:
             # The common sealed call: its one effect joins other requests' in one statement.
             fresh = await self.storage.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
         elif alerts or place or (verdict.ok and nonce is not None):
-            async with self.storage.transaction() as tx:
+            async with self.storage.unit_of_work() as uow:
                 if place and lic is not None and caller.game_id is not None:
-                    await tx.record_place(lic.id, caller.game_id, now)
+                    await uow.runtime.record_place(lic.id, caller.game_id, now)
                 if verdict.ok and nonce is not None and lic is not None:
-                    fresh = await tx.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
-                await self._store_alerts(tx, facts, alerts)
+                    fresh = await uow.runtime.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
+                await self._store_alerts(uow, facts, alerts)
         return _Judged(verdict.ok and fresh, facts)
 
     async def check(self, command: Check, ip: str) -> bool:
@@ -164,8 +164,8 @@ class Runtime:
         wanted = rt.wants_update(product.current_version, command.current)
         instances: list[Any] = []
         if wanted:
-            async with self.storage.transaction() as tx:
-                version = await tx.version_by_id(product.current_version_id)
+            async with self.storage.unit_of_work() as uow:
+                version = await uow.versions.by_id(product.current_version_id)
             if version is None:
                 return None
             copy = await self.copies.prepared(lic, product, version, command.key)
@@ -177,19 +177,20 @@ class Runtime:
         """POST /verify-source: true only when all five conditions of spec 4.5 hold."""
         caller, name = command.caller, command.script_name
         key_facts = await self._count_and_read(caller, ip)
-        async with self.storage.transaction() as tx:
-            product = await tx.product_by_id(caller.product_id)
-            mine = await tx.license_for(caller.product_id, caller.user_id) if product else None
-            blacklisted = bool(product) and await tx.is_blacklisted(
+        async with self.storage.unit_of_work() as uow:
+            product = await uow.products.by_id(caller.product_id)
+            mine = (await uow.licenses.for_user(caller.product_id, caller.user_id)
+                    if product else None)
+            blacklisted = bool(product) and await uow.blacklist.contains(
                 product.studio_id if product else "", caller.user_id)
             stored: tuple[bytes, ...] = ()
             if product is not None and product.current_version_id is not None:
-                scripts = await tx.version_scripts(product.current_version_id, name)
+                scripts = await uow.versions.scripts(product.current_version_id, name)
                 stored = tuple(sc.source for sc in scripts)
         facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
         verdict = rt.verify_source(caller, name,
                                    command.source.encode("utf-8", "surrogatepass"), facts)
         if verdict.alerts and product is not None:
-            async with self.storage.transaction() as tx:
-                await self._store_alerts(tx, Facts(None, product, 0, False), verdict.alerts)
+            async with self.storage.unit_of_work() as uow:
+                await self._store_alerts(uow, Facts(None, product, 0, False), verdict.alerts)
         return verdict.ok
