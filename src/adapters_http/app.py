@@ -91,7 +91,7 @@ async def _sweep_forever(deps: Deps) -> None:
     while True:
         await asyncio.sleep(housekeeping.SWEEP_EVERY)
         try:
-            await housekeeping.sweep(deps)
+            await housekeeping.sweep(deps.storage, deps.clock)
         except Exception as exc:  # keep sweeping; the next round may work
             logging.getLogger("licore.housekeeping").error("sweep failed: %s",
                                                            type(exc).__name__)

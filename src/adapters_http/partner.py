@@ -197,7 +197,8 @@ async def authenticate(deps: Deps, request: Request) -> ApiKey:
         raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
     key = await device.authenticate(deps, plain)
     request.state.key_id = key.id
-    await limits.hit(deps, f"key:{key.id}", deps.settings.partner_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"key:{key.id}",
+                     deps.settings.partner_rate_limit)
     return key
 
 

@@ -10,7 +10,6 @@ from licore.commands import ChangeLicense, Check, LicenseTarget, NumberOrText
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
-from licore.services import operator
 from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 
@@ -23,8 +22,8 @@ class LicenseMachine(StorageMachine):
         super().__init__()
         d = self.w.deps
         self.uc = UseCases.of(d)
-        self.w.run(operator.add_account(d, "owner", "1", None))
-        self.studio = self.w.run(operator.add_studio(d, "S", "owner"))
+        self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
+        self.studio = self.w.run(UseCases.of(d).operator.add_studio("S", "owner"))
         self.products: list[str] = []
         for title in ("A", "B"):
             draft = Product(id=d.new_id("prd"), studio_id=self.studio.id, slug="",

@@ -72,7 +72,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
                     studio_kind=view.kind is sc.KeyKind.STUDIO)
 
     async def show(ctx: Ctx) -> Response:
-        attempts = await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))
+        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
         if attempts.burned:
             return burned_page(ctx)
         code = ctx.request.query_params.get("code", "")[:32]
@@ -85,13 +85,13 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
 
     async def look_up(ctx: Ctx) -> Response:
         entered = ctx.field("code")[:32]
-        attempts = await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))
+        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
         try:
             view, after = await device.look_up(deps, entered, attempts, ctx.ip)
         except device.SessionBurned:
             return burned_page(ctx)
         if view is None:
-            await signin.count_wrong_entry(deps, ctx.session_id)
+            await signin.count_wrong_entry(deps.storage, ctx.session_id)
             if after.burned:
                 return burned_page(ctx)
             return entry_page(ctx, code=entered, status=400,
@@ -109,7 +109,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         if not code or data.get("shown") != code:
             return entry_page(ctx, code="", status=400,
                               error="Enter the code your app shows first.")
-        if (await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))).burned:
+        if (await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))).burned:
             return burned_page(ctx)
         approve = ctx.field("decision") == "approve"
         studio_id = ctx.field("studio_id") or None

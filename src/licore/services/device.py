@@ -54,7 +54,8 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
     async with deps.storage.unit_of_work() as uow:
         client = await _active_client(uow, client_id)
     wanted = sc.requestable(requested, client.scopes)
-    await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"device-code:{ip}",
+                     deps.settings.device_code_rate_limit)
     now = deps.clock.now()
     device_code = tokens.make_device_code(deps.random.token_bytes(48))
     for _ in range(10):  # a user-code collision among live codes is rare; draw again
@@ -182,7 +183,8 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
             await _burn(uow, attempts.linked_user_code, now)
-    await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"code-entry:{ip}",
+                     deps.settings.code_entry_rate_limit)
     return None, after
 
 

@@ -4,16 +4,16 @@ one database shares them."""
 from __future__ import annotations
 
 from licore.errors import RateLimited
-from licore.services.deps import Deps
+from licore.ports import Clock, Storage
 
 WINDOW = 60
 
 
-async def hit(deps: Deps, bucket: str, limit: int) -> None:
+async def hit(storage: Storage, clock: Clock, bucket: str, limit: int) -> None:
     """Count one request in `bucket`; raise `RateLimited` past `limit` in this minute."""
-    now = deps.clock.now()
+    now = clock.now()
     start = now - now % WINDOW
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         (count,) = await uow.counters.hit([bucket], start)
     if count > limit:
         raise RateLimited(retry_after=max(1, start + WINDOW - now))

@@ -11,6 +11,7 @@ from licore.services.deps import Deps
 from licore.services.ids import Ids
 from licore.services.library import Library
 from licore.services.licensing import Licensing
+from licore.services.operator import Operator
 from licore.services.packages import Packages
 from licore.services.person import People
 from licore.services.products import Products
@@ -27,6 +28,7 @@ class UseCases:
     runtime: Runtime
     dashboard: Dashboard
     people: People
+    operator: Operator
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -43,4 +45,5 @@ class UseCases:
                                         settings.runtime_ip_rate_limit, settings.alert_window))
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies),
-                   People(storage, clock, library))
+                   People(storage, clock, library),
+                   Operator(storage, clock, ids, deps.passwords))
