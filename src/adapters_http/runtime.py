@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from adapters_http.bodies import read_bytes
 from adapters_http.decoding import LENIENT, parse_json, structure
+from adapters_http.observability import RUNTIME_OUTCOMES
 from licore import bounds
 from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited
@@ -79,6 +80,11 @@ class RuntimeEndpoint:
     malformed_status: int
     max_body: int = MAX_BODY
 
+    @property
+    def name(self) -> str:
+        """The call's name in the metrics: `check`, `unlock`, ..."""
+        return self.path.removeprefix("/")
+
 
 ENDPOINTS = [
     RuntimeEndpoint("/check", check, CHECK_FAIL, 200),
@@ -94,16 +100,24 @@ ENDPOINTS = [
 def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
+        outcome = RUNTIME_OUTCOMES.labels(e.name, "malformed")
         try:
             body = parse_json(await read_bytes(request, e.max_body))
-            return _json(await e.call(runtime, body, ip))
+            answer = await e.call(runtime, body, ip)
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if answer.get("success")
+                                              else "denied")
+            return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
             return _json(e.failure, e.malformed_status)
         except RateLimited as limited:
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "rate_limited")
             return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
         except Exception as exc:
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
             return _json(e.failure, 500)
+        finally:
+            outcome.inc()
 
     return endpoint
 

@@ -32,13 +32,23 @@ FIELDS: list[tuple[str, str, str, str, type, str]] = [
 ]
 
 
+def deref(node: dict[str, Any]) -> dict[str, Any]:
+    """The node a local `$ref` (`#/components/...`) points at, or the node itself."""
+    while "$ref" in node:
+        found: Any = DOC
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            found = found[part]
+        node = found
+    return node
+
+
 def documented(path: str, method: str, where: str, name: str) -> dict[str, Any]:
     operation = DOC["paths"][path][method]
     if where == "query":
-        return next(p["schema"] for p in operation["parameters"] if p["name"] == name)
-    body = operation["requestBody"]["content"]["application/json"]["schema"]
-    schema: dict[str, Any] = body["properties"][name]
-    return schema
+        params = [deref(p) for p in operation["parameters"]]
+        return deref(next(p["schema"] for p in params if p["name"] == name))
+    body = deref(deref(operation["requestBody"])["content"]["application/json"]["schema"])
+    return deref(body["properties"][name])
 
 
 def edges(rule: bounds.Text | bounds.WholeNumber) -> list[Any]:
