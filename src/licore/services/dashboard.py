@@ -52,6 +52,10 @@ class Seat:
     def may(self, permission: Permission) -> bool:
         return permission in self.permissions
 
+    @property
+    def is_owner(self) -> bool:
+        return self.studio.owner_account_id == self.account_id
+
     def require(self, permission: Permission) -> ActingStudio:
         """The studio to act for, once the person is known to hold `permission` in it."""
         if permission not in self.permissions:
