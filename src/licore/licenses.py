@@ -30,7 +30,7 @@ class Source(enum.Enum):
 
 
 class LicenseEffect(enum.Enum):
-    """What the caller does with a row, in the same transaction (`services.partner`)."""
+    """What the caller does with a row, in the same transaction (`services.licensing`)."""
 
     # Copies prepared for the buyer carry the old key, so minting or clearing drops them.
     MINT_KEY = "A runtime key is minted (copies prepared with an earlier key are dropped)"

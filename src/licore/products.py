@@ -1,25 +1,14 @@
-"""Products: field rules (spec 2 and 8, contract 3), slugs, and visibility (spec 3)."""
+"""Products: slugs and visibility (spec 3, contract 3). The limits on their fields are in
+`licore.bounds`, checked by the commands of `licore.commands`."""
 
 from __future__ import annotations
 
 import enum
 import re
 import unicodedata
-from collections.abc import Mapping
 
-import attrs
-
-from licore import validation as v
 from licore.errors import NotFound
 from licore.transitions import Event, Fail, Go, Table, step, table
-
-TITLE_MAX = 80
-TAGLINE_MAX = 140
-DESCRIPTION_MAX = 5000
-PRICE_MAX = 1_000_000
-
-CREATE_FIELDS = ("title", "tagline", "description", "price_credit")
-CHANGE_FIELDS = ("id", *CREATE_FIELDS, "discoverable")
 
 
 class Visibility(enum.Enum):
@@ -37,7 +26,7 @@ class VisibilityEvent(Event):
 
 
 class ProductEffect(enum.Enum):
-    """What the caller does with a row, in the same transaction (`services.partner`)."""
+    """What the caller does with a row, in the same transaction (`services.products`)."""
 
     GENERATE_SLUG = ("A slug is generated. A product created through the API is always a "
                      "draft, even when `discoverable` is sent")
@@ -81,43 +70,6 @@ def change_event(discoverable: bool | None) -> VisibilityEvent:
     if discoverable is None:
         return VisibilityEvent.EDIT
     return VisibilityEvent.LIST if discoverable else VisibilityEvent.UNLIST
-
-
-@attrs.frozen
-class ProductFields:
-    """The fields a create or change sets; `None` means "not sent, leave as it is"."""
-
-    title: str | None = None
-    tagline: str | None = None
-    description: str | None = None
-    price_credit: int | None = None
-    discoverable: bool | None = None
-
-
-def parse_create(body: object) -> ProductFields:
-    """A create request. `discoverable` is not accepted here: a new product is a draft."""
-    obj = v.require_object(body)
-    # A create that sends `discoverable` is still a draft (spec 3), so the field is tolerated
-    # and ignored rather than refused.
-    v.refuse_unknown(obj, (*CREATE_FIELDS, "discoverable"))
-    v.boolean(obj, "discoverable")
-    return ProductFields(
-        title=v.text(obj, "title", max_len=TITLE_MAX, required=True, min_len=1),
-        tagline=v.text(obj, "tagline", max_len=TAGLINE_MAX),
-        description=v.text(obj, "description", max_len=DESCRIPTION_MAX),
-        price_credit=v.whole_number(obj, "price_credit", low=0, high=PRICE_MAX),
-    )
-
-
-def parse_change(body: Mapping[str, object]) -> ProductFields:
-    v.refuse_unknown(body, CHANGE_FIELDS)
-    return ProductFields(
-        title=v.text(body, "title", max_len=TITLE_MAX, min_len=1),
-        tagline=v.text(body, "tagline", max_len=TAGLINE_MAX),
-        description=v.text(body, "description", max_len=DESCRIPTION_MAX),
-        price_credit=v.whole_number(body, "price_credit", low=0, high=PRICE_MAX),
-        discoverable=v.boolean(body, "discoverable"),
-    )
 
 
 _SEPARATORS = re.compile(r"[\s_\-./]+")

@@ -1,9 +1,9 @@
 """Product visibility against a simple model, driven by random create and change sequences.
 
-Two studios each hold a studio key; a change through the other studio's key, or of an id
-that names no product, is `not_found` and changes nothing (spec 4.2). A create is a draft
-whatever it sends (spec 3); a change moves the product to what `discoverable` says, or leaves
-it where it is when the field is not sent.
+Two studios act (as a studio key or a dashboard seat would); a change acting as the other
+studio, or of an id that names no product, is `not_found` and changes nothing (spec 4.2). A
+create is a draft whatever it sends (spec 3); a change moves the product to what
+`discoverable` says, or leaves it where it is when the field is not sent.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, invariant, rule
 
+from adapters_http.decoding import structure
+from licore.actors import ActingStudio
+from licore.commands import ChangeProduct, CreateProduct, ListProducts
 from licore.errors import NotFound
-from licore.model import ApiKey
-from licore.services import device, operator, partner
+from licore.model import Product
+from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
-from tests.support.scenario import obtain_key
 
 TITLES = st.sampled_from(["Sword", "Über Sword", "Sword", "Tom's Gun", "!!!"])
 SENT = st.sampled_from([None, True, False])
@@ -34,19 +36,19 @@ class ProductVisibilityMachine(StorageMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        d = self.w.deps
-        client = self.w.run(operator.add_client(d, "App", "d", "products:read products:write"))
-        self.keys: list[ApiKey] = []
+        self.uc = UseCases.of(self.w.deps)
+        self.studios: list[ActingStudio] = []
         for n in range(2):
-            owner = self.w.run(operator.add_account(d, f"owner{n}", f"{n + 1}", None))
-            studio = self.w.run(operator.add_studio(d, f"S{n}", owner.username))
-            plain = self.w.run(obtain_key(d, client, "products:read products:write", owner,
-                                          studio.id))
-            self.keys.append(self.w.run(device.authenticate(d, plain)))
+            owner = self.w.run(self.uc.operator.add_account(f"owner{n}", f"{n + 1}", None))
+            studio = self.w.run(self.uc.operator.add_studio(f"S{n}", owner.username))
+            self.studios.append(ActingStudio(studio.id))
         self.model: dict[str, Model] = {}
 
-    def save(self, studio: int, body: dict[str, object]) -> dict[str, object]:
-        return self.w.run(partner.save_product(self.w.deps, self.keys[studio], body))
+    def save(self, studio: int, body: dict[str, object]) -> Product:
+        acting = self.studios[studio]
+        if "id" in body:
+            return self.w.run(self.uc.products.change(acting, structure(body, ChangeProduct)))
+        return self.w.run(self.uc.products.create(acting, structure(body, CreateProduct)))
 
     @rule(target=products, studio=st.integers(0, 1), title=TITLES, sent=SENT)
     def create(self, studio: int, title: str, sent: bool | None) -> str:
@@ -54,9 +56,9 @@ class ProductVisibilityMachine(StorageMachine):
         if sent is not None:
             body["discoverable"] = sent
         answer = self.save(studio, body)
-        assert answer["discoverable"] is False  # a create is a draft, whatever it sends
-        product_id = answer["id"]
-        assert isinstance(product_id, str) and product_id not in self.model
+        assert answer.discoverable is False  # a create is a draft, whatever it sends
+        product_id = answer.id
+        assert product_id not in self.model
         self.model[product_id] = Model(studio, title, False)
         return product_id
 
@@ -81,7 +83,7 @@ class ProductVisibilityMachine(StorageMachine):
             held.discoverable = sent
         if title is not None:
             held.title = title
-        assert answer["discoverable"] is held.discoverable
+        assert answer.discoverable is held.discoverable
 
     @rule(studio=st.integers(0, 1), sent=SENT)
     def change_no_product(self, studio: int, sent: bool | None) -> None:
@@ -96,9 +98,9 @@ class ProductVisibilityMachine(StorageMachine):
 
     @invariant()
     def each_studio_lists_its_products_as_the_model_has_them(self) -> None:
-        for studio, key in enumerate(self.keys):
-            listed = self.w.run(partner.list_products(self.w.deps, key, {}))["products"]
-            seen = {p["id"]: (p["title"], p["discoverable"]) for p in listed}
+        for studio, acting in enumerate(self.studios):
+            listed = self.w.run(self.uc.products.list(acting, ListProducts())).items
+            seen = {p.id: (p.title, p.discoverable) for p in listed}
             assert seen == {pid: (m.title, m.discoverable)
                             for pid, m in self.model.items() if m.studio == studio}
 

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from adapters_http.decoding import structure
 from licore import api_keys, device_flow, licenses, products, scopes, tokens, transitions
+from licore.commands import CreateProduct
 from licore.errors import InvalidRequest, InvalidScope, LicoreError, NotFound
 from licore.transitions import Event
 
@@ -85,21 +87,20 @@ def test_slugs_are_always_well_formed(title: str) -> None:
 
 def test_product_lengths_count_code_points() -> None:
     emoji_title = "🗡" * 80  # 80 code points, 320 UTF-8 bytes
-    assert products.parse_create({"title": emoji_title}).title == emoji_title
+    assert CreateProduct(emoji_title).title == emoji_title
     with pytest.raises(InvalidRequest) as e:
-        products.parse_create({"title": "🗡" * 81})
+        CreateProduct("🗡" * 81)
     assert e.value.field == "title"
 
 
 @pytest.mark.parametrize("price", [True, False, 5.0, "5", None, -1, 1_000_001])
 def test_price_must_be_a_json_integer_in_range(price: object) -> None:
     with pytest.raises(InvalidRequest) as e:
-        products.parse_create({"title": "x", "price_credit": price})
+        structure({"title": "x", "price_credit": price}, CreateProduct)
     assert e.value.field == "price_credit"
 
 
-def test_create_is_always_a_draft_and_visibility_moves_both_ways() -> None:
-    assert products.parse_create({"title": "x", "discoverable": True}).discoverable is None
+def test_visibility_moves_both_ways_and_creates_are_drafts() -> None:
     V, VE = products.Visibility, products.VisibilityEvent
     assert products.transition(V.NONE, VE.CREATE).next is V.DRAFT
     assert products.transition(V.DRAFT, VE.LIST).next is V.LISTED

@@ -20,7 +20,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import ConnectedApp, UnitOfWork
+from licore.ports import Clock, ConnectedApp, Storage, UnitOfWork
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -56,7 +56,8 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
     async with deps.storage.unit_of_work() as uow:
         client = await _active_client(uow, client_id)
     wanted = sc.requestable(requested, client.scopes)
-    await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"device-code:{ip}",
+                     deps.settings.device_code_rate_limit)
     created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
     for effect in created.effects:
         match effect:
@@ -200,7 +201,8 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
             await _burn(uow, attempts.linked_user_code, now)
-    await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"code-entry:{ip}",
+                     deps.settings.code_entry_rate_limit)
     return None, after
 
 
@@ -307,15 +309,16 @@ async def revoke_key(deps: Deps, key: ApiKey) -> None:
         await _apply_key_effects(uow, key, outcome.effects, deps.clock.now())
 
 
-async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
+async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
+                               studio_id: str | None = None,
                                account_id: str | None = None) -> None:
     """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         key = await uow.api_keys.by_id(key_id)
         if key is None or (studio_id is not None and key.studio_id != studio_id) or (
                 studio_id is None and (key.account_id != account_id or key.studio_id)):
             raise NotFound("no such connected app")
-        now = deps.clock.now()
+        now = clock.now()
         state = (api_keys.KeyState.ACTIVE if key.revoked_at is None
                  else api_keys.KeyState.REVOKED)  # an idle key is still revoked by hand
         outcome = api_keys.transition(state, api_keys.KeyEvent.USER_REVOKES)
@@ -332,11 +335,11 @@ async def _apply_key_effects(uow: UnitOfWork, key: ApiKey,
                 assert_never(effect)
 
 
-async def connected_apps(deps: Deps, *, studio_id: str | None = None,
+async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | None = None,
                          account_id: str | None = None) -> list[ConnectedApp]:
     """Every key still acting for a studio (or a person's library keys), idle ones left out."""
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
+    now = clock.now()
+    async with storage.unit_of_work() as uow:
         apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]
