@@ -17,16 +17,17 @@ from pathlib import Path
 import attrs
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, script
-from tests.support.scenario import build_world, key_record
+from tests.support.scenario import build_world
 
 from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
 from bench.timing import best, best_async
+from licore import commands as c
+from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import Instance, Model, Prop
-from licore.model import ApiKey
-from licore.ports import Storage
-from licore.services import builds, packages, partner
-from licore.services.deps import Deps
+from licore.licenses import LicenseEvent
+from licore.ports import KeyVault, Storage
+from licore.services.wiring import UseCases
 
 TARGET_BYTES = 5 * 1024 * 1024
 SCRIPTS = 200
@@ -84,11 +85,12 @@ def build_model() -> bytes:
 
 @attrs.frozen
 class World:
-    deps: Deps
+    uc: UseCases
     storage: Storage
-    library_key: ApiKey
+    vault: KeyVault
+    buyer: ActingPerson
+    buyer_platform_id: str
     product_id: str
-    buyer: str  # the buyer's platform id
 
 
 async def published(data: bytes, db: Path) -> World:
@@ -98,18 +100,18 @@ async def published(data: bytes, db: Path) -> World:
     await storage.migrate()
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    lib = await key_record(deps, world.library_key)
-    product = await partner.save_product(deps, key, {"title": "Bench"})
-    await packages.settings(deps, key, {"product_id": product["id"], "protection": {
-        "rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]}})
-    version = (await packages.upload_version(
-        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
-    await packages.publish(deps, key, {"product_id": product["id"],
-                                       "version_id": version["id"]})
-    await partner.grant(deps, key, {"product_id": product["id"],
-                                    "user": world.buyer.platform_id})
-    return World(deps, storage, lib, product["id"], world.buyer.platform_id)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Bench"))
+    await uc.packages.change_settings(studio, c.ChangeSettings(
+        product.id, protection=c.JsonValue(
+            {"rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]})))
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1",
+                                                                data))).version
+    await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+    await uc.licensing.change(studio, c.ChangeLicense(
+        c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
+    return World(uc, storage, deps.vault, ActingPerson(world.buyer.id),
+                 world.buyer.platform_id, product.id)
 
 
 def peak_growth(fn: Callable[[], object]) -> float:
@@ -138,18 +140,15 @@ async def main() -> None:
     passthrough = best(untouched, 3)
     with tempfile.TemporaryDirectory() as tmp:
         w = await published(data, Path(tmp) / "bench.db")
-        query = {"product_id": w.product_id}
-
-        async def drop() -> None:
-            async with w.storage.unit_of_work() as uow:
-                await uow.copies.drop(product_id=w.product_id)
+        asked = c.DownloadCopy(w.product_id)
 
         async def cold() -> None:
-            await drop()
-            await builds.download(w.deps, w.library_key, query)
+            async with w.storage.unit_of_work() as uow:
+                await uow.copies.drop(product_id=w.product_id)
+            await w.uc.library.download(w.buyer, asked)
 
         t_cold = await best_async(cold, 3)
-        t_cached = await best_async(lambda: builds.download(w.deps, w.library_key, query), 5)
+        t_cached = await best_async(lambda: w.uc.library.download(w.buyer, asked), 5)
         await w.storage.close()
     baseline = min(baseline, best(full, 3))
     passthrough = min(passthrough, best(untouched, 3))
@@ -157,12 +156,12 @@ async def main() -> None:
     mem_sources = peak_growth(untouched)
     print(f"model: {len(data) / 2**20:.2f} MiB, {SCRIPTS} scripts "
           f"({SCRIPTS - 1} minified), binary")
-    print(f"{'case':<44}{'seconds':>10}{'/ full':>9}{'/ bytes':>9}")
+    print(f"{'case':<46}{'seconds':>10}{'/ full':>9}{'/ bytes':>9}")
     for label, t in [("read + write whole tree, no changes (full)", baseline),
                      ("read + write sources only, no changes (bytes)", passthrough),
                      ("download, cold (prepare + store)", t_cold),
                      ("download, cached", t_cached)]:
-        print(f"{label:<44}{t:>10.3f}{t / baseline:>9.2f}{t / passthrough:>9.2f}")
+        print(f"{label:<46}{t:>10.3f}{t / baseline:>9.2f}{t / passthrough:>9.2f}")
     print(f"peak heap growth: whole tree {mem_full:.0f} MiB, sources only {mem_sources:.0f} MiB")
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from bench import download
 from bench.timing import best
-from licore.sealing import open_sealed, seal
-from licore.services import runtime
+from licore import commands as c
+from licore.sealing import Sealed, open_sealed, seal
 
 
 async def one(mib: float) -> None:
@@ -27,19 +27,19 @@ async def one(mib: float) -> None:
     data = download.build_model()
     with tempfile.TemporaryDirectory() as tmp:
         w = await download.published(data, Path(tmp) / "bench.db")
-        lic_key = None
         async with w.storage.unit_of_work() as uow:
-            lic = await uow.licenses.for_user(w.product_id, w.buyer)
+            lic = await uow.licenses.for_user(w.product_id, w.buyer_platform_id)
             assert lic is not None and lic.key_ciphertext is not None
-            lic_key = w.deps.vault.decrypt(lic.key_ciphertext, lic.id)
+            lic_key = w.vault.decrypt(lic.key_ciphertext, lic.id)
 
-        async def call(form: str = "compact") -> tuple[float, dict[str, object], str]:
+        async def call(form: str = "compact") -> tuple[float, Sealed, str]:
             nonce = secrets.token_hex(16)
-            body = {"key": lic_key, "product_id": w.product_id, "user_id": w.buyer,
-                    "nonce": nonce, "nodes": form}
+            command = c.Update(c.NumberOrText(w.buyer_platform_id), w.product_id, lic_key,
+                               nonce, nodes=form)
             start = time.perf_counter()
-            answer = await runtime.update(w.deps, body, "127.0.0.1")
-            return time.perf_counter() - start, answer, nonce
+            answer = await w.uc.runtime.update(command, "127.0.0.1")
+            assert answer is not None
+            return time.perf_counter() - start, answer.sealed, nonce
 
         async def drop() -> None:
             async with w.storage.unit_of_work() as uow:
@@ -47,14 +47,13 @@ async def one(mib: float) -> None:
 
         await drop()
         t_cold, answer, nonce = await call()
-        assert answer["ok"] is True
-        plain = open_sealed(lic_key, nonce, str(answer["cipher"]), str(answer["tag"]))
+        plain = open_sealed(lic_key, nonce, answer.cipher, answer.tag)
         assert json.loads(plain)["nonce"] == nonce
         t_cached = min([(await call())[0] for _ in range(3)])
         t_tagged, tagged_answer, _ = await call("tagged")
         await w.storage.close()
     floor = best(lambda: seal(lic_key, nonce, plain), 3)
-    tagged_len = len(str(tagged_answer["cipher"])) // 2
+    tagged_len = len(tagged_answer.cipher) // 2
     print(f"{len(data) / 2**20:.2f} MiB build: plaintext compact {len(plain) / len(data):.2f}x "
           f"the build ({len(plain) / 2**20:.1f} MiB), tagged {tagged_len / len(data):.2f}x; "
           f"seal alone {floor:.3f} s")
