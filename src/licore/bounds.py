@@ -94,3 +94,7 @@ UNLOCK_DATA_BYTES = 64 * 1024  # the seller's unlock payload, as compact JSON
 # Device flow (spec 4.1; contract 6): fields of a stock OAuth 2.0 request.
 OAUTH_FIELD = Text(max_len=2000)
 OAUTH_REQUIRED = Text(min_len=1, max_len=2000)
+
+
+# An operator-set password: long enough that guessing it past the sign-in lockout is hopeless.
+PASSWORD = Text(max_len=1024, min_len=10)

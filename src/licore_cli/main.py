@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import errno
 import getpass
+import json
 import logging
 import os
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 
 from adapters_storage.probe import problem
 from licore.errors import LicoreError
+from licore.model import Account, Client
 from licore.scopes import Permission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
@@ -118,16 +120,63 @@ def cmd_migrate(args: argparse.Namespace) -> None:
     print("migrated")
 
 
+def _emit(args: argparse.Namespace, value: object, text: str) -> None:
+    """`value` as JSON with --json (for scripts), else `text` (for people)."""
+    if getattr(args, "json", False):
+        print(json.dumps(value, ensure_ascii=False, indent=2))
+    elif text:
+        print(text)
+
+
+def _account(a: Account) -> dict[str, object]:
+    return {"id": a.id, "username": a.username, "platform_id": a.platform_id,
+            "can_sign_in": a.password_digest is not None}
+
+
+def _client(c: Client) -> dict[str, object]:
+    return {"id": c.id, "name": c.name, "description": c.description,
+            "scopes": list(c.scopes), "disabled": c.disabled}
+
+
 def cmd_account_add(args: argparse.Namespace) -> None:
     password = _read_password(args)
     account = _with_use_cases(lambda u: u.operator.add_account(args.username, args.platform_id,
                                                                password))
-    print(account.id)
+    _emit(args, _account(account), account.id)
+
+
+def cmd_account_list(args: argparse.Namespace) -> None:
+    accounts = _with_use_cases(lambda u: u.operator.accounts())
+    _emit(args, [_account(a) for a in accounts], "\n".join(
+        f"{a.id}  {a.username}  platform {a.platform_id}"
+        f"{'' if a.password_digest else '  (no password)'}" for a in accounts))
+
+
+def cmd_account_password(args: argparse.Namespace) -> None:
+    password = _read_password(args)
+    account = _with_use_cases(lambda u: u.operator.set_password(args.username, password))
+    _emit(args, _account(account), "ok" if password else "ok: the account cannot sign in")
 
 
 def cmd_studio_add(args: argparse.Namespace) -> None:
     studio = _with_use_cases(lambda u: u.operator.add_studio(args.name, args.owner))
-    print(studio.id)
+    _emit(args, {"id": studio.id, "name": studio.name}, studio.id)
+
+
+def cmd_studio_list(args: argparse.Namespace) -> None:
+    studios = _with_use_cases(lambda u: u.operator.studios())
+    value = [{"id": st.id, "name": st.name, "members": [
+        {**_account(a), "owner": a.id == st.owner_account_id,
+         "permissions": sorted(p.value for p in m.permissions)} for a, m in members]}
+        for st, members in studios]
+    lines = []
+    for st, members in studios:
+        lines.append(f"{st.id}  {st.name}")
+        for a, m in members:
+            role = "owner" if a.id == st.owner_account_id else ", ".join(
+                sorted(p.value for p in m.permissions)) or "no permissions"
+            lines.append(f"    {a.id}  {a.username}  ({role})")
+    _emit(args, value, "\n".join(lines))
 
 
 def cmd_studio_collaborator(args: argparse.Namespace) -> None:
@@ -140,7 +189,22 @@ def cmd_studio_collaborator(args: argparse.Namespace) -> None:
 def cmd_client_add(args: argparse.Namespace) -> None:
     client = _with_use_cases(lambda u: u.operator.add_client(args.name, args.description,
                                                              args.scopes))
-    print(client.id)
+    _emit(args, _client(client), client.id)
+
+
+def cmd_client_list(args: argparse.Namespace) -> None:
+    clients = _with_use_cases(lambda u: u.operator.clients())
+    _emit(args, [_client(c) for c in clients], "\n".join(
+        f"{c.id}  {c.name}{'  (disabled)' if c.disabled else ''}  scopes: {' '.join(c.scopes)}"
+        for c in clients))
+
+
+def cmd_client_update(args: argparse.Namespace) -> None:
+    if args.name is None and args.description is None and args.scopes is None:
+        raise OperatorError("say what to change: --name, --description or --scopes")
+    client = _with_use_cases(lambda u: u.operator.change_client(
+        args.client_id, name=args.name, description=args.description, scope_text=args.scopes))
+    _emit(args, _client(client), "ok")
 
 
 def cmd_client_disable(args: argparse.Namespace) -> None:
@@ -220,6 +284,14 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--platform-id", required=True)
     a.add_argument("--no-password", action="store_true", help="an account without sign-in")
     a.set_defaults(func=cmd_account_add)
+    account.add_parser("list", help="every account with its id").set_defaults(
+        func=cmd_account_list)
+    pw = account.add_parser("password", help="set or reset a password (stdin or a prompt; "
+                            "at least 10 characters)")
+    pw.add_argument("username")
+    pw.add_argument("--no-password", action="store_true",
+                    help="remove the password: the account can no longer sign in")
+    pw.set_defaults(func=cmd_account_password)
 
     studio = sub.group("studio", help="studios and their collaborators")
     st = studio.add_parser("add", help="add a studio owned by an account")
@@ -232,6 +304,8 @@ def parser() -> argparse.ArgumentParser:
     co.add_argument("--manage-products", action="store_true")
     co.add_argument("--manage-licenses", action="store_true")
     co.set_defaults(func=cmd_studio_collaborator)
+    studio.add_parser("list", help="every studio with its members and their permissions"
+                      ).set_defaults(func=cmd_studio_list)
 
     client = sub.group("client", help="registered apps")
     c = client.add_parser("add", help="register an app; prints its client_id")
@@ -245,6 +319,14 @@ def parser() -> argparse.ArgumentParser:
     e = client.add_parser("enable", help="let a disabled app start device flows again")
     e.add_argument("client_id")
     e.set_defaults(func=cmd_client_enable)
+    client.add_parser("list", help="every app with its id and scopes").set_defaults(
+        func=cmd_client_list)
+    u = client.add_parser("update", help="change an app's name, description or scopes")
+    u.add_argument("client_id")
+    u.add_argument("--name")
+    u.add_argument("--description")
+    u.add_argument("--scopes", help="the whole new registration, space-separated")
+    u.set_defaults(func=cmd_client_update)
 
     t = sub.add_parser("trace", help="name the license a leaked script was made for")
     t.add_argument("file", help="a model file (.rbxm, .rbxmx, ...) or a .luau/.lua script")

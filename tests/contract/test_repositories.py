@@ -154,3 +154,33 @@ async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None
 async def _product(storage: Storage, product_id: str) -> Product | None:
     async with storage.unit_of_work() as uow:
         return await uow.products.by_id(product_id)
+
+
+async def test_operator_listings_passwords_and_app_descriptions(storage: Storage) -> None:
+    async with storage.unit_of_work() as uow:
+        await seed(uow)
+        assert await uow.accounts.add(account(3, "Zed"))
+        assert await uow.accounts.add(account(4, "bea"))
+        assert [a.username for a in await uow.accounts.all()] == ["bea", "user1", "user2",
+                                                                  "Zed"]
+        assert await uow.accounts.set_password("acc_3", "digest")
+        assert not await uow.accounts.set_password("acc_none", "digest")
+        assert (await uow.accounts.by_id("acc_3")) == attrs.evolve(account(3, "Zed"),
+                                                                    password_digest="digest")
+        assert await uow.studios.add(studio(0, owner="acc_2"))
+        assert [s.id for s in await uow.studios.all()] == ["std_0", "std_1"]
+        seat = Membership("std_1", "acc_2", frozenset({Permission.MANAGE_LICENSES}))
+        await uow.studios.put_membership(Membership("std_1", "acc_1", frozenset(Permission)))
+        await uow.studios.put_membership(seat)
+        assert [m.account_id for m in await uow.studios.members("std_1")] == ["acc_1", "acc_2"]
+        assert list(await uow.studios.members("std_0")) == []
+        assert await uow.clients.add(Client("cli_0", "Zapper", "z", (), False, 1))
+        assert [c.id for c in await uow.clients.all()] == ["cli_1", "cli_0"]
+        assert (await uow.clients.by_name("zAPPER")) is not None
+        assert await uow.clients.by_name("nobody") is None
+        renamed = Client("cli_1", "Installer", "Installs", ("library:read",), True, 99)
+        assert await uow.clients.describe(renamed)
+        assert not await uow.clients.describe(attrs.evolve(renamed, id="cli_none"))
+        # only the name, description and scopes change; disabled and created_at stay
+        assert (await uow.clients.by_id("cli_1")) == Client(
+            "cli_1", "Installer", "Installs", ("library:read",), False, 0)

@@ -67,7 +67,7 @@ def setup_people(database_url: str, tag: str) -> People:
     studio = cli(database_url, "studio", "add", f"Studio{tag}", "--owner", f"owner{tag}")
     cli(database_url, "studio", "collaborator", f"Studio{tag}", f"helper{tag}",
         "--manage-licenses")
-    client = cli(database_url, "client", "add", "Installer", "--description",
+    client = cli(database_url, "client", "add", f"Installer {tag}", "--description",
                  "Installs products into your game", "--scopes",
                  "products:read products:write licenses:read licenses:write "
                  "packages:read packages:write library:read library:download")

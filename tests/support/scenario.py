@@ -34,10 +34,11 @@ async def obtain_key(deps: Deps, client: Client, scope: str, approver: Account,
 
 
 async def build_world(deps: Deps, tag: str = "") -> World:
-    owner = await UseCases.of(deps).operator.add_account(f"owner{tag}", f"100{len(tag)}1", None)
-    buyer = await UseCases.of(deps).operator.add_account(f"buyer{tag}", f"200{len(tag)}2", None)
-    studio = await UseCases.of(deps).operator.add_studio(f"Studio {tag}".strip(), owner.username)
-    client = await UseCases.of(deps).operator.add_client("Installer", "Installs things",
+    operator = UseCases.of(deps).operator
+    owner = await operator.add_account(f"owner{tag}", f"100{len(tag)}1", None)
+    buyer = await operator.add_account(f"buyer{tag}", f"200{len(tag)}2", None)
+    studio = await operator.add_studio(f"Studio {tag}".strip(), owner.username)
+    client = await operator.add_client(f"Installer {tag}".strip(), "Installs things",
                                        f"{ALL_STUDIO} {ALL_LIBRARY}")
     studio_key = await obtain_key(deps, client, ALL_STUDIO, owner, studio.id)
     library_key = await obtain_key(deps, client, ALL_LIBRARY, buyer, None)

@@ -33,6 +33,16 @@ class MemoryAccounts(Repository):
     async def by_platform_id(self, platform_id: str) -> Account | None:
         return first(self.t.accounts.values(), lambda a: a.platform_id == platform_id)
 
+    async def all(self) -> Sequence[Account]:
+        return sorted(self.t.accounts.values(), key=lambda a: (a.username.casefold(), a.id))
+
+    async def set_password(self, account_id: str, digest: str | None) -> bool:
+        account = self.t.accounts.get(account_id)
+        if account is None:
+            return False
+        self.t.accounts[account_id] = attrs.evolve(account, password_digest=digest)
+        return True
+
 
 class MemoryStudios(Repository):
     async def add(self, studio: Studio) -> bool:
@@ -57,6 +67,13 @@ class MemoryStudios(Repository):
         return sorted((m for m in self.t.memberships.values() if m.account_id == account_id),
                       key=lambda m: m.studio_id)
 
+    async def all(self) -> Sequence[Studio]:
+        return sorted(self.t.studios.values(), key=lambda s: (s.name, s.id))
+
+    async def members(self, studio_id: str) -> Sequence[Membership]:
+        return sorted((m for m in self.t.memberships.values() if m.studio_id == studio_id),
+                      key=lambda m: m.account_id)
+
 
 class MemoryClients(Repository):
     async def add(self, client: Client) -> bool:
@@ -73,6 +90,23 @@ class MemoryClients(Repository):
         if client is None:
             return False
         self.t.clients[client_id] = attrs.evolve(client, disabled=disabled)
+        return True
+
+    async def by_name(self, name: str) -> Client | None:
+        wanted = name.lower()
+        return first(sorted(self.t.clients.values(), key=lambda c: c.id),
+                     lambda c: c.name.lower() == wanted)
+
+    async def all(self) -> Sequence[Client]:
+        return sorted(self.t.clients.values(), key=lambda c: (c.name.lower(), c.id))
+
+    async def describe(self, client: Client) -> bool:
+        current = self.t.clients.get(client.id)
+        if current is None:
+            return False
+        self.t.clients[client.id] = attrs.evolve(current, name=client.name,
+                                                 description=client.description,
+                                                 scopes=client.scopes)
         return True
 
 

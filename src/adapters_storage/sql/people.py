@@ -35,6 +35,15 @@ class SqlAccounts(Repository):
         return await self._one(Account, f"SELECT {column_list(Account)} FROM accounts "
                                "WHERE platform_id = ?", [platform_id])
 
+    async def all(self) -> Sequence[Account]:
+        rows = await self.db.rows(f"SELECT {column_list(Account)} FROM accounts "
+                                  "ORDER BY username_key, id")
+        return [from_row(Account, r) for r in rows]
+
+    async def set_password(self, account_id: str, digest: str | None) -> bool:
+        return await self.db.run("UPDATE accounts SET password_digest = ? WHERE id = ?",
+                                 [digest, account_id]) > 0
+
 
 def _membership(row: tuple[Any, ...]) -> Membership:
     perms = {perm for perm, on in ((Permission.MANAGE_PRODUCTS, row[2]),
@@ -77,6 +86,17 @@ class SqlStudios(Repository):
             "WHERE account_id = ? ORDER BY studio_id", [account_id])
         return [_membership(r) for r in rows]
 
+    async def all(self) -> Sequence[Studio]:
+        rows = await self.db.rows(f"SELECT {column_list(Studio)} FROM studios "
+                                  "ORDER BY name, id")
+        return [from_row(Studio, r) for r in rows]
+
+    async def members(self, studio_id: str) -> Sequence[Membership]:
+        rows = await self.db.rows(
+            "SELECT studio_id, account_id, manage_products, manage_licenses FROM memberships "
+            "WHERE studio_id = ? ORDER BY account_id", [studio_id])
+        return [_membership(r) for r in rows]
+
 
 class SqlClients(Repository):
     async def add(self, client: Client) -> bool:
@@ -89,6 +109,21 @@ class SqlClients(Repository):
     async def set_disabled(self, client_id: str, disabled: bool) -> bool:
         return await self.db.run("UPDATE clients SET disabled = ? WHERE id = ?",
                                  [disabled, client_id]) > 0
+
+    async def by_name(self, name: str) -> Client | None:
+        return await self._one(Client, f"SELECT {column_list(Client)} FROM clients "
+                               "WHERE lower(name) = lower(?) ORDER BY id", [name])
+
+    async def all(self) -> Sequence[Client]:
+        rows = await self.db.rows(f"SELECT {column_list(Client)} FROM clients "
+                                  "ORDER BY lower(name), id")
+        return [from_row(Client, r) for r in rows]
+
+    async def describe(self, client: Client) -> bool:
+        row = dict(zip(columns(Client), to_row(client), strict=True))
+        return await self.db.run(
+            "UPDATE clients SET name = ?, description = ?, scopes = ? WHERE id = ?",
+            [row["name"], row["description"], row["scopes"], client.id]) > 0
 
 
 class SqlDeviceAuthorizations(Repository):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
+from licore import bounds
 from licore import scopes as sc
 from licore.errors import AlreadyExists, InvalidRequest, NotFound
 from licore.model import Account, Client, Membership, Studio
-from licore.ports import Clock, PasswordHasher, Storage
+from licore.ports import Clock, PasswordHasher, Storage, UnitOfWork
 from licore.scopes import Permission
 from licore.services.ids import Ids
 
@@ -32,6 +35,8 @@ class Operator:
         if username.isdigit():
             # A username of digits would be read as a platform id by POST /licenses.
             raise InvalidRequest("username must not be all digits", "username")
+        if password is not None:
+            bounds.PASSWORD.check("password", password)
         digest = self.passwords.hash(password) if password else None
         account = Account(self.ids.new("acc"), platform_id, username, digest, self.clock.now())
         async with self.storage.unit_of_work() as uow:
@@ -68,20 +73,64 @@ class Operator:
 
 
     async def add_client(self, name: str, description: str, scope_text: str) -> Client:
-        if not name or len(name) > 80:
-            raise InvalidRequest("client name must be 1 to 80 characters", "name")
-        if len(description) > 200:
-            raise InvalidRequest("description must be one line of at most 200 characters",
-                                 "description")
-        requested = sc.parse_scope_string(scope_text)
-        unknown = [s for s in requested if s not in sc.SCOPES]
-        if unknown:
-            raise InvalidRequest(f"unknown scope: {unknown[0]}", "scopes")
-        # A client may register both families; each request must still pick one (rule 1).
-        client = Client(self.ids.new("app"), name, description, requested, False, self.clock.now())
+        client = Client(self.ids.new("app"), name, description,
+                        _registered_scopes(scope_text), False, self.clock.now())
+        _check_client(client)
         async with self.storage.unit_of_work() as uow:
+            await _refuse_taken_name(uow, client)
             await uow.clients.add(client)
         return client
+
+    async def change_client(self, client_id: str, *, name: str | None = None,
+                            description: str | None = None,
+                            scope_text: str | None = None) -> Client:
+        """A new name, description or registered scopes. Keys already issued keep the scopes
+        they were granted; new device flows may ask only for the new registration."""
+        async with self.storage.unit_of_work() as uow:
+            current = await uow.clients.by_id(client_id)
+            if current is None:
+                raise NotFound("no such client")
+            changed = attrs.evolve(
+                current, name=current.name if name is None else name,
+                description=current.description if description is None else description,
+                scopes=current.scopes if scope_text is None else _registered_scopes(scope_text))
+            _check_client(changed)
+            await _refuse_taken_name(uow, changed)
+            await uow.clients.describe(changed)
+        return changed
+
+    async def set_password(self, username: str, password: str | None) -> Account:
+        """Set or reset a local account's password; None leaves it without one (no sign-in)."""
+        if password is not None:
+            bounds.PASSWORD.check("password", password)
+        digest = self.passwords.hash(password) if password is not None else None
+        async with self.storage.unit_of_work() as uow:
+            account = await uow.accounts.by_username(username)
+            if account is None:
+                raise NotFound(f"no account named {username}")
+            await uow.accounts.set_password(account.id, digest)
+        return attrs.evolve(account, password_digest=digest)
+
+    async def accounts(self) -> Sequence[Account]:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.accounts.all()
+
+    async def studios(self) -> Sequence[tuple[Studio, Sequence[tuple[Account, Membership]]]]:
+        """Every studio with its members (the owner among them) and their permissions."""
+        async with self.storage.unit_of_work() as uow:
+            out = []
+            for studio in await uow.studios.all():
+                members = []
+                for membership in await uow.studios.members(studio.id):
+                    account = await uow.accounts.by_id(membership.account_id)
+                    if account is not None:
+                        members.append((account, membership))
+                out.append((studio, members))
+            return out
+
+    async def clients(self) -> Sequence[Client]:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.clients.all()
 
 
     async def set_client_disabled(self, client_id: str, disabled: bool) -> int:
@@ -94,6 +143,30 @@ class Operator:
             if not disabled:
                 return 0
             return await uow.api_keys.revoke_all_of_client(client_id, self.clock.now())
+
+
+def _registered_scopes(scope_text: str) -> tuple[str, ...]:
+    requested = sc.parse_scope_string(scope_text)
+    unknown = [s for s in requested if s not in sc.SCOPES]
+    if unknown:
+        raise InvalidRequest(f"unknown scope: {unknown[0]}", "scopes")
+    # A client may register both families; each request must still pick one (rule 1).
+    return requested
+
+
+def _check_client(client: Client) -> None:
+    if not client.name or len(client.name) > 80:
+        raise InvalidRequest("client name must be 1 to 80 characters", "name")
+    if len(client.description) > 200 or "\n" in client.description:
+        raise InvalidRequest("description must be one line of at most 200 characters",
+                             "description")
+
+
+async def _refuse_taken_name(uow: UnitOfWork, client: Client) -> None:
+    """Two apps of one name would look the same on the consent page a person trusts."""
+    same = await uow.clients.by_name(client.name)
+    if same is not None and same.id != client.id:
+        raise AlreadyExists(f"an app named {same.name} exists ({same.id})")
 
 
 async def set_blacklisted(storage: Storage, clock: Clock, studio_id: str, platform_id: str,
