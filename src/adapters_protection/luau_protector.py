@@ -1,8 +1,9 @@
-"""The protector port over tree-sitter-luau: safety checks and the five transforms.
+"""The protector port over tree-sitter-luau: safety checks and the six transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
-rename_locals, flatten, hoist_constants with encrypt_strings, strip (renaming shares the
-literal pass when flatten is off: their edits never overlap). The output is a function of
+rename_locals, flatten, hoist_constants with encrypt_strings, strip, watermark (renaming
+shares the literal pass when flatten is off: their edits never overlap). The watermark goes
+last so that it is written in the very text the buyer gets, where tracing reads it. The output is a function of
 (source, rules, license secret) only. A script a rule cannot handle safely is
 refused with the script and line named; protect never returns a partly protected copy.
 """
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
-from adapters_protection.edits import Edit
+from adapters_protection.edits import Edit, apply
+from adapters_protection.fingerprint import DEFAULT_SECRET, bias, bias_key, bit, bits_key
 from adapters_protection.flatten import flatten
 from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
@@ -36,6 +38,7 @@ from adapters_protection.syntax import (
     text,
 )
 from adapters_protection.tracing import trace as trace_scripts
+from adapters_protection.watermark import mark_edits
 from licore.protection import (
     Candidate,
     ProtectionFailed,
@@ -70,11 +73,12 @@ class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def trace(self, scripts: Sequence[tuple[str, str]],
-              candidates: Sequence[Candidate]) -> Trace | None:
-        return trace_scripts(scripts, candidates)
+              candidates: Sequence[Candidate]) -> Trace:
+        return trace_scripts(scripts, candidates, self._bias_key)
 
-    def __init__(self) -> None:
+    def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
+        self._bias_key = bias_key(watermark_secret)
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
@@ -201,9 +205,16 @@ class LuauProtector:
                 license_secret=license_secret, path=path, also=names))
         if "strip" in transforms:
             data, root, analysis = fresh(strip(data, root))
+        if "watermark" in transforms and not root.has_error:
+            data, root, analysis = fresh(self._watermark(data, root, license_secret))
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
         return data.decode()
+
+    def _watermark(self, data: bytes, root: Node, license_secret: bytes) -> bytes:
+        key, biases = bits_key(license_secret), self._bias_key
+        return apply(data, mark_edits(data.decode(), root,
+                                      lambda at: bit(key, at, bias(biases, at))))

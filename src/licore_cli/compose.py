@@ -66,7 +66,7 @@ def deps_from_env() -> Deps:
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
         models=RobloxModelCodec(),
-        protector=LuauProtector(),
+        protector=LuauProtector(secret("watermark", 32)),
         settings=settings_from_env(),
         offload=asyncio.to_thread,
     )

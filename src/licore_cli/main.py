@@ -109,8 +109,10 @@ def cmd_trace(args: argparse.Namespace) -> None:
     path = Path(args.file)
     data = path.read_bytes()
     found = _with_deps(lambda d: builds.trace_leak(d, None, args.product, path.name, data))
-    if found is None:
-        raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
+    if found.license_id is None:
+        raise SystemExit("\n".join(
+            [f"licore: cannot tell which license of product {args.product} "
+             f"{args.file} was made for"] + [f"  {line}" for line in found.evidence]))
     print(found.license_id)
     for line in found.evidence:
         print(f"  {line}")

@@ -134,10 +134,12 @@ def leaked_scripts(deps: Deps, name: str, data: bytes) -> list[tuple[str, str]]:
 
 
 async def trace_leak(deps: Deps, studio_id: str | None, product_id: str, name: str,
-                     data: bytes) -> Trace | None:
-    """Which license of the product a leaked file was made for, with the evidence. Every
-    license the product ever had is a candidate, revoked ones too (a copy may have leaked
-    before): the secret its copies were made with, and its key where it still has one.
+                     data: bytes) -> Trace:
+    """Which license of the product a leaked file was made for, with the evidence (a Trace
+    without a license when it cannot be told). Every license the product ever had is a
+    candidate, revoked ones too (a copy may have leaked before): the secret its copies were
+    made with, and its key where it still has one (a license without one is looked for by
+    its marks alone; its secret never appears in a copy).
     `studio_id` None is the operator, who may trace any product."""
     async with deps.storage.transaction() as tx:
         product = await tx.product_by_id(product_id)
@@ -147,7 +149,7 @@ async def trace_leak(deps: Deps, studio_id: str | None, product_id: str, name: s
     scripts = leaked_scripts(deps, name, data)
     candidates = [
         Candidate(lic.id, license_secret(deps, lic),
-                  None if lic.key_ciphertext is None
+                  b"" if lic.key_ciphertext is None
                   else deps.vault.decrypt(lic.key_ciphertext, lic.id).encode())
         for lic in licenses]
     return await deps.offload(lambda: deps.protector.trace(scripts, candidates))

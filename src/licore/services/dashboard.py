@@ -156,12 +156,13 @@ async def publish(deps: Deps, seat: Seat, product_id: str, version_id: str) -> d
 
 
 async def trace_leak(deps: Deps, seat: Seat, product_id: str, name: str,
-                     data: bytes) -> tuple[Trace, License] | None:
-    """Which of the product's licenses a leaked file was made for, and that license."""
+                     data: bytes) -> tuple[Trace, License | None]:
+    """Which of the product's licenses a leaked file was made for, and that license (None
+    when it cannot be told; the trace's evidence says why)."""
     seat.require(Permission.MANAGE_LICENSES)
     found = await builds.trace_leak(deps, seat.studio.id, product_id, name, data)
-    if found is None:
-        return None
+    if found.license_id is None:
+        return found, None
     async with deps.storage.transaction() as tx:
         license = await tx.license_by_id(found.license_id)
     assert license is not None
