@@ -3,9 +3,9 @@
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
 rename_locals, flatten, hoist_constants with encrypt_strings, strip, watermark (renaming
 shares the literal pass when flatten is off: their edits never overlap). The watermark goes
-last so that it is written in the very text the buyer gets, where tracing reads it. The output is a function of
-(source, rules, license secret) only. A script a rule cannot handle safely is
-refused with the script and line named; protect never returns a partly protected copy.
+last so that it is written in the very text the buyer gets, where tracing reads it. The
+output is a function of (source, rules, license secret) only. A script a rule cannot handle
+safely is refused with the script and line named; protect never returns a partly protected copy.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.edits import Edit, apply
-from adapters_protection.fingerprint import DEFAULT_SECRET, bias, bias_key, bit, bits_key
+from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
 from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
@@ -215,6 +215,5 @@ class LuauProtector:
         return data.decode()
 
     def _watermark(self, data: bytes, root: Node, license_secret: bytes) -> bytes:
-        key, biases = bits_key(license_secret), self._bias_key
         return apply(data, mark_edits(data.decode(), root,
-                                      lambda at: bit(key, at, bias(biases, at))))
+                                      code_bits(self._bias_key, bits_key(license_secret))))

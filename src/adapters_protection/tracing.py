@@ -31,15 +31,23 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from adapters_protection import fingerprint
-from adapters_protection.names import MARK_LENGTH, carries_mark, mark_key
+from adapters_protection.names import (
+    MARK_LENGTH,
+    MARK_SPACE,
+    mark_hasher,
+    mark_key,
+    mark_value,
+)
 from adapters_protection.strings import STEPS, BadEscape, decipher, decode_quoted
 from adapters_protection.watermark import read
 from licore.protection import Candidate, Trace
 
 CHANCE = 1e-6  # the most a trace may risk naming an innocent, all evidence together
 MIN_MARKED_NAMES = 2
-_WORK = 4_000_000  # (positions or words) x candidates scored at most
-_MIN_SAMPLE = 4096
+_WORK = 2_000_000  # positions x candidates scored at most
+_NAME_WORK = 250_000  # words x candidates checked for a mark at most
+_MIN_SAMPLE = 2048
+_MIN_WORDS = 256
 _MIN_KEY_LENGTH = 16  # shorter secrets are not searched for as text
 _MAX_DECODED = 500  # encrypted literals tried under every decoder step
 _MAX_DECODED_LENGTH = 256
@@ -66,59 +74,57 @@ class _Accusation:
     evidence: tuple[str, ...]
 
 
-def _budget(candidates: int) -> int:
-    return max(_MIN_SAMPLE, _WORK // max(1, candidates))
-
-
-def _sample(items: Iterable[bytes], size: int, key: bytes) -> list[bytes]:
+def _sample(items: Sequence[bytes], size: int, key: fingerprint.Keyed) -> list[bytes]:
     """At most `size` of `items`, picked by a keyed order nobody without `key` can aim at."""
-    return heapq.nsmallest(size, items,
-                           key=lambda i: hashlib.blake2b(i, key=key, digest_size=8).digest())
+    if len(items) <= size:
+        return list(items)
+    digests = [hashlib.blake2b(i, digest_size=16).digest() for i in items]
+    order = key.units(digests)
+    return [items[k] for k in heapq.nsmallest(size, range(len(items)), key=order.__getitem__)]
 
 
 @attrs.define
 class _Watermark:
     """The code bits read off the copy: majority per position, ties dropped."""
 
-    observed: dict[bytes, tuple[int, float]]
-    places: dict[bytes, _Place]
-    carriers: int
+    observed: fingerprint.Observed
+    places: dict[bytes, tuple[int, int]]  # position -> (script, offset) where first seen
 
     @classmethod
-    def read(cls, scripts: Sequence[tuple[str, str]], bias_key: bytes,
+    def read(cls, scripts: Sequence[tuple[str, str]], bias_key: fingerprint.Keyed,
              budget: int) -> _Watermark:
         votes: dict[bytes, list[int]] = {}
-        places: dict[bytes, _Place] = {}
-        carriers = 0
-        for path, text in scripts:
+        places: dict[bytes, tuple[int, int]] = {}
+        for index, (_, text) in enumerate(scripts):
             for position, bit, offset in read(text):
-                carriers += 1
                 tally = votes.get(position)
                 if tally is None:
                     votes[position] = tally = [0, 0]
-                    places[position] = _Place(path, offset, text)
+                    places[position] = (index, offset)
                 tally[bit] += 1
         decided = [p for p, (zeros, ones) in votes.items() if zeros != ones]
-        if len(decided) > budget:
-            decided = _sample(decided, budget, bias_key)
-        observed = {p: (1 if votes[p][1] > votes[p][0] else 0,
-                        fingerprint.bias(bias_key, p)) for p in decided}
-        return cls(observed, places, carriers)
+        decided = _sample(decided, budget, bias_key)
+        bits = {p: 1 if votes[p][1] > votes[p][0] else 0 for p in decided}
+        return cls(fingerprint.Observed(bits, bias_key), places)
+
+
+_DEFAULT_BIAS = fingerprint.bias_key(fingerprint.DEFAULT_SECRET)
 
 
 def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
-          bias_key: bytes = fingerprint.bias_key(fingerprint.DEFAULT_SECRET)) -> Trace:
+          bias_key: fingerprint.Keyed = _DEFAULT_BIAS) -> Trace:
     """The candidate these scripts were protected for, with the evidence; a Trace without
     a license when the evidence does not reach the thresholds."""
     n = max(1, len(candidates))
-    budget = _budget(len(candidates))
-    watermark = _Watermark.read(scripts, bias_key, budget)
-    m = len(watermark.observed)
+    watermark = _Watermark.read(scripts, bias_key, max(_MIN_SAMPLE, _WORK // n))
+    observed = watermark.observed
+    m = len(observed)
     chance = CHANCE / 2 / n
-    z = fingerprint.threshold(m, chance)
-    scores = {c.license_id: fingerprint.score(fingerprint.bits_key(c.license_secret),
-                                              watermark.observed) for c in candidates}
-    names, examined = _marked_names(scripts, candidates, bias_key, budget)
+    z = observed.threshold(chance)
+    scores = {c.license_id: observed.score(fingerprint.bits_key(c.license_secret))
+              for c in candidates}
+    names, examined = _marked_names(scripts, candidates, bias_key,
+                                    max(_MIN_WORDS, _NAME_WORK // n))
     needed_names = _names_needed(examined, chance)
     keys = _keys_found(scripts, candidates)
 
@@ -127,19 +133,19 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
         evidence, strength = [], 0.0
         score = scores[c.license_id]
         if score >= z:
-            strength = -math.log(fingerprint.innocent_bound(m, score))
-            evidence.append(_watermark_words(watermark, score, z, n))
+            strength = -observed.log_chance(score)
+            evidence.append(_watermark_words(observed, score, z, n))
         marked = names.get(c.license_id, [])
         if len(marked) >= needed_names:
-            strength = max(strength, -math.log(_names_tail(examined, len(marked))))
-            evidence.append(_names_words(marked, len(examined)))
+            strength = max(strength, -_names_log_tail(examined, len(marked)))
+            evidence.append(_names_words(marked, scripts))
         if evidence:
             if c.license_id in keys:
                 evidence.insert(0, f"the license key appears in {keys[c.license_id]}")
             if 0 < len(marked) < needed_names:
-                evidence.append(_names_words(marked, len(examined)))
+                evidence.append(_names_words(marked, scripts))
             accused.append(_Accusation(c.license_id, strength, tuple(evidence)))
-    about = _about(watermark, m, z)
+    about = _about(m, z)
     if accused:
         accused.sort(key=lambda a: -a.strength)
         top = accused[0]
@@ -158,14 +164,13 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
     # Nobody is accused by a mark. The key alone names a license only where the
     # watermark has too few positions to have seen its owner.
     evidence = [about]
-    blind = m < fingerprint.positions_needed(chance)
+    blind = fingerprint.positions_expected(m, 1) < z
     if len(keys) == 1:
         license_id, place = next(iter(keys.items()))
-        confirm = fingerprint.threshold(m, CHANCE / 2)
+        confirm = observed.threshold(CHANCE / 2)
         if blind or scores[license_id] >= confirm:
             reason = ("the copy carries too few watermark positions to confirm or contradict "
-                      "it" if blind and scores[license_id] < confirm else
-                      "the watermark agrees")
+                      "it" if scores[license_id] < confirm else "the watermark agrees")
             return Trace(license_id, (f"the license key appears in {place}", reason),
                          len(names.get(license_id, [])), True, m)
         evidence.append(f"the key of {license_id} appears in {place}, but the watermark "
@@ -176,7 +181,7 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
     return Trace(None, tuple(evidence), 0, False, m)
 
 
-def _about(watermark: _Watermark, m: int, z: float) -> str:
+def _about(m: int, z: float) -> str:
     if m == 0:
         return "the copy carries no watermark (no rule with watermark was applied to it, " \
                "or it was rewritten beyond recognition)"
@@ -184,59 +189,65 @@ def _about(watermark: _Watermark, m: int, z: float) -> str:
             f"score reaches the {z:.0f} needed to name it")
 
 
-def _watermark_words(watermark: _Watermark, score: float, z: float, n: int) -> str:
-    bound = fingerprint.innocent_bound(len(watermark.observed), score)
+def _watermark_words(observed: fingerprint.Observed, score: float, z: float, n: int) -> str:
+    exponent = (observed.log_chance(score) + math.log(n)) / math.log(10)
     return (f"the watermark names this license: score {score:.0f} over "
-            f"{len(watermark.observed)} positions, where {z:.0f} names a license and an "
-            f"innocent one gets this far with probability under {max(bound * n, 1e-300):.0e} "
-            f"among {n} licenses")
+            f"{len(observed)} positions, where {z:.0f} names a license; the chance "
+            f"that any of the {n} licenses reaches this score without its copy having been "
+            f"used is below 1e{math.floor(exponent) + 1}")
 
 
-def _names_words(marked: list[tuple[str, _Place]], examined: int) -> str:
-    shown = ", ".join(f"{name} ({place})" for name, place in marked[:5])
+def _names_words(marked: list[str], scripts: Sequence[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{name} ({_place_of(name, scripts)})" for name in marked[:5])
     more = f" and {len(marked) - 5} more" if len(marked) > 5 else ""
     return f"{len(marked)} generated names carry this license's mark: {shown}{more}"
 
 
-def _names_tail(words: Sequence[str], k: int) -> float:
-    """An upper bound on the chance that `k` or more of `words` carry a given license's
-    mark by accident: C(W, k) q^k <= (W q)^k / k!."""
+def _place_of(word: str, scripts: Sequence[tuple[str, str]]) -> _Place:
+    for path, text in scripts:
+        m = re.search(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", text)
+        if m:
+            return _Place(path, m.start(), text)
+    return _Place(scripts[0][0], 0, scripts[0][1])
+
+
+def _names_log_tail(words: Sequence[str], k: int) -> float:
+    """ln of an upper bound on the chance that `k` or more of `words` carry a given
+    license's mark by accident: C(W, k) q^k <= (W q)^k / k!."""
     lam = max(len(words), 1) * _MARK_CHANCE
-    return min(1.0, math.exp(k * math.log(lam) - math.lgamma(k + 1)))
+    return min(0.0, k * math.log(lam) - math.lgamma(k + 1))
 
 
 def _names_needed(words: Sequence[str], chance: float) -> int:
     k = MIN_MARKED_NAMES
-    while _names_tail(words, k) > chance:
+    while _names_log_tail(words, k) > math.log(chance):
         k += 1
     return k
 
 
 def _marked_names(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
-                  bias_key: bytes, budget: int
-                  ) -> tuple[dict[str, list[tuple[str, _Place]]], list[str]]:
-    """Each candidate's marked names among the words examined, with where each first
-    occurs, and the words examined (a keyed sample when there are too many)."""
-    first: dict[str, _Place] = {}
-    for path, text in scripts:
-        for word in set(_CANDIDATE_NAME.findall(text)):
-            if word not in first:
-                first[word] = _Place(path, -1, text)
-    words = list(first)
-    if len(words) > budget:
-        words = [w.decode() for w in _sample((w.encode() for w in words), budget, bias_key)]
-    found: dict[str, list[tuple[str, _Place]]] = {}
+                  bias_key: fingerprint.Keyed, budget: int
+                  ) -> tuple[dict[str, list[str]], list[str]]:
+    """Each candidate's marked names among the words examined, and the words examined (a
+    keyed sample when there are too many)."""
+    found_words: set[str] = set()
+    for _, text in scripts:
+        found_words.update(_CANDIDATE_NAME.findall(text))
+    words = [w.decode() for w in _sample(sorted(w.encode() for w in found_words), budget,
+                                         bias_key)]
+    stems = [(w[:-MARK_LENGTH].encode(), mark_value(w[-MARK_LENGTH:]), w) for w in words]
+    found: dict[str, list[str]] = {}
     for c in candidates:
-        key = mark_key(c.license_secret)
-        marked = [w for w in words if carries_mark(key, w)]
+        hasher = mark_hasher(mark_key(c.license_secret))
+        marked = []
+        for stem, value, word in stems:
+            h = hasher.copy()
+            h.update(stem)
+            if int.from_bytes(h.digest(), "big") % MARK_SPACE == value:
+                marked.append(word)
         if marked:
-            found[c.license_id] = [(w, _located(w, first[w])) for w in sorted(marked)]
+            found[c.license_id] = sorted(marked)
     return found, words
-
-
-def _located(word: str, place: _Place) -> _Place:
-    m = re.search(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", place.text)
-    return _Place(place.path, m.start() if m else 0, place.text)
 
 
 def _keys_found(scripts: Sequence[tuple[str, str]],
