@@ -48,6 +48,8 @@ _WORK = 2_000_000  # positions x candidates scored at most
 _NAME_WORK = 250_000  # words x candidates checked for a mark at most
 _MIN_SAMPLE = 2048
 _MIN_WORDS = 256
+_READ = 4 << 20  # characters of watermark read at most (a keyed sample beyond)
+_PIECE = 64 << 10
 _MIN_KEY_LENGTH = 16  # shorter secrets are not searched for as text
 _MAX_DECODED = 500  # encrypted literals tried under every decoder step
 _MAX_DECODED_LENGTH = 256
@@ -83,6 +85,29 @@ def _sample(items: Sequence[bytes], size: int, key: fingerprint.Keyed) -> list[b
     return [items[k] for k in heapq.nsmallest(size, range(len(items)), key=order.__getitem__)]
 
 
+def _pieces(scripts: Sequence[tuple[str, str]], key: fingerprint.Keyed
+            ) -> list[tuple[int, int, str]]:
+    """What the watermark is read from: (script, offset, text). All of it up to _READ
+    characters; beyond that, a keyed sample of _PIECE-character stretches adding up to
+    _READ, each starting at a line. Only a sample of positions is scored anyway, and the
+    sample taken here is one a leaker cannot aim at either, so reading everything would
+    change nothing but the time."""
+    total = sum(len(text) for _, text in scripts)
+    if total <= _READ:
+        return [(i, 0, text) for i, (_, text) in enumerate(scripts)]
+    spans = [(i, at) for i, (_, text) in enumerate(scripts) for at in range(0, len(text), _PIECE)]
+    ids = [f"{i}:{at}".encode() for i, at in spans]
+    order = key.units([hashlib.blake2b(b, digest_size=16).digest() for b in ids])
+    chosen = sorted(heapq.nsmallest(_READ // _PIECE, range(len(spans)), key=order.__getitem__))
+    out = []
+    for k in chosen:
+        i, at = spans[k]
+        text = scripts[i][1]
+        start = at if at == 0 else text.find("\n", at, at + _PIECE) + 1 or at
+        out.append((i, start, text[start:at + _PIECE]))
+    return out
+
+
 @attrs.define
 class _Watermark:
     """The code bits read off the copy: majority per position, ties dropped."""
@@ -95,12 +120,12 @@ class _Watermark:
              budget: int) -> _Watermark:
         votes: dict[bytes, list[int]] = {}
         places: dict[bytes, tuple[int, int]] = {}
-        for index, (_, text) in enumerate(scripts):
+        for index, base, text in _pieces(scripts, bias_key):
             for position, bit, offset in read(text):
                 tally = votes.get(position)
                 if tally is None:
                     votes[position] = tally = [0, 0]
-                    places[position] = (index, offset)
+                    places[position] = (index, base + offset)
                 tally[bit] += 1
         decided = [p for p, (zeros, ones) in votes.items() if zeros != ones]
         decided = _sample(decided, budget, bias_key)
@@ -231,7 +256,7 @@ def _marked_names(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candi
     """Each candidate's marked names among the words examined, and the words examined (a
     keyed sample when there are too many)."""
     found_words: set[str] = set()
-    for _, text in scripts:
+    for _, _, text in _pieces(scripts, bias_key):
         found_words.update(_CANDIDATE_NAME.findall(text))
     words = [w.decode() for w in _sample(sorted(w.encode() for w in found_words), budget,
                                          bias_key)]
