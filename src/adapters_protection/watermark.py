@@ -95,7 +95,7 @@ def tokens(text: str) -> Iterator[Token]:
     pos = 0
     while True:
         for m in _TOKEN.finditer(text, pos):
-            group = m.lastindex
+            group = m.lastindex or _OP  # every alternative is a group
             start, end = m.span(group)
             if group == _NAME:
                 word = text[start:end]
@@ -371,8 +371,8 @@ def mark_edits(text: str, root: Node,
         if c.kind == "number" and c.start in numbers:
             whole = _integer(c.tokens[0][1])
             assert whole is not None
-            form, pad = numbers.pop(c.start)
-            new = _written(whole[0], form, pad)
+            hexadecimal, zero = numbers.pop(c.start)
+            new = _written(whole[0], hexadecimal, zero)
             if new != c.tokens[0][1] and _confirmed_number(c, root, byte):
                 inner[c.start] = (c.end, new)
     edits: list[Edit] = []
