@@ -108,3 +108,14 @@ def test_any_text_tokenizes(junk: str) -> None:
     text = "local a = 1 " + junk + " return a == 1"
     assert sum(1 for _ in tokens(text)) >= 4
     assert list(read(text)) is not None
+
+
+def test_swapped_operands_never_run_into_their_neighbours() -> None:
+    source = ("local t, x = {}, [[a]]\nt[x == [[a]]] = 1\nt[ [[a]] ~= x] = 2\n"
+              "if x==[[b]]then print(1)end print(t[true], t[false], x<[[b]])")
+    rules = parse_protection_settings({"rules": [{"paths": ["*"],
+                                                  "transforms": ["strip", "watermark"]}]})
+    copies = {PROTECTOR.protect("Game/Edge", source, rules, bytes([k]) * 32) for k in range(8)}
+    assert any("t[ [[a]]==x]" in c for c in copies)  # a swap next to `[` got its space
+    for copy in copies:
+        assert run(copy) == run(source)
