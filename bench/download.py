@@ -14,13 +14,16 @@ from pathlib import Path
 
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, script
-from tests.support.scenario import build_world, key_record
+from tests.support.scenario import build_world
 
 from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
 from bench.timing import best, best_async
+from licore import commands as c
+from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import Instance, Model, Prop
-from licore.services import builds, packages, partner
+from licore.licenses import LicenseEvent
+from licore.services.wiring import UseCases
 
 TARGET_BYTES = 5 * 1024 * 1024
 SCRIPTS = 200
@@ -87,26 +90,26 @@ async def main() -> None:
         await storage.migrate()
         deps = make_deps(storage)
         world = await build_world(deps)
-        key = await key_record(deps, world.studio_key)
-        lib = await key_record(deps, world.library_key)
-        product = await partner.save_product(deps, key, {"title": "Bench"})
-        await packages.settings(deps, key, {"product_id": product["id"], "protection": {
-            "rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]}})
-        version = (await packages.upload_version(
-            deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
-        await packages.publish(deps, key, {"product_id": product["id"],
-                                           "version_id": version["id"]})
-        await partner.grant(deps, key, {"product_id": product["id"],
-                                        "user": world.buyer.platform_id})
-        query = {"product_id": product["id"]}
+        uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+        buyer = ActingPerson(world.buyer.id)
+        product = await uc.products.create(studio, c.CreateProduct("Bench"))
+        await uc.packages.change_settings(studio, c.ChangeSettings(
+            product.id, protection=c.JsonValue(
+                {"rules": [{"paths": ["Bench/Module*"], "preset": "minify"}]})))
+        version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1",
+                                                                    data))).version
+        await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+        await uc.licensing.change(studio, c.ChangeLicense(
+            c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
+        asked = c.DownloadCopy(product.id)
 
         async def cold() -> None:
             async with storage.unit_of_work() as uow:
-                await uow.copies.drop(product_id=product["id"])
-            await builds.download(deps, lib, query)
+                await uow.copies.drop(product_id=product.id)
+            await uc.library.download(buyer, asked)
 
         t_cold = await best_async(cold, 3)
-        t_cached = await best_async(lambda: builds.download(deps, lib, query), 5)
+        t_cached = await best_async(lambda: uc.library.download(buyer, asked), 5)
         await storage.close()
     # The baseline again, after: the best of both runs, so a busy moment does not skew it.
     baseline = min(baseline, best(lambda: codec.write(codec.read(data)), 3))

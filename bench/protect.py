@@ -9,18 +9,27 @@ Two shapes of 1 MiB, both built from the test corpus (tests/protection/corpus):
   passes that look at a whole script at once).
 The baseline is tree-sitter parsing the same text, measured in the same run. The one-script
 copy of every preset is also run in the Luau VM and compared with the original.
+
+Then the cost to the buyer, on a realistic script (tests/protection/realistic/shop.luau,
+208 lines, 58 string literals, a license key put in): the copy's size and its run time in
+the Luau VM, each as a ratio to the original's (run times are the best of interleaved runs
+of a longer season of the same game, in CPU time, so other load on the machine counts
+least). The targets for `strong` are at most 3x the size and 2x the run time.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from tests.protection.vm import run  # noqa: E402
+from tests.support.luau_vm import pluau  # noqa: E402
 
 from adapters_protection.luau_protector import LuauProtector  # noqa: E402
 from adapters_protection.syntax import parser  # noqa: E402
@@ -62,12 +71,46 @@ def one_script(size: int) -> str:
     return "\n".join(parts)
 
 
+SHOP = ROOT / "tests/protection/realistic/shop.luau"
+KEY = "lk_live_Zx81Qm4TfP0aR7sVb2NcY9dE3hJkLwUo"
+
+
+def buyer_cost(protector: LuauProtector, repeat: int) -> None:
+    source = SHOP.read_text().replace("__LICORE_LICENSE_KEY__", KEY)
+    season = source.replace("for round = 1, 12 do", "for round = 1, 60 do")
+    copies = {"none": (source, season)}
+    for preset in PRESETS:
+        rules = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+        copy = protector.protect("ServerScriptService/Shop", source, rules, SECRET)
+        assert run(copy) == run(source), f"{preset}: output differs"
+        copies[preset] = (copy, protector.protect("ServerScriptService/Shop", season, rules,
+                                                  SECRET))
+    lua: Any = pluau().Lua()
+    chunks = {p: lua.load_chunk("print = function() end " + s, "=" + p)
+              for p, (_, s) in copies.items()}
+    fastest = dict.fromkeys(chunks, float("inf"))
+    for _ in range(max(repeat, 15)):  # interleaved, so a busy moment hits every preset
+        for preset, chunk in chunks.items():
+            start = time.process_time()
+            chunk()
+            fastest[preset] = min(fastest[preset], time.process_time() - start)
+    print(f"\nrealistic script ({SHOP.name}, {len(source.encode())} bytes): cost to the buyer")
+    print(f"{'preset':<8}{'bytes':>8}{'size':>7}{'run ms':>9}{'run time':>10}")
+    for preset, (copy, _) in copies.items():
+        print(f"{preset:<8}{len(copy.encode()):>8}{len(copy.encode()) / len(source.encode()):>7.2f}"
+              f"{fastest[preset] * 1000:>9.1f}{fastest[preset] / fastest['none']:>10.2f}")
+
+
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__)
     args.add_argument("--repeat", type=int, default=3)
     args.add_argument("--size", type=int, default=MIB)
+    args.add_argument("--only-buyer-cost", action="store_true")
     opts = args.parse_args()
     protector = LuauProtector()
+    if opts.only_buyer_cost:
+        buyer_cost(protector, opts.repeat)
+        return
     ts = parser()
     shapes = {"many scripts": many_scripts(opts.size),
               "one script": [("ServerScriptService/Big", one_script(opts.size))]}
@@ -95,6 +138,7 @@ def main() -> None:
             print(f"{shape:<14}{preset:<8}{len(scripts):>8}{size_in / MIB:>8.2f}"
                   f"{t_parse:>9.3f}{t_protect:>11.2f}{t_protect / t_parse:>8.0f}"
                   f"{size_out / size_in:>7.2f}")
+    buyer_cost(protector, opts.repeat)
 
 
 if __name__ == "__main__":

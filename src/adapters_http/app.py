@@ -24,6 +24,7 @@ from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
 from licore.services import housekeeping
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 error_log = logging.getLogger("licore.error")
 
@@ -61,7 +62,7 @@ async def _sweep_forever(deps: Deps) -> None:
     while True:
         await asyncio.sleep(housekeeping.SWEEP_EVERY)
         try:
-            await housekeeping.sweep(deps)
+            await housekeeping.sweep(deps.storage, deps.clock)
         except Exception as exc:  # keep sweeping; the next round may work
             logging.getLogger("licore.housekeeping").error("sweep failed: %s",
                                                            type(exc).__name__)
@@ -82,6 +83,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         return JSONResponse({"ok": True})
 
     base = deps.settings.public_url.rstrip("/")
+    uc = UseCases.of(deps)
 
     async def discovery(request: Request) -> Response:
         return JSONResponse({
@@ -103,15 +105,15 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         Route("/openapi.json", openapi), Route("/metrics", metrics),
     ]
     if "partner" in only:
-        routes.append(Mount("/v1", routes=partner.routes(deps)))
+        routes.append(Mount("/v1", routes=partner.routes(deps, uc)))
     if "auth" in only:
         routes.append(Mount("/auth", routes=device.routes(deps)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     if "runtime" in only:
-        routes.append(Mount("/runtime", routes=runtime.routes(deps)))
+        routes.append(Mount("/runtime", routes=runtime.routes(uc.runtime)))
     routes += extra_routes or []
     if "web" in only:
-        routes.append(web.mount(deps, web_config or web.WebConfig()))  # last: it is at "/"
+        routes.append(web.mount(deps, uc, web_config or web.WebConfig()))  # last: it is at "/"
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

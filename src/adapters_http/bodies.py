@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
 
+from adapters_http.decoding import parse_json
 from licore.errors import InvalidRequest, PayloadTooLarge
 
 MAX_JSON_BYTES = 1024 * 1024
@@ -30,11 +30,8 @@ async def read_bytes(request: Request, limit: int) -> bytes:
 
 
 async def read_json(request: Request) -> Any:
-    raw = await read_bytes(request, MAX_JSON_BYTES)
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidRequest("the body must be JSON") from None
+    """The body as parsed JSON, through the one decoder's parser."""
+    return parse_json(await read_bytes(request, MAX_JSON_BYTES))
 
 
 def is_form(request: Request) -> bool:

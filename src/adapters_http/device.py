@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.bodies import basic_client_id, read_json_or_form
+from adapters_http.decoding import structure
 from adapters_http.partner import authenticate
 from adapters_http.responses import JSONResponse
 from licore import tokens
-from licore import validation as v
+from licore.commands import PollToken, RevokeToken, StartAuthorization
 from licore.errors import InvalidRequest, InvalidToken, UnsupportedGrantType
 from licore.services import device
 from licore.services.deps import Deps
@@ -29,33 +29,24 @@ def _client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _field(body: dict[str, Any], name: str, required: bool) -> str | None:
-    value = v.text(body, name, max_len=2000, required=required, min_len=1 if required else 0)
-    return value
-
-
 def routes(deps: Deps) -> list[Route]:
     async def device_code(request: Request) -> Response:
         body, form = await read_json_or_form(request)
-        v.refuse_unknown(body, ("client_id", "scope", *(OAUTH_EXTRAS if form else ())))
-        client_id = _field(body, "client_id", False) or basic_client_id(request)
+        asked = structure(body, StartAuthorization, extra=OAUTH_EXTRAS if form else ())
+        client_id = asked.client_id or basic_client_id(request)
         if not client_id:
             raise InvalidRequest("client_id is required", "client_id")
-        scope = _field(body, "scope", True)
-        assert scope is not None
-        started = await device.start(deps, client_id, scope, _client_ip(request))
+        started = await device.start(deps, client_id, asked.scope, _client_ip(request))
         return JSONResponse(started, headers={"Cache-Control": "no-store"})
 
     async def device_token(request: Request) -> Response:
         body, form = await read_json_or_form(request)
-        v.refuse_unknown(body, ("device_code", *(FORM_EXTRAS if form else OAUTH_EXTRAS)))
-        grant_type = _field(body, "grant_type", False)
-        if grant_type is not None and grant_type != DEVICE_GRANT:
+        poll = structure(body, PollToken,
+                         extra=("client_secret", "scope") if form else ("client_secret",))
+        if poll.grant_type is not None and poll.grant_type != DEVICE_GRANT:
             raise UnsupportedGrantType(f"grant_type must be {DEVICE_GRANT}")
-        code = _field(body, "device_code", True)
-        assert code is not None
-        client_id = _field(body, "client_id", False) or basic_client_id(request)
-        token = await device.poll(deps, code, client_id)
+        client_id = poll.client_id or basic_client_id(request)
+        token = await device.poll(deps, poll.device_code, client_id)
         return JSONResponse(token, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
     async def revoke(request: Request) -> Response:
@@ -65,13 +56,12 @@ def routes(deps: Deps) -> list[Route]:
             return JSONResponse({"ok": True})
         # RFC 7009 shape (extension): `token` in a form body; 200 whatever the token.
         body, _ = await read_json_or_form(request)
-        v.refuse_unknown(body, ("token", "token_type_hint", "client_id", "client_secret"))
-        token = _field(body, "token", True)
-        assert token is not None
+        asked = structure(body, RevokeToken,
+                          extra=("token_type_hint", "client_id", "client_secret"))
         # Unknown or revoked tokens answer 200 too (RFC 7009 section 2.2).
         with contextlib.suppress(InvalidToken):
-            if tokens.api_key_shape_ok(token):
-                await device.revoke_key(deps, await device.authenticate(deps, token))
+            if tokens.api_key_shape_ok(asked.token):
+                await device.revoke_key(deps, await device.authenticate(deps, asked.token))
         return JSONResponse({"ok": True})
 
     return [

@@ -10,9 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from licore import bounds
 from licore.scopes import DESCRIPTIONS
 
 J = dict[str, Any]
+
+
+def limited(rule: bounds.Text | bounds.WholeNumber) -> J:
+    """The JSON Schema of a field bounded by `rule`: the limits are written once, in
+    `licore.bounds`, and this document only repeats them."""
+    if isinstance(rule, bounds.WholeNumber):
+        return {"type": "integer", "minimum": rule.low, "maximum": rule.high}
+    schema: J = {"type": "string", "maxLength": rule.max_len}
+    if rule.min_len:
+        schema["minLength"] = rule.min_len
+    if rule.pattern is not None:
+        schema["pattern"] = f"^{rule.pattern}$"
+    return schema
 
 
 def obj(required: list[str], **props: J) -> J:
@@ -30,9 +44,8 @@ ID: J = {"type": ["string", "integer"]}
 ERROR = obj(["error", "error_description"], error=STR, error_description=STR,
             interval=INT)
 PAGE_PARAMS: list[J] = [
-    {"name": "limit", "in": "query", "required": False,
-     "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
-    {"name": "cursor", "in": "query", "required": False, "schema": STR},
+    {"name": "limit", "in": "query", "required": False, "schema": limited(bounds.PAGE_LIMIT)},
+    {"name": "cursor", "in": "query", "required": False, "schema": limited(bounds.CURSOR)},
 ]
 NEXT = {"next_cursor": NSTR}
 
@@ -65,11 +78,9 @@ PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "publish
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
 TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
-PRODUCT_BODY = obj([], id=STR, title={"type": "string", "maxLength": 80},
-                   tagline={"type": "string", "maxLength": 140},
-                   description={"type": "string", "maxLength": 5000},
-                   price_credit={"type": "integer", "minimum": 0, "maximum": 1_000_000},
-                   discoverable=BOOL)
+PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
+                   tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
+                   price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
 
 
 def json_body(schema: J) -> J:
@@ -124,7 +135,7 @@ def runtime_op(summary: str, body: J, ok: J) -> J:
 
 
 RUNTIME_BASE = {"user_id": ID, "product_id": STR, "key": STR}
-NONCE = {"type": "string", "pattern": "^[A-Za-z0-9]{16,128}$"}
+NONCE = limited(bounds.NONCE)
 FAIL = obj(["ok"], ok={"const": False})
 
 
@@ -200,7 +211,7 @@ def _document(server: str) -> J:
                     slug=STR, title=STR, current_version=NSTR, placeholder=STR,
                     verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
                 body=obj(["product_id"], product_id=STR,
-                         placeholder={"type": "string", "pattern": "^[A-Za-z0-9_]{4,64}$"},
+                         placeholder=limited(bounds.PLACEHOLDER),
                          verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
                 extra=(404,))},
             "/v1/packages/versions": {
@@ -212,7 +223,9 @@ def _document(server: str) -> J:
                     "Upload a version: the raw .rbxm or .rbxmx file as the body, checked by "
                     "parsing before it is stored", "packages:write",
                     obj(["ok", "version"], ok=BOOL, version=PACKAGE_VERSION),
-                    params=[q("product_id"), q("version")], extra=(404, 409, 413)),
+                    params=[q("product_id"), {**q("version"),
+                                              "schema": limited(bounds.VERSION_LABEL)}],
+                    extra=(404, 409, 413)),
                     "requestBody": {"required": True, "content": {
                         "application/octet-stream": {"schema": {"type": "string",
                                                                 "format": "binary"}}}}},

@@ -1,4 +1,8 @@
-"""The Partner API at `{base_url}` = `/v1` (spec 4.2 to 4.4, contract 3), as a route table."""
+"""The Partner API at `{base_url}` = `/v1` (spec 4.2 to 4.4, contract 3), as a route table.
+
+Each handler makes the call's command from the body or the query string (one decoder,
+`decoding.py`), calls the use case acting for the key's studio or person, and makes the
+specification's body from the value it returns (`wire.py`)."""
 
 from __future__ import annotations
 
@@ -10,16 +14,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters_http import wire
 from adapters_http.bodies import bearer, read_bytes, read_json
+from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
+from licore import commands as c
 from licore import scopes as sc
-from licore.errors import InvalidToken
+from licore.actors import ActingPerson, ActingStudio
+from licore.errors import InvalidRequest, InvalidToken
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
-from licore.services import builds, device, limits, packages, partner
+from licore.services import device, limits
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
-Handler = Callable[[Deps, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
+Handler = Callable[[UseCases, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
 STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY
 
 
@@ -35,57 +44,148 @@ class Endpoint:
         return sc.SCOPES[self.scope][0]
 
 
-async def _query(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]],
-                 deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
-    return await fn(deps, key, request.query_params)
+def studio_of(key: ApiKey) -> ActingStudio:
+    assert key.studio_id is not None  # a studio key; the endpoint's scope made sure
+    return ActingStudio(key.studio_id)
 
 
-async def _body(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]],
-                deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
-    return await fn(deps, key, await read_json(request))
+def person_of(key: ApiKey) -> ActingPerson:
+    return ActingPerson(key.account_id)
 
 
-def q(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]]) -> Handler:
-    return lambda deps, key, request: _query(fn, deps, key, request)
+# products ---------------------------------------------------------------------------------
 
 
-def b(fn: Callable[[Deps, ApiKey, Any], Awaitable[dict[str, Any]]]) -> Handler:
-    return lambda deps, key, request: _body(fn, deps, key, request)
+async def list_products(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = from_query(request.query_params, c.ListProducts)
+    page = await uc.products.list(studio_of(key), command)
+    return wire.listing("products", page, wire.product, command.page.limit)
 
 
-async def _upload(deps: Deps, key: ApiKey, request: Request) -> dict[str, Any]:
-    data = await read_bytes(request, deps.settings.max_upload_bytes)
-    return await packages.upload_version(deps, key, request.query_params, data)
+async def save_product(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    """A create without `id`, a change with it (spec 4.2)."""
+    body = await read_json(request)
+    if isinstance(body, dict) and "id" in body:
+        changed = await uc.products.change(studio_of(key), structure(body, c.ChangeProduct))
+        return wire.saved_product(changed)
+    created = await uc.products.create(studio_of(key), structure(body, c.CreateProduct))
+    return wire.saved_product(created)
 
 
-async def _download(deps: Deps, key: ApiKey, request: Request) -> Response:
-    return file_response(await builds.download(deps, key, request.query_params))
+# licenses ---------------------------------------------------------------------------------
 
 
-def _pause(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:
-    return partner.pause_or_resume(deps, key, body, LicenseEvent.PAUSE)
+async def list_licenses(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = from_query(request.query_params, c.ListLicenses)
+    page = await uc.licensing.list(studio_of(key), command)
+    return wire.listing("licenses", page, wire.license, command.page.limit)
 
 
-def _resume(deps: Deps, key: ApiKey, body: Any) -> Awaitable[dict[str, Any]]:
-    return partner.pause_or_resume(deps, key, body, LicenseEvent.RESUME)
+async def grant(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    target = structure(await read_json(request), c.LicenseTarget)
+    license = await uc.licensing.change(studio_of(key), c.ChangeLicense(target,
+                                                                        LicenseEvent.GRANT))
+    return wire.granted(license)
+
+
+async def revoke(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    target = from_query(request.query_params, c.LicenseTarget)
+    await uc.licensing.change(studio_of(key), c.ChangeLicense(target, LicenseEvent.REVOKE))
+    return wire.OK
+
+
+def by_body(event: LicenseEvent) -> Handler:
+    async def change(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+        target = structure(await read_json(request), c.LicenseTarget)
+        await uc.licensing.change(studio_of(key), c.ChangeLicense(target, event))
+        return wire.OK
+
+    return change
+
+
+async def alerts(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = from_query(request.query_params, c.ListAlerts)
+    page = await uc.licensing.alerts(studio_of(key), command)
+    return wire.listing("alerts", page, wire.alert, command.page.limit)
+
+
+# library ----------------------------------------------------------------------------------
+
+
+async def library(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    """The person's products, or with `versions=1` one product's versions (spec 4.4)."""
+    query = request.query_params
+    if query.get("versions") is None:
+        command = from_query(query, c.ListLibrary)
+        page = await uc.library.list(person_of(key), command)
+        return wire.listing("products", page, wire.library_product, command.page.limit)
+    if query.get("versions") != "1":
+        raise InvalidRequest("versions must be 1", "versions")
+    if not query.get("product_id"):
+        raise InvalidRequest("product_id is required with versions=1", "product_id")
+    asked = from_query(query, c.ListLibraryVersions)
+    found = await uc.library.versions(person_of(key), asked)
+    return wire.listing("versions", found.page,
+                        lambda v: wire.library_version(v, found.product), asked.page.limit)
+
+
+async def download(uc: UseCases, key: ApiKey, request: Request) -> Response:
+    command = from_query(request.query_params, c.DownloadCopy)
+    return file_response(await uc.library.download(person_of(key), command))
+
+
+# packages ---------------------------------------------------------------------------------
+
+
+async def list_packages(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = from_query(request.query_params, c.ListPackages)
+    page = await uc.packages.list(studio_of(key), command)
+    return wire.listing("packages", page, lambda p: wire.package(p.product, p.labels),
+                        command.page.limit)
+
+
+async def list_versions(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = from_query(request.query_params, c.ListPackageVersions)
+    found = await uc.packages.versions(studio_of(key), command)
+    return wire.listing("versions", found.page,
+                        lambda v: wire.package_version(v, found.product), command.page.limit)
+
+
+async def upload(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    """The raw model file is the body; the product and the new label are in the query."""
+    command = from_query(request.query_params, c.UploadVersion, data=b"")
+    data = await read_bytes(request, uc.packages.max_upload_bytes)
+    made = await uc.packages.upload(studio_of(key), attrs.evolve(command, data=data))
+    return {"ok": True, "version": wire.package_version(made.version, made.product)}
+
+
+async def publish(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = structure(await read_json(request), c.PublishVersion)
+    done = await uc.packages.publish(studio_of(key), command)
+    return wire.published(done.product, done.version)
+
+
+async def settings(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = structure(await read_json(request), c.ChangeSettings)
+    return wire.package_settings(await uc.packages.change_settings(studio_of(key), command))
 
 
 ENDPOINTS: list[Endpoint] = [
-    Endpoint("GET", "/products", "products:read", q(partner.list_products)),
-    Endpoint("POST", "/products", "products:write", b(partner.save_product)),
-    Endpoint("GET", "/licenses", "licenses:read", q(partner.list_licenses)),
-    Endpoint("POST", "/licenses", "licenses:write", b(partner.grant)),
-    Endpoint("DELETE", "/licenses", "licenses:write", q(partner.revoke)),
-    Endpoint("POST", "/licenses/pause", "licenses:write", b(_pause)),
-    Endpoint("POST", "/licenses/resume", "licenses:write", b(_resume)),
-    Endpoint("GET", "/alerts", "licenses:read", q(partner.alerts)),
-    Endpoint("GET", "/library", "library:read", q(partner.library)),
-    Endpoint("GET", "/packages", "packages:read", q(packages.list_packages)),
-    Endpoint("POST", "/packages/settings", "packages:write", b(packages.settings)),
-    Endpoint("GET", "/packages/versions", "packages:read", q(packages.list_versions)),
-    Endpoint("POST", "/packages/versions", "packages:write", _upload),
-    Endpoint("POST", "/packages/publish", "packages:write", b(packages.publish)),
-    Endpoint("GET", "/library/download", "library:download", _download),
+    Endpoint("GET", "/products", "products:read", list_products),
+    Endpoint("POST", "/products", "products:write", save_product),
+    Endpoint("GET", "/licenses", "licenses:read", list_licenses),
+    Endpoint("POST", "/licenses", "licenses:write", grant),
+    Endpoint("DELETE", "/licenses", "licenses:write", revoke),
+    Endpoint("POST", "/licenses/pause", "licenses:write", by_body(LicenseEvent.PAUSE)),
+    Endpoint("POST", "/licenses/resume", "licenses:write", by_body(LicenseEvent.RESUME)),
+    Endpoint("GET", "/alerts", "licenses:read", alerts),
+    Endpoint("GET", "/library", "library:read", library),
+    Endpoint("GET", "/packages", "packages:read", list_packages),
+    Endpoint("POST", "/packages/settings", "packages:write", settings),
+    Endpoint("GET", "/packages/versions", "packages:read", list_versions),
+    Endpoint("POST", "/packages/versions", "packages:write", upload),
+    Endpoint("POST", "/packages/publish", "packages:write", publish),
+    Endpoint("GET", "/library/download", "library:download", download),
 ]
 
 
@@ -98,7 +198,7 @@ async def authenticate(deps: Deps, request: Request) -> ApiKey:
         raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
     key = await device.authenticate(deps, plain)
     request.state.key_id = key.id
-    request.state.quota = await limits.hit(deps, f"key:{key.id}",
+    request.state.quota = await limits.hit(deps.storage, deps.clock, f"key:{key.id}",
                                            deps.settings.partner_rate_limit)
     return key
 
@@ -109,7 +209,7 @@ def quota_headers(quota: limits.Quota) -> dict[str, str]:
             "RateLimit-Reset": str(quota.reset)}
 
 
-def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
+def routes(deps: Deps, uc: UseCases, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
     by_path: dict[str, dict[str, Endpoint]] = {}
     for e in endpoints:
         by_path.setdefault(e.path, {})[e.method] = e
@@ -119,7 +219,7 @@ def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
             e = methods[request.method]
             key = await authenticate(deps, request)
             sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
-            answer = await e.handler(deps, key, request)
+            answer = await e.handler(uc, key, request)
             response = answer if isinstance(answer, Response) else JSONResponse(answer)
             response.headers.update(quota_headers(request.state.quota))
             return response

@@ -13,67 +13,114 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.bodies import read_bytes
+from adapters_http.decoding import LENIENT, parse_json, structure
 from adapters_http.observability import RUNTIME_OUTCOMES
+from licore import bounds
+from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited
-from licore.services import runtime
-from licore.services.deps import Deps
+from licore.services.runtime import Runtime
 
 MAX_BODY = 64 * 1024
 log = logging.getLogger("licore.runtime")
 
-Call = Callable[[Deps, Any, str], Awaitable[dict[str, Any]]]
+J = dict[str, Any]
+FAIL: J = {"ok": False}
+CHECK_FAIL: J = {"success": False}
 
 
-def _json(body: dict[str, Any], status: int = 200,
-          headers: dict[str, str] | None = None) -> Response:
+def _json(body: J, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), status_code=status,
                     headers=headers, media_type="application/json")
 
 
-def _endpoint(deps: Deps, name: str, call: Call, failure: dict[str, Any], malformed_status: int,
-              max_body: int) -> Callable[[Request], Awaitable[Response]]:
+async def check(runtime: Runtime, body: object, ip: str) -> J:
+    return {"success": await runtime.check(structure(body, c.Check, LENIENT), ip)}
+
+
+async def unlock(runtime: Runtime, body: object, ip: str) -> J:
+    got = await runtime.unlock(structure(body, c.Unlock, LENIENT), ip)
+    if got is None:
+        return FAIL
+    return {"ok": True, "exp": got.exp, "cipher": got.sealed.cipher, "tag": got.sealed.tag}
+
+
+async def version(runtime: Runtime, body: object, ip: str) -> J:
+    got = await runtime.version(structure(body, c.AskVersion, LENIENT), ip)
+    if got is None:
+        return FAIL
+    return {"ok": True, "latest": got.latest, "update": got.update, "fileId": got.file_id}
+
+
+async def update(runtime: Runtime, body: object, ip: str) -> J:
+    got = await runtime.update(structure(body, c.Update, LENIENT), ip)
+    if got is None:
+        return FAIL
+    return {"ok": True, "version": got.version, "update": got.update,
+            "cipher": got.sealed.cipher, "tag": got.sealed.tag}
+
+
+async def verify_source(runtime: Runtime, body: object, ip: str) -> J:
+    return {"ok": await runtime.verify_source(structure(body, c.VerifySource, LENIENT), ip)}
+
+
+Call = Callable[[Runtime, object, str], Awaitable[J]]
+
+
+@attrs.frozen
+class RuntimeEndpoint:
+    path: str
+    call: Call
+    failure: J
+    malformed_status: int
+    max_body: int = MAX_BODY
+
+    @property
+    def name(self) -> str:
+        """The call's name in the metrics: `check`, `unlock`, ..."""
+        return self.path.removeprefix("/")
+
+
+ENDPOINTS = [
+    RuntimeEndpoint("/check", check, CHECK_FAIL, 200),
+    RuntimeEndpoint("/unlock", unlock, FAIL, 400),
+    RuntimeEndpoint("/version", version, FAIL, 400),
+    RuntimeEndpoint("/update", update, FAIL, 400),
+    # a whole script rides in the body, JSON-escaped (up to 6 bytes a character)
+    RuntimeEndpoint("/verify-source", verify_source, FAIL, 400,
+                    6 * bounds.SOURCE.max_len + MAX_BODY),
+]
+
+
+def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
-        outcome = RUNTIME_OUTCOMES.labels(name, "malformed")
+        outcome = RUNTIME_OUTCOMES.labels(e.name, "malformed")
         try:
-            raw = await read_bytes(request, max_body)
-            try:
-                body = json.loads(raw)
-            except (ValueError, UnicodeDecodeError):
-                return _json(failure, malformed_status)
-            answer = await call(deps, body, ip)
-            outcome = RUNTIME_OUTCOMES.labels(name, "success" if answer.get("success")
+            body = parse_json(await read_bytes(request, e.max_body))
+            answer = await e.call(runtime, body, ip)
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if answer.get("success")
                                               else "denied")
             return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
-            return _json(failure, malformed_status)
+            return _json(e.failure, e.malformed_status)
         except RateLimited as limited:
-            outcome = RUNTIME_OUTCOMES.labels(name, "rate_limited")
-            return _json(failure, 429, {"Retry-After": str(limited.retry_after)})
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "rate_limited")
+            return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
         except Exception as exc:
-            outcome = RUNTIME_OUTCOMES.labels(name, "error")
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
-            return _json(failure, 500)
+            return _json(e.failure, 500)
         finally:
             outcome.inc()
 
     return endpoint
 
 
-def routes(deps: Deps) -> list[Route]:
-    table: list[tuple[str, Call, dict[str, Any], int, int]] = [
-        ("/check", runtime.check, {"success": False}, 200, MAX_BODY),
-        ("/unlock", runtime.unlock, runtime.FAIL, 400, MAX_BODY),
-        ("/version", runtime.version, runtime.FAIL, 400, MAX_BODY),
-        ("/update", runtime.update, runtime.FAIL, 400, MAX_BODY),
-        # a whole script rides in the body, JSON-escaped (up to 6 bytes a character)
-        ("/verify-source", runtime.verify_source, runtime.FAIL, 400,
-         6 * runtime.SOURCE_MAX + MAX_BODY),
-    ]
-    return [Route(path, _endpoint(deps, path[1:], call, failure, status, limit), methods=["POST"])
-            for path, call, failure, status, limit in table]
+def routes(runtime: Runtime) -> list[Route]:
+    return [Route(e.path, _endpoint(runtime, e), methods=["POST"]) for e in ENDPOINTS]

@@ -1,16 +1,20 @@
 """`flatten`: a block's statements become the branches of a dispatch loop.
 
     local a                      -- the block's locals, declared up front
-    local st = 9345012
+    local z, st = 4410, 9345012  -- mixer and state
     while true do
+      z = z + st
       if st == 5521 then <statement 3> break
-      elseif st == 77120 then <statement 2> st = 5521
-      elseif st == 9345012 then <statement 1> st = 77120
+      elseif st == 77120 then <statement 2> st = z - 9345012
+      elseif st == 802113 then st = 1288 - z                 -- a decoy, never run
+      elseif st == 9345012 then <statement 1>
+        if z * (z + 1) % 2 == 0 then st = z + 3901 else st = 7101 - z end
       end
     end
 
 State numbers are keyed by the license; branches are ordered by state number (so their
-order is keyed too) and found by bisection once there are more than a few. Every
+order is keyed too) and found by bisection once there are more than a few. The next state
+is computed, never written (see `_Machine`). Every
 statement still runs once, in order. A block is left as written whenever that could
 change what it does:
 - a `break` or `continue` that would leave the block (it would leave the dispatch loop);
@@ -45,10 +49,11 @@ from adapters_protection.syntax import (
 )
 
 _MAX_LOCALS = 200
-_RESERVED_LOCALS = 3  # the dispatch state, and the two locals hoisting and encryption add
+_RESERVED_LOCALS = 2  # dispatch state and mixer (literals run before and are counted)
 _BLOCKS = tree_sitter.Query(LANGUAGE, "(block) @block")
 _JUMPS = tree_sitter.Query(LANGUAGE, "[(break_statement) (continue_statement)] @jump")
 _CHAIN = 4  # branches tested one after another before the search splits
+_MIN_STATEMENTS = 3  # two statements in a dispatch loop hide little and cost a lot
 _SKIPPED = frozenset({"type_definition", "empty_statement"})
 
 
@@ -83,7 +88,8 @@ def _declared(statement: Node, analysis: Analysis) -> list[Binding] | None:
 
 
 class _Flattener:
-    def __init__(self, data: bytes, root: Node, analysis: Analysis, namer: Namer) -> None:
+    def __init__(self, data: bytes, root: Node, analysis: Analysis, namer: Namer,
+                 keep: range) -> None:
         self.data = data
         self.analysis = analysis
         self.namer = namer
@@ -103,6 +109,8 @@ class _Flattener:
         blocks = tree_sitter.QueryCursor(_BLOCKS).captures(root).get("block", [])
         starts = []
         for node in [root, *blocks]:
+            if node is not root and node.start_byte in keep:
+                continue
             locals_ = self._eligible(node)
             if locals_ is not None:
                 self.plans[node.id] = locals_
@@ -119,7 +127,7 @@ class _Flattener:
 
     def _eligible(self, block: Node) -> list[Binding] | None:
         statements = [s for s in code_children(block) if s.type not in _SKIPPED]
-        if len(statements) < 2 or block.id in self.jumpy:
+        if len(statements) < _MIN_STATEMENTS or block.id in self.jumpy:
             return None
         locals_: list[Binding] = []
         for statement in statements:
@@ -205,24 +213,84 @@ class _Flattener:
         statements = [s for s in children if s.type not in _SKIPPED]
         predeclared: list[str] = []
         bodies = [self._statement(s, predeclared) for s in statements]
-        state = self.namer.fresh()
+        machine = _Machine(self.namer, len(statements))
+        head = [f"local {', '.join(predeclared)}"] if predeclared else []
+        # Spaces around it: the block may touch its `do`/`end` in a minified script.
+        return " " + " ".join([*types, *head, machine.start(),
+                               f"while true do {machine.dispatch(statements, bodies)} end "])
+
+
+_STATE_BITS = 20
+_DECOY_EVERY = 4  # one decoy branch per this many statements
+_OPAQUE_EVERY = 3  # about one transition in this many hides behind an opaque predicate
+
+
+class _Machine:
+    """The dispatch states of one flattened block, and the code that moves between them.
+
+    Two locals drive the loop: the state, and a mixer that adds up every state the loop
+    has been in (`z = z + st` at the top of each turn). A branch never names the state it
+    goes to: it computes it from the mixer (`st = z + 6108`), whose value depends on every
+    branch run before, so reading the next state off a branch means replaying the whole
+    dispatch from its start. Some transitions sit behind an opaque predicate (a test of the
+    mixer that always holds, like `z + z + 1` being odd) whose other side leads to a decoy
+    branch, which never runs but looks like the others. Every number comes from the
+    per-license `namer`. The mixer stays a whole number far below 2^53 (states are below
+    2^20), so every test is exact."""
+
+    def __init__(self, namer: Namer, count: int) -> None:
+        self.namer = namer
+        self.state, self.mixer = namer.fresh(), namer.fresh()
+        self.count = count
+        taken: set[int] = set()
         numbers: list[int] = []
-        while len(numbers) < len(statements):
-            n = self.namer.number()
-            if n not in numbers:
+        decoys = max(1, count // _DECOY_EVERY)
+        while len(numbers) < count + decoys:
+            n = namer.number(_STATE_BITS)
+            if n not in taken:
+                taken.add(n)
                 numbers.append(n)
+        self.real, self.decoys = numbers[:count], numbers[count:]
+        self.first_mixer = namer.number(_STATE_BITS)
+
+    def start(self) -> str:
+        return f"local {self.mixer}, {self.state} = {self.first_mixer}, {self.real[0]}"
+
+    def _goto(self, mixer: int, target: int) -> str:
+        """Set the state to `target`, given the mixer's value at this point."""
+        if self.namer.number(1):
+            return f"{self.state} = {self.mixer} + {target - mixer}"
+        return f"{self.state} = {target + mixer} - {self.mixer}"
+
+    def _opaque(self) -> str:
+        """A test of the mixer (a whole number) that always holds. (Past 2^53 a product
+        rounds to an even number, so the first stays true even then.)"""
+        z = self.mixer
+        return [f"{z} * ({z} + 1) % 2 == 0", f"({z} + {z} + 1) % 2 > 0",
+                f"({z} - {z} % 3) % 3 == 0", f"{z} % 2 + ({z} + 1) % 2 == 1"][
+                    self.namer.number(2)]
+
+    def dispatch(self, statements: list[Node], bodies: list[str]) -> str:
+        mixer = self.first_mixer
         branches = []
         for i, (statement, body) in enumerate(zip(statements, bodies, strict=True)):
-            if i + 1 < len(statements):
-                tail = f" {state} = {numbers[i + 1]}"
-            elif statement.type == "return_statement":
-                tail = ""
+            here = self.real[i]
+            mixer += here  # the loop's first step, before this branch runs
+            if i + 1 == len(statements):
+                tail = "" if statement.type == "return_statement" else " break"
             else:
-                tail = " break"
-            branches.append((numbers[i], f"{body}{tail}"))
-        head = [f"local {', '.join(predeclared)}"] if predeclared else []
-        return " ".join([*types, *head, f"local {state} = {numbers[0]}",
-                         f"while true do {_search(state, sorted(branches))} end"])
+                tail = " " + self._goto(mixer, self.real[i + 1])
+                if self.namer.number(8) % _OPAQUE_EVERY == 0:
+                    decoy = self.decoys[self.namer.number(16) % len(self.decoys)]
+                    tail = (f" if {self._opaque()} then{tail} "
+                            f"else {self._goto(mixer, decoy)} end")
+            branches.append((here, f"{body}{tail}"))
+        for decoy in self.decoys:
+            target = self.real[self.namer.number(16) % self.count]
+            guess = self.first_mixer + self.namer.number(_STATE_BITS + 2)
+            branches.append((decoy, self._goto(guess, target)))
+        return (f"{self.mixer} = {self.mixer} + {self.state} "
+                + _search(self.state, sorted(branches)))
 
 
 def _search(state: str, branches: list[tuple[int, str]]) -> str:
@@ -236,9 +304,11 @@ def _search(state: str, branches: list[tuple[int, str]]) -> str:
             f"else {_search(state, branches[mid:])} end")
 
 
-def flatten(data: bytes, root: Node, analysis: Analysis, namer: Namer) -> bytes:
-    flattener = _Flattener(data, root, analysis, namer)
+def flatten(data: bytes, root: Node, analysis: Analysis, namer: Namer,
+            keep: range = range(0)) -> bytes:
+    """`data` with its blocks flattened, but for blocks that start in `keep`."""
+    flattener = _Flattener(data, root, analysis, namer, keep)
     if not flattener.plans:
         return data
     directives = data[:prelude_offset(data)] if root.id in flattener.plans else b""
-    return directives + flattener.render(root).encode()
+    return directives + flattener.render(root).lstrip().encode()

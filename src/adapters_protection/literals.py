@@ -2,9 +2,10 @@
 
 Hoisting moves every number and string used as a value into one table declared at the top
 of the script, in an order keyed by the license, and replaces each use by an index into it
-(`T[17]`). Encryption replaces each string by a call of a generated decoder; with hoisting
-on, the table holds the decoder calls, so each string is decoded once, when the script
-starts. Literal text inside interpolated strings is treated the same way, as `{...}` parts.
+(`T[17]`). Encryption moves each string to a table of ciphertexts of its own, with or
+without hoisting, and replaces each use by a read of a lazy table (`S[4]`) that decodes the
+string the first time it is read (see `cipher`): nothing is decoded before it is used. Literal text
+inside interpolated strings is treated the same way, as `{...}` parts.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Sequence
 
 import tree_sitter
 
+from adapters_protection.cipher import CipherParameters
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
 from adapters_protection.strings import (
-    StringCipher,
     decode_quoted,
     interpolation_pieces,
     literal_bytes,
@@ -39,6 +40,38 @@ class _Table:
         order = self._namer.shuffle(list(self._entries))
         body = ",".join(self._entries[key] for key in order)
         return f"local {self.name}={{{body}}};", {key: i + 1 for i, key in enumerate(order)}
+
+
+class _Strings:
+    """Encrypted strings: a table of ciphertexts, read through a lazy table that decodes
+    each string the first time it is read (`S[4]`); a string's slot is its nonce."""
+
+    def __init__(self, license_secret: bytes, namer: Namer) -> None:
+        self.params = CipherParameters.of(license_secret)
+        self.table = namer.fresh()
+        self._namer = namer
+        self._values: dict[bytes, None] = {}
+        self.longest = 0
+
+    def add(self, value: bytes) -> None:
+        self.longest = max(self.longest, len(value))
+        self._values.setdefault(value)
+
+    def finish(self) -> tuple[str, dict[bytes, int]]:
+        """The declaration, and each string's slot."""
+        if not self._values:
+            return "", {}
+        keyed = {v.hex(): v for v in self._values}
+        order = [keyed[k] for k in self._namer.shuffle(list(keyed))]
+        slots = {v: i + 1 for i, v in enumerate(order)}
+        texts = ",".join(quote(self.params.encipher(v, slots[v])) for v in order)
+        # The decoder and the ciphertexts are arguments, not locals: the script's top level
+        # gets one local for all its strings. A table read is what a use costs once the
+        # string is decoded (the array part is sized up front, so that read is the fast one).
+        code = (f"local {self.table}=(function(d,c)return setmetatable(table.create(#c),"
+                f"{{__index=function(t,k)local v=d(c[k],k)t[k]=v return v end}})end)("
+                f"{self.params.decoder(self.longest)},{{{texts}}});")
+        return code, slots
 
 
 def _call_argument(node: Node) -> bool:
@@ -65,12 +98,14 @@ def value_literals(root: Node) -> list[Node]:
 
 def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
                      encrypt: bool, license_secret: bytes, path: str,
-                     also: Sequence[Edit] = ()) -> bytes:
+                     also: Sequence[Edit] = ()) -> tuple[bytes, range]:
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
-    must not touch a literal) applied in the same pass."""
-    cipher = StringCipher(license_secret, path, namer) if encrypt else None
+    must not touch a literal) applied in the same pass; and the byte range of the
+    declarations added at the top (the decoder and the tables)."""
+    cipher = _Strings(license_secret, namer) if encrypt else None
     table = _Table(namer) if hoist else None
     uses: list[_Use] = []
+    hoisted_strings: list[tuple[int, int, str, bytes, str]] = []
 
     def plan(start: int, end: int, before: str, key: str, expression: str,
              after: str) -> None:
@@ -80,32 +115,35 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
         else:
             uses.append((start, end, before, expression, False, after))
 
-    def string_expression(value: bytes, original: str) -> str:
-        return cipher.encode(value) if cipher is not None else original
+    def plan_string(start: int, end: int, before: str, value: bytes, original: str,
+                    after: str) -> None:
+        if cipher is not None:
+            cipher.add(value)
+            hoisted_strings.append((start, end, before, value, after))
+        else:
+            plan(start, end, before, "s" + value.hex(), original, after)
 
     for node in value_literals(root):
         source = (node.text or b"").decode()
-        if node.type == "number":
-            if table is None:
-                continue
-            key, expression = "n" + source, source
-        elif is_interpolated(node):
+        if node.type == "number" and table is None:
+            continue
+        if is_interpolated(node):
             if table is None and cipher is None:
                 continue
             for start, end in interpolation_pieces(node):
                 if start < end:
                     value = decode_quoted(data[start:end].decode())
-                    plan(start, end, "{", "s" + value.hex(),
-                         string_expression(value, quote(value)), "}")
+                    plan_string(start, end, "{", value, quote(value), "}")
             continue
-        else:
-            value = literal_bytes(node)
-            key, expression = "s" + value.hex(), string_expression(value, source)
         wrap = _call_argument(node)
-        plan(node.start_byte, node.end_byte, "(" if wrap else " ", key, expression,
-             ")" if wrap else " ")
+        before, after = ("(", ")") if wrap else (" ", " ")
+        if node.type == "number":
+            plan(node.start_byte, node.end_byte, before, "n" + source, source, after)
+        else:
+            plan_string(node.start_byte, node.end_byte, before, literal_bytes(node), source,
+                        after)
 
-    prelude = cipher.decoder() if cipher is not None and cipher.used else ""
+    prelude, string_slots = cipher.finish() if cipher is not None else ("", {})
     slots: dict[str, int] = {}
     if table is not None and uses:
         declaration, slots = table.finish()
@@ -114,8 +152,11 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
         (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
                                 else what) + after).encode())
         for start, end, before, what, indexed, after in uses]
+    if cipher is not None:
+        edits += [(start, end, f"{before}{cipher.table}[{string_slots[value]}]{after}".encode())
+                  for start, end, before, value, after in hoisted_strings]
     body = apply(data, [*edits, *also])
+    at = prelude_offset(body)
     if prelude:
-        at = prelude_offset(body)
         body = body[:at] + prelude.encode() + b" " + body[at:]
-    return body
+    return body, range(at, at + len(prelude.encode()))

@@ -1,11 +1,11 @@
 """The protector port over tree-sitter-luau: safety checks and the six transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
-rename_locals, flatten, hoist_constants with encrypt_strings, strip, watermark (renaming
-shares the literal pass when flatten is off: their edits never overlap). The watermark goes
-last so that it is written in the very text the buyer gets, where tracing reads it. The
-output is a function of (source, rules, license secret) only. A script a rule cannot handle
-safely is refused with the script and line named; protect never returns a partly protected copy.
+rename_locals with hoist_constants and encrypt_strings (one pass: their edits never
+overlap), flatten, strip, watermark. The watermark goes last so that it is written in the
+very text the buyer gets, where tracing reads it. The output is a function of
+(source, rules, license secret) only. A script a rule cannot handle safely is
+refused with the script and line named; protect never returns a partly protected copy.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
+from adapters_protection.cipher import readable_literals
 from adapters_protection.edits import Edit, apply
 from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
@@ -38,6 +39,7 @@ from adapters_protection.syntax import (
     text,
 )
 from adapters_protection.tracing import trace as trace_scripts
+from adapters_protection.typeless import erase_types
 from adapters_protection.watermark import mark_edits
 from licore.protection import (
     Candidate,
@@ -69,12 +71,44 @@ def _ambiguous_calls(root: Node) -> list[Node]:
     return sorted(found, key=lambda n: n.start_byte)
 
 
+_MIN_KEY = 16  # the tracer does not search for shorter keys
+
+
+_READ_MIN = 64 << 10  # characters of each script read under each candidate's secret, at least
+_READ_WORK = 16 << 20  # and at most this many over all candidates
+
+
+def _readings(scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
+    out = []
+    for candidate in candidates:
+        if len(candidate.searched) < _MIN_KEY:
+            continue
+        for path, whole in scripts:
+            script = whole[:max(_READ_MIN, _READ_WORK // max(1, len(candidates)))]
+            lines: dict[int, list[str]] = {}
+            for value, offset in readable_literals(script, candidate.license_secret):
+                if candidate.searched in value:
+                    lines.setdefault(script.count("\n", 0, offset), []).append(
+                        value.decode(errors="replace").replace("\n", " "))
+            if lines:
+                last = max(lines)
+                out.append((path, "\n".join(" ".join(lines.get(i, []))
+                                            for i in range(last + 1))))
+    return out
+
+
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def trace(self, scripts: Sequence[tuple[str, str]],
               candidates: Sequence[Candidate]) -> Trace:
-        return trace_scripts(scripts, candidates, self._bias_key)
+        # An encrypted literal reads only under its license's secret, so the tracer also
+        # gets each candidate's readings of the literals, each on the line it came from,
+        # to look for keys in (only the start of each script, where the constant table
+        # sits: the work is per candidate).
+        return trace_scripts(scripts, candidates, self._bias_key,
+                             readings=_readings(scripts, candidates))
 
     def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
@@ -82,6 +116,33 @@ class LuauProtector:
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
+
+    def _read(self, path: str, source: str) -> tuple[bytes, Node, list[ProtectionProblem]]:
+        """The script's tree; for syntax newer than the grammar, that of a copy with its
+        types erased (see `typeless`), with notes saying so."""
+        data = source.encode()
+        root = self._parse(data).root_node
+        if not root.has_error:
+            return data, root, []
+        erased = erase_types(source)
+        if erased is None:
+            return data, root, []
+        erased_data = erased.source.encode()
+        erased_root = self._parse(erased_data).root_node
+        if erased_root.has_error:  # an error of its own: lines are the seller's still
+            return erased_data, erased_root, []
+        error = first_syntax_error(root)
+        notes = [ProtectionProblem(
+            path, line(error) if error is not None else 0,
+            "Luau syntax newer than the protector's grammar: the copy is made with the "
+            "script's type annotations and declarations removed (types do not run, so "
+            "the script does the same)", blocking=False)]
+        notes += [ProtectionProblem(
+            path, source.count("\n", 0, at) + 1, "the attribute "
+            f"{source[at:].split(None, 1)[0]} is dropped from the copy (attributes do not "
+            "change results; for @native, add --!native at the top of the script to compile "
+            "all of it natively)", blocking=False) for at in erased.attribute_offsets]
+        return erased_data, erased_root, notes
 
     def _problems(self, path: str, root: Node, transforms: frozenset[str],
                   analysis: Analysis | None) -> list[ProtectionProblem]:
@@ -154,10 +215,9 @@ class LuauProtector:
             transforms = settings.transforms_for(path)
             if not transforms:
                 continue
-            data = source.encode()
-            root = self._parse(data).root_node
+            data, root, notes = self._read(path, source)
             analysis = self._analyse(root, transforms)
-            found = self._problems(path, root, transforms, analysis)
+            found = notes + self._problems(path, root, transforms, analysis)
             problems += found
             if not any(p.blocking for p in found):
                 try:
@@ -172,8 +232,7 @@ class LuauProtector:
         transforms = settings.transforms_for(path)
         if not transforms:
             return source
-        data = source.encode()
-        root = self._parse(data).root_node
+        data, root, _ = self._read(path, source)
         analysis = self._analyse(root, transforms)
         blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
         if blocking:
@@ -193,16 +252,22 @@ class LuauProtector:
         hoist, encrypt = "hoist_constants" in transforms, "encrypt_strings" in transforms
         names: list[Edit] = []
         if rename and analysis is not None:
-            if flat or not (hoist or encrypt):
+            if not (hoist or encrypt):
                 data, root, analysis = fresh(rename_locals(data, analysis, namer))
             else:  # renaming touches no literal: both go in one pass over one parse
                 names = rename_edits(analysis, namer)
-        if flat:
-            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer))
+        added = range(0)
         if hoist or encrypt:
-            data, root, analysis = fresh(protect_literals(
+            literal_copy, added = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
-                license_secret=license_secret, path=path, also=names))
+                license_secret=license_secret, path=path, also=names)
+            data, root, analysis = fresh(literal_copy)
+        # Flattening comes after the literals, so its state arithmetic stays out of the
+        # constant table (it is keyed already, and a table read per transition is slower);
+        # the decoder it leaves as generated (flattening it would only slow decoding).
+        if flat:
+            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer,
+                                                 keep=added))
         if "strip" in transforms:
             data, root, analysis = fresh(strip(data, root))
         if "watermark" in transforms and not root.has_error:

@@ -1,12 +1,9 @@
-"""Luau string literals: their values, and the per-license cipher of `encrypt_strings`."""
+"""Luau string literals: their values, and how to write one."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 
-from adapters_protection.names import Namer
 from adapters_protection.syntax import Node
 
 _SIMPLE = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\n": 10, "\r": 10}
@@ -92,59 +89,14 @@ def quote(value: bytes) -> str:
 
 
 _PRINTABLE_FIRST, _PRINTABLE_COUNT = 32, 95  # " " to "~"
-_QUOTE_FREE = [b for b in range(32, 127) if b not in (0x22, 0x5C)]
 
 
-class StringCipher:
-    """A per-license keystream over printable characters.
-
-    Printable ASCII is rotated within the printable range, so an encrypted literal is about
-    as long as the original (escapes only for `"` and `\\`); other bytes (control
-    characters, UTF-8 continuation bytes) pass through unchanged, which hides nothing
-    worth hiding: keys, URLs and messages are printable. Each literal starts with its own
-    key character; the step comes from the license secret and script path.
-
-    The decoder caches what it decoded, so a literal inside a loop is decoded once, and it
-    holds the library functions it needs from the moment the script starts (a script that
-    later replaces `string` or `table` does not break it)."""
-
-    def __init__(self, license_secret: bytes, path: str, namer: Namer) -> None:
-        self._seed = hmac.new(license_secret, b"licore/encrypt_strings\0" + path.encode(),
-                              hashlib.sha256).digest()
-        self.step = step_of(self._seed)
-        self.name = namer.fresh()
-        self._count = 0
-        self.used = False
-
-    def decoder(self) -> str:
-        return (f"local {self.name}=(function(b,c,j,n)local m={{}} return function(s)"
-                "local v=m[s] if v==nil then local k=b(s,1) local o=n(#s-1) "
-                "for i=2,#s do local x=b(s,i) if x>31 and x<127 then "
-                f"x=32+(x-32-k-i*{self.step})%95 end o[i-1]=c(x) end "
-                "v=j(o) m[s]=v end return v end end)"
-                "(string.byte,string.char,table.concat,table.create);")
-
-    def encode(self, value: bytes) -> str:
-        """A call of the decoder that yields `value`."""
-        self.used = True
-        self._count += 1
-        digest = hashlib.sha256(self._seed + self._count.to_bytes(4, "big")).digest()
-        k = _QUOTE_FREE[digest[0] % len(_QUOTE_FREE)]
-        return f"{self.name}({quote(bytes([k]) + encipher(value, k, self.step))})"
-
-
-def step_of(seed: bytes) -> int:
-    return 1 + seed[0] % (_PRINTABLE_COUNT - 1)
-
-
-def encipher(value: bytes, k: int, step: int) -> bytes:
-    return bytes(_PRINTABLE_FIRST + (b - _PRINTABLE_FIRST + k + (i + 2) * step)
-                 % _PRINTABLE_COUNT if 31 < b < 127 else b for i, b in enumerate(value))
-
-
+# The cipher of the first `encrypt_strings` (a rotation whose step stood in each copy's
+# decoder, and whose key was each literal's first character). Copies made since use
+# `cipher`; the tracer still tries this one on copies made before.
 def decipher(value: bytes, k: int, step: int) -> bytes:
     return bytes(_PRINTABLE_FIRST + (b - _PRINTABLE_FIRST - k - (i + 2) * step)
                  % _PRINTABLE_COUNT if 31 < b < 127 else b for i, b in enumerate(value))
 
 
-STEPS = range(1, _PRINTABLE_COUNT)  # every step a cipher can have
+STEPS = range(1, _PRINTABLE_COUNT)  # every step the old cipher could have

@@ -137,9 +137,11 @@ _DEFAULT_BIAS = fingerprint.bias_key(fingerprint.DEFAULT_SECRET)
 
 
 def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
-          bias_key: fingerprint.Keyed = _DEFAULT_BIAS) -> Trace:
+          bias_key: fingerprint.Keyed = _DEFAULT_BIAS,
+          readings: Sequence[tuple[str, str]] = ()) -> Trace:
     """The candidate these scripts were protected for, with the evidence; a Trace without
-    a license when the evidence does not reach the thresholds."""
+    a license when the evidence does not reach the thresholds. `readings` are more texts
+    to look for keys in (the literals as deciphered for candidates), not for marks."""
     n = max(1, len(candidates))
     watermark = _Watermark.read(scripts, bias_key, max(_MIN_SAMPLE, _WORK // n))
     observed = watermark.observed
@@ -151,7 +153,7 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
     names, examined = _marked_names(scripts, candidates, bias_key,
                                     max(_MIN_WORDS, _NAME_WORK // n))
     needed_names = _names_needed(examined, chance)
-    keys = _keys_found(scripts, candidates)
+    keys = _keys_found([*scripts, *readings], candidates)
 
     accused: list[_Accusation] = []
     for c in candidates:

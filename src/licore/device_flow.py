@@ -12,11 +12,10 @@ from licore.errors import (
     AuthorizationPending,
     ExpiredToken,
     LicoreError,
+    NotFound,
 )
-from licore.transitions import Fail, Go, Outcome, step
+from licore.transitions import Event, Fail, Go, Table, refusal_of, step, table
 
-LIFETIME = 600  # seconds, spec section 8
-INTERVAL = 5  # seconds between polls, spec section 8
 SLOW_DOWN_STEP = 5  # RFC 8628 section 3.5
 MAX_INTERVAL = 60  # some clients keep polling at the original interval; don't grow forever
 POLL_SLACK = 1  # about a second of timing slack (contract 6)
@@ -27,6 +26,7 @@ USER_CODE_LENGTH = 8
 
 
 class DeviceState(enum.Enum):
+    NONE = "none"  # no authorization for this code (never stored)
     PENDING = "pending"
     APPROVED = "approved"
     DENIED = "denied"
@@ -35,20 +35,27 @@ class DeviceState(enum.Enum):
     CLAIMED = "claimed"
 
 
-class DeviceEvent(enum.Enum):
-    POLL = "poll /device/token"
-    POLL_TOO_FAST = "poll faster than interval"
-    APPROVE = "user approves (a scope survives)"
-    APPROVE_NOTHING_SURVIVES = "user approves (no scope survives)"
-    DENY = "user denies"
-    TIME_PASSES = "600 seconds pass"
-    BURN = "5 wrong code entries"
+class DeviceEvent(Event):
+    REQUEST_CODE = ("`POST /device/code`", "Valid `client_id` and at least one available scope",
+                    True)
+    POLL = ("Poll `/device/token`", "Not faster than `interval`")
+    POLL_TOO_FAST = ("Poll too fast", "Faster than `interval`")
+    APPROVE = ("User approves", "Approver holds at least one requested scope")
+    APPROVE_NOTHING_SURVIVES = ("User approves", "No requested scope survives the filter")
+    DENY = ("User denies",)
+    TIME_PASSES = ("600 seconds pass",)
+    BURN = ("5 wrong code entries",)
 
 
-# Side effects.
-ISSUE_KEY = "issue the key, returned once"
-GROW_INTERVAL = "add 5 seconds to the interval"
-FILTER_SCOPES = "keep only the scopes the approver may grant"
+class DeviceEffect(enum.Enum):
+    """What the caller does with a row, in the same transaction (`services.device`)."""
+
+    ISSUE_CODES = "Codes returned"
+    # The answer is an effect rather than a `Fail` row because it carries the grown interval
+    # and the grown interval is stored: the poll is refused and yet changes the record.
+    SLOW_DOWN = "The interval grows by 5 seconds (at most 60). HTTP 400, `slow_down`"
+    GRANT_FILTERED = "The scope list is filtered to what the approver may grant"
+    ISSUE_KEY = "Key returned once"
 
 
 def _pending() -> LicoreError:
@@ -63,6 +70,14 @@ def _expired() -> LicoreError:
     return ExpiredToken("the code expired or was already used; start over")
 
 
+def _unknown() -> LicoreError:
+    return ExpiredToken("unknown device_code; start over")
+
+
+def _no_such_code() -> LicoreError:
+    return NotFound("no authorization with that code")
+
+
 def _nothing_survives() -> LicoreError:
     return ApprovalRefused("you may not grant any of the scopes this app asks for")
 
@@ -71,38 +86,79 @@ def _not_pending() -> LicoreError:
     return ExpiredToken("this code is no longer waiting for approval")
 
 
-S, E = DeviceState, DeviceEvent
+S, E, Fx = DeviceState, DeviceEvent, DeviceEffect
 
-DEVICE_FLOW: dict[tuple[DeviceState, DeviceEvent], Outcome[DeviceState]] = {
-    (S.PENDING, E.POLL): Fail(_pending),
-    (S.PENDING, E.POLL_TOO_FAST): Go(S.PENDING, GROW_INTERVAL),  # answered with slow_down
-    (S.PENDING, E.APPROVE): Go(S.APPROVED, FILTER_SCOPES),
-    (S.PENDING, E.APPROVE_NOTHING_SURVIVES): Fail(_nothing_survives),
-    (S.PENDING, E.DENY): Go(S.DENIED),
-    (S.PENDING, E.TIME_PASSES): Go(S.EXPIRED),
-    (S.PENDING, E.BURN): Go(S.BURNED),
-    (S.APPROVED, E.POLL): Go(S.CLAIMED, ISSUE_KEY),
-    (S.APPROVED, E.POLL_TOO_FAST): Go(S.CLAIMED, ISSUE_KEY),  # the key is ready; hand it over
-    (S.APPROVED, E.TIME_PASSES): Go(S.EXPIRED),
-    (S.CLAIMED, E.POLL): Fail(_expired),
-    (S.CLAIMED, E.POLL_TOO_FAST): Fail(_expired),
-    (S.DENIED, E.POLL): Fail(_denied),
-    (S.DENIED, E.POLL_TOO_FAST): Fail(_denied),
-    (S.EXPIRED, E.POLL): Fail(_expired),
-    (S.EXPIRED, E.POLL_TOO_FAST): Fail(_expired),
-    (S.BURNED, E.POLL): Fail(_expired),
-    (S.BURNED, E.POLL_TOO_FAST): Fail(_expired),
-}
-# Approving, denying or burning anything but a pending authorization is refused the same way.
-for _state in (S.APPROVED, S.DENIED, S.EXPIRED, S.BURNED, S.CLAIMED):
-    for _event in (E.APPROVE, E.APPROVE_NOTHING_SURVIVES, E.DENY, E.BURN):
-        DEVICE_FLOW.setdefault((_state, _event), Fail(_not_pending))
-for _state in (S.DENIED, S.EXPIRED, S.BURNED, S.CLAIMED):
-    DEVICE_FLOW[(_state, E.TIME_PASSES)] = Go(_state)
+# Every cell is written. Approving, denying or burning is for a pending authorization only; a
+# code that is gone polls as expired (RFC 8628: start over). Burning a session whose code is
+# no longer pending leaves that code as it is.
+DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
+    (S.NONE,     E.REQUEST_CODE,             Go(S.PENDING, (Fx.ISSUE_CODES,))),
+    (S.NONE,     E.POLL,                     Fail(_unknown)),
+    (S.NONE,     E.POLL_TOO_FAST,            Fail(_unknown)),
+    (S.NONE,     E.APPROVE,                  Fail(_no_such_code)),
+    (S.NONE,     E.APPROVE_NOTHING_SURVIVES, Fail(_no_such_code)),
+    (S.NONE,     E.DENY,                     Fail(_no_such_code)),
+    (S.NONE,     E.TIME_PASSES,              Go(S.NONE)),
+    (S.NONE,     E.BURN,                     Go(S.NONE)),
+
+    (S.PENDING,  E.POLL,                     Fail(_pending)),
+    (S.PENDING,  E.POLL_TOO_FAST,            Go(S.PENDING, (Fx.SLOW_DOWN,))),
+    (S.PENDING,  E.APPROVE,                  Go(S.APPROVED, (Fx.GRANT_FILTERED,))),
+    (S.PENDING,  E.APPROVE_NOTHING_SURVIVES, Fail(_nothing_survives)),
+    (S.PENDING,  E.DENY,                     Go(S.DENIED)),
+    (S.PENDING,  E.TIME_PASSES,              Go(S.EXPIRED)),
+    (S.PENDING,  E.BURN,                     Go(S.BURNED)),
+
+    (S.APPROVED, E.POLL,                     Go(S.CLAIMED, (Fx.ISSUE_KEY,))),
+    # The key is ready, so even a hasty poll gets it rather than slow_down.
+    (S.APPROVED, E.POLL_TOO_FAST,            Go(S.CLAIMED, (Fx.ISSUE_KEY,))),
+    (S.APPROVED, E.APPROVE,                  Fail(_not_pending)),
+    (S.APPROVED, E.APPROVE_NOTHING_SURVIVES, Fail(_not_pending)),
+    (S.APPROVED, E.DENY,                     Fail(_not_pending)),
+    (S.APPROVED, E.TIME_PASSES,              Go(S.EXPIRED)),
+    (S.APPROVED, E.BURN,                     Go(S.APPROVED)),
+
+    (S.CLAIMED,  E.POLL,                     Fail(_expired)),
+    (S.CLAIMED,  E.POLL_TOO_FAST,            Fail(_expired)),
+    (S.CLAIMED,  E.APPROVE,                  Fail(_not_pending)),
+    (S.CLAIMED,  E.APPROVE_NOTHING_SURVIVES, Fail(_not_pending)),
+    (S.CLAIMED,  E.DENY,                     Fail(_not_pending)),
+    (S.CLAIMED,  E.TIME_PASSES,              Go(S.CLAIMED)),
+    (S.CLAIMED,  E.BURN,                     Go(S.CLAIMED)),
+
+    (S.DENIED,   E.POLL,                     Fail(_denied)),
+    (S.DENIED,   E.POLL_TOO_FAST,            Fail(_denied)),
+    (S.DENIED,   E.APPROVE,                  Fail(_not_pending)),
+    (S.DENIED,   E.APPROVE_NOTHING_SURVIVES, Fail(_not_pending)),
+    (S.DENIED,   E.DENY,                     Fail(_not_pending)),
+    (S.DENIED,   E.TIME_PASSES,              Go(S.DENIED)),
+    (S.DENIED,   E.BURN,                     Go(S.DENIED)),
+
+    (S.EXPIRED,  E.POLL,                     Fail(_expired)),
+    (S.EXPIRED,  E.POLL_TOO_FAST,            Fail(_expired)),
+    (S.EXPIRED,  E.APPROVE,                  Fail(_not_pending)),
+    (S.EXPIRED,  E.APPROVE_NOTHING_SURVIVES, Fail(_not_pending)),
+    (S.EXPIRED,  E.DENY,                     Fail(_not_pending)),
+    (S.EXPIRED,  E.TIME_PASSES,              Go(S.EXPIRED)),
+    (S.EXPIRED,  E.BURN,                     Go(S.EXPIRED)),
+
+    (S.BURNED,   E.POLL,                     Fail(_expired)),
+    (S.BURNED,   E.POLL_TOO_FAST,            Fail(_expired)),
+    (S.BURNED,   E.APPROVE,                  Fail(_not_pending)),
+    (S.BURNED,   E.APPROVE_NOTHING_SURVIVES, Fail(_not_pending)),
+    (S.BURNED,   E.DENY,                     Fail(_not_pending)),
+    (S.BURNED,   E.TIME_PASSES,              Go(S.BURNED)),
+    (S.BURNED,   E.BURN,                     Go(S.BURNED)),
+)
 
 
-def transition(state: DeviceState, event: DeviceEvent) -> Go[DeviceState]:
+def transition(state: DeviceState, event: DeviceEvent) -> Go[DeviceState, DeviceEffect]:
     return step(DEVICE_FLOW, state, event)
+
+
+def refusal(state: DeviceState, event: DeviceEvent) -> LicoreError:
+    """The error of a row that refuses (for the caller to raise where it has no record)."""
+    return refusal_of(DEVICE_FLOW, state, event)
 
 
 @attrs.frozen

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
-from licore.transitions import Fail, Go, Outcome, step
+from licore.transitions import Event, Fail, Go, Table, step, table
 
 
 class LicenseState(enum.Enum):
@@ -15,12 +15,13 @@ class LicenseState(enum.Enum):
     PAUSED = "paused"
 
 
-class LicenseEvent(enum.Enum):
-    GRANT = "POST /licenses"  # the seller's explicit act
-    PURCHASE_PASS = "purchase pass verified"
-    REVOKE = "DELETE /licenses"
-    PAUSE = "pause"
-    RESUME = "resume"
+class LicenseEvent(Event):
+    GRANT = ("`POST /licenses`", "Product exists in the studio")  # the seller's explicit act
+    PURCHASE_PASS = ("Purchase pass verified", "The platform confirms the pass is owned")
+    # Whether a license matches is the state: "none" when there is none.
+    REVOKE = ("`DELETE /licenses`",)
+    PAUSE = ("Pause",)
+    RESUME = ("Resume",)
 
 
 class Source(enum.Enum):
@@ -28,10 +29,17 @@ class Source(enum.Enum):
     GRANT = "grant"
 
 
-# Effects the caller performs with the state change, in the same transaction.
-MINT_KEY = "mint a runtime key; queue chat roles"
-CLEAR_KEY = "clear the runtime key; drop cached copies; queue chat role removal"
-REVERIFY = "refresh verified_at"
+class LicenseEffect(enum.Enum):
+    """What the caller does with a row, in the same transaction (`services.licensing`)."""
+
+    # Copies prepared for the buyer carry the old key, so minting or clearing drops them.
+    MINT_KEY = "A runtime key is minted (copies prepared with an earlier key are dropped)"
+    CLEAR_KEY = "The runtime key is cleared (copies prepared with it are dropped)"
+    REVERIFY = "`verified_at` is refreshed"
+    # Contract 8: a grant queues a chat-role hand-out and a revoke a removal, through an
+    # outbox that a later issue builds; until then these are dispatched to nothing.
+    QUEUE_CHAT_ROLE_HAND_OUT = "Community-chat roles earned by the product are handed out"
+    QUEUE_CHAT_ROLE_REMOVAL = "Community-chat roles earned by the product are removed"
 
 
 def _owned() -> AlreadyOwned:
@@ -46,34 +54,39 @@ def _inactive() -> InvalidRequest:
     return InvalidRequest("the license is inactive; grant it again to re-activate it", "user")
 
 
-S, E = LicenseState, LicenseEvent
+S, E, Fx = LicenseState, LicenseEvent, LicenseEffect
+MINT = (Fx.MINT_KEY, Fx.QUEUE_CHAT_ROLE_HAND_OUT)
 
-LICENSES: dict[tuple[LicenseState, LicenseEvent], Outcome[LicenseState]] = {
-    (S.NONE, E.GRANT): Go(S.ACTIVE, MINT_KEY),
-    (S.ACTIVE, E.GRANT): Fail(_owned),
-    (S.PAUSED, E.GRANT): Fail(_owned),
-    (S.INACTIVE, E.GRANT): Go(S.ACTIVE, MINT_KEY),
-    (S.NONE, E.PURCHASE_PASS): Go(S.ACTIVE, MINT_KEY),
-    (S.ACTIVE, E.PURCHASE_PASS): Go(S.ACTIVE, REVERIFY),
-    (S.PAUSED, E.PURCHASE_PASS): Go(S.PAUSED, REVERIFY),
-    # Kept on purpose: a re-verified purchase pass cannot silently restore revoked access.
-    (S.INACTIVE, E.PURCHASE_PASS): Go(S.INACTIVE),
-    (S.NONE, E.REVOKE): Fail(_missing),
-    (S.ACTIVE, E.REVOKE): Go(S.INACTIVE, CLEAR_KEY),
-    (S.PAUSED, E.REVOKE): Go(S.INACTIVE, CLEAR_KEY),
-    (S.INACTIVE, E.REVOKE): Go(S.INACTIVE),
-    (S.NONE, E.PAUSE): Fail(_missing),
-    (S.ACTIVE, E.PAUSE): Go(S.PAUSED),
-    (S.PAUSED, E.PAUSE): Go(S.PAUSED),
-    (S.INACTIVE, E.PAUSE): Fail(_inactive),
-    (S.NONE, E.RESUME): Fail(_missing),
-    (S.PAUSED, E.RESUME): Go(S.ACTIVE),
-    (S.ACTIVE, E.RESUME): Go(S.ACTIVE),
-    (S.INACTIVE, E.RESUME): Fail(_inactive),
-}
+LICENSES: Table[LicenseState, LicenseEvent, LicenseEffect] = table(
+    (S.NONE,     E.GRANT,         Go(S.ACTIVE, MINT)),
+    (S.NONE,     E.PURCHASE_PASS, Go(S.ACTIVE, MINT)),
+    (S.NONE,     E.REVOKE,        Fail(_missing)),
+    (S.NONE,     E.PAUSE,         Fail(_missing)),
+    (S.NONE,     E.RESUME,        Fail(_missing)),
+
+    (S.ACTIVE,   E.GRANT,         Fail(_owned)),
+    (S.ACTIVE,   E.PURCHASE_PASS, Go(S.ACTIVE, (Fx.REVERIFY,))),
+    (S.ACTIVE,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
+    (S.ACTIVE,   E.PAUSE,         Go(S.PAUSED)),
+    (S.ACTIVE,   E.RESUME,        Go(S.ACTIVE)),
+
+    (S.PAUSED,   E.GRANT,         Fail(_owned)),
+    (S.PAUSED,   E.PURCHASE_PASS, Go(S.PAUSED, (Fx.REVERIFY,))),
+    (S.PAUSED,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
+    (S.PAUSED,   E.PAUSE,         Go(S.PAUSED)),
+    (S.PAUSED,   E.RESUME,        Go(S.ACTIVE)),
+
+    # The record is kept on purpose: a re-verified purchase pass cannot silently restore
+    # revoked access; only the seller's grant re-activates it.
+    (S.INACTIVE, E.GRANT,         Go(S.ACTIVE, MINT)),
+    (S.INACTIVE, E.PURCHASE_PASS, Go(S.INACTIVE)),
+    (S.INACTIVE, E.REVOKE,        Go(S.INACTIVE)),
+    (S.INACTIVE, E.PAUSE,         Fail(_inactive)),
+    (S.INACTIVE, E.RESUME,        Fail(_inactive)),
+)
 
 
-def transition(state: LicenseState, event: LicenseEvent) -> Go[LicenseState]:
+def transition(state: LicenseState, event: LicenseEvent) -> Go[LicenseState, LicenseEffect]:
     return step(LICENSES, state, event)
 
 

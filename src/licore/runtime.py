@@ -3,14 +3,11 @@ raises. Pure: the service loads the facts in one query and stores what this retu
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
 from licore.licenses import LicenseState
 from licore.model import License, Product
 
-NONCE = re.compile(r"[A-Za-z0-9]{16,128}")
 UNLOCK_VALIDITY = 300  # seconds, spec section 8
 NONCE_MEMORY = 600  # a nonce is refused again while its payload could still be valid
 
@@ -19,8 +16,6 @@ STOLEN_PRODUCT = "stolen_product"
 KEY_USER_MISMATCH = "key_user_mismatch"
 INVALID_KEY_FOR_LICENSE = "invalid_key_for_license"
 UNRECOGNISED_PLACE = "unrecognised_place"
-ALERT_KINDS = (LEAKED_KEY, STOLEN_PRODUCT, KEY_USER_MISMATCH, INVALID_KEY_FOR_LICENSE,
-               UNRECOGNISED_PLACE)
 
 
 @attrs.frozen
@@ -132,10 +127,6 @@ def place_alert(caller: Caller, license_id: str, facts: Facts) -> AlertDraft | N
         return None
     return AlertDraft(UNRECOGNISED_PLACE, license_id, caller.user_id, caller.user_id,
                       caller.game_id)
-
-
-def nonce_ok(nonce: object) -> bool:
-    return isinstance(nonce, str) and NONCE.fullmatch(nonce) is not None
 
 
 def wants_update(latest: str | None, current: str | None) -> bool:

@@ -1,12 +1,18 @@
-"""One small function that applies a transition table, the way h11 applies its own.
+"""Transition tables written row by row, and the one function that applies them (as h11 does).
 
-A table maps (state, event) to an outcome. The outcome is either the next state together with
-the name of the side effect the caller must perform, or an error class to raise. Tables are
-plain dicts so they read like the specification's tables row by row.
+A table maps (state, event) to an outcome: the next state together with the typed effects the
+caller must perform in the same transaction, or the specification's error to raise. Every row
+is written out by hand (no loops fill cells), so the table can be held next to the
+specification's section 3 and ticked off; `table()` refuses a row written twice.
+
+Events name their trigger and condition the way the specification's columns do; effects are
+small enums whose values describe them. Both texts feed `render()`, which prints a table as
+the rows a reader compares with the specification (docs/state-machines.md is its output).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
@@ -14,34 +20,106 @@ import attrs
 
 from licore.errors import LicoreError
 
-S = TypeVar("S")
-E = TypeVar("E")
+
+class Event(enum.Enum):
+    """An event whose value is (trigger, condition), the specification's two columns.
+
+    `creates` marks an event that makes a new record: it is answered only from the "none"
+    state, since no existing record can receive it.
+    """
+
+    def __init__(self, trigger: str, condition: str = "", creates: bool = False) -> None:
+        self.trigger = trigger
+        self.condition = condition
+        self.creates = creates
+
+
+S = TypeVar("S", bound=enum.Enum)
+E = TypeVar("E", bound=Event)
+F = TypeVar("F", bound=enum.Enum)
 
 
 @attrs.frozen
-class Go(Generic[S]):
-    """A row that moves to `next` and asks the caller to do `effect` (or nothing)."""
+class Go(Generic[S, F]):
+    """A row that moves to `next` and asks the caller to perform `effects`, in order."""
 
     next: S
-    effect: str | None = None
+    effects: tuple[F, ...] = ()
 
 
 @attrs.frozen
 class Fail:
-    """A row that refuses the event with one of the specification's errors."""
+    """A row that refuses the event with one of the specification's errors; nothing changes."""
 
     error: Callable[[], LicoreError]
 
 
-Outcome = Go[S] | Fail
+Outcome = Go[S, F] | Fail
+Table = Mapping[tuple[S, E], Outcome[S, F]]
 
 
-def step(table: Mapping[tuple[S, E], Outcome[S]], state: S, event: E) -> Go[S]:
+def table(*rows: tuple[S, E, Outcome[S, F]]) -> dict[tuple[S, E], Outcome[S, F]]:
+    """The rows as a lookup, in the order written; a (state, event) written twice is a bug."""
+    built: dict[tuple[S, E], Outcome[S, F]] = {}
+    for state, event, outcome in rows:
+        if (state, event) in built:
+            raise ValueError(f"two rows for {event!r} in {state!r}")
+        built[(state, event)] = outcome
+    return built
+
+
+def step(rows: Table[S, E, F], state: S, event: E) -> Go[S, F]:
     """The outcome of `event` in `state`; raises the row's error, or `LicoreError` if none."""
     try:
-        outcome = table[(state, event)]
+        outcome = rows[(state, event)]
     except KeyError:
         raise LicoreError(f"no transition for {event!r} in {state!r}") from None
     if isinstance(outcome, Fail):
         raise outcome.error()
     return outcome
+
+
+def refusal_of(rows: Table[S, E, F], state: S, event: E) -> LicoreError:
+    """The error a refusing row raises, for a caller that must `raise` it itself."""
+    outcome = rows[(state, event)]
+    if not isinstance(outcome, Fail):
+        raise LicoreError(f"{event!r} in {state!r} is not refused")
+    return outcome.error()
+
+
+@attrs.frozen
+class Rendered:
+    """One row as the specification's columns: state, trigger, condition, next state, also."""
+
+    state: str
+    trigger: str
+    condition: str
+    next: str
+    also: str
+
+    def markdown(self) -> str:
+        return (f"| {self.state} | {self.trigger} | {self.condition} | {self.next} "
+                f"| {self.also} |")
+
+
+def render(rows: Table[S, E, F], none: S | None = None) -> list[Rendered]:
+    """Each row in the specification's words; `none` is the state shown as "(none)"."""
+
+    def name(state: S) -> str:
+        return "(none)" if state is none else str(state.value)
+
+    out: list[Rendered] = []
+    for (state, event), outcome in rows.items():
+        if isinstance(outcome, Fail):
+            error = outcome.error()
+            nxt, also = name(state), f"HTTP {error.status}, `{error.code}`."
+        else:
+            nxt = name(outcome.next)
+            also = " ".join(f"{str(e.value).rstrip('.')}." for e in outcome.effects)
+        out.append(Rendered(name(state), event.trigger, event.condition, nxt, also))
+    return out
+
+
+def markdown(rows: Table[S, E, F], none: S | None = None) -> str:
+    head = "| State | Trigger | Condition | Next state | Also |\n|---|---|---|---|---|\n"
+    return head + "\n".join(r.markdown() for r in render(rows, none)) + "\n"

@@ -19,8 +19,8 @@ from typing import Any
 from adapters_storage.probe import problem
 from licore.errors import LicoreError
 from licore.scopes import Permission
-from licore.services import builds, operator
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.compose import deps_from_env, secret
 
@@ -43,6 +43,10 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
             await deps.storage.close()
 
     return asyncio.run(run())
+
+
+def _with_use_cases(action: Callable[[UseCases], Awaitable[Any]]) -> Any:
+    return _with_deps(lambda deps: action(UseCases.of(deps)))
 
 
 def _read_password(args: argparse.Namespace) -> str | None:
@@ -116,36 +120,36 @@ def cmd_migrate(args: argparse.Namespace) -> None:
 
 def cmd_account_add(args: argparse.Namespace) -> None:
     password = _read_password(args)
-    account = _with_deps(lambda d: operator.add_account(d, args.username, args.platform_id,
-                                                         password))
+    account = _with_use_cases(lambda u: u.operator.add_account(args.username, args.platform_id,
+                                                               password))
     print(account.id)
 
 
 def cmd_studio_add(args: argparse.Namespace) -> None:
-    studio = _with_deps(lambda d: operator.add_studio(d, args.name, args.owner))
+    studio = _with_use_cases(lambda u: u.operator.add_studio(args.name, args.owner))
     print(studio.id)
 
 
 def cmd_studio_collaborator(args: argparse.Namespace) -> None:
     perms = frozenset(p for p, on in ((Permission.MANAGE_PRODUCTS, args.manage_products),
                                       (Permission.MANAGE_LICENSES, args.manage_licenses)) if on)
-    _with_deps(lambda d: operator.set_collaborator(d, args.studio, args.username, perms))
+    _with_use_cases(lambda u: u.operator.set_collaborator(args.studio, args.username, perms))
     print("ok")
 
 
 def cmd_client_add(args: argparse.Namespace) -> None:
-    client = _with_deps(lambda d: operator.add_client(d, args.name, args.description,
-                                                      args.scopes))
+    client = _with_use_cases(lambda u: u.operator.add_client(args.name, args.description,
+                                                             args.scopes))
     print(client.id)
 
 
 def cmd_client_disable(args: argparse.Namespace) -> None:
-    revoked = _with_deps(lambda d: operator.set_client_disabled(d, args.client_id, True))
+    revoked = _with_use_cases(lambda u: u.operator.set_client_disabled(args.client_id, True))
     print(f"ok: {revoked} key(s) revoked")
 
 
 def cmd_client_enable(args: argparse.Namespace) -> None:
-    _with_deps(lambda d: operator.set_client_disabled(d, args.client_id, False))
+    _with_use_cases(lambda u: u.operator.set_client_disabled(args.client_id, False))
     print("ok")
 
 
@@ -157,7 +161,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
         data = path.read_bytes()
     except OSError as exc:
         raise OperatorError(f"cannot read {args.file}: {exc.strerror}") from None
-    found = _with_deps(lambda d: builds.trace_leak(d, None, args.product, path.name, data))
+    found = _with_use_cases(lambda u: u.copies.trace(None, args.product, path.name, data))
     if found.license_id is None:
         raise SystemExit("\n".join(
             [f"licore: cannot tell which license of product {args.product} "

@@ -13,7 +13,7 @@ import httpx
 
 from licore.model import Account, Client, Studio
 from licore.scopes import Permission
-from licore.services import operator
+from licore.services.wiring import UseCases
 from tests.http.e2e import core
 from tests.support.server import Server
 
@@ -33,23 +33,23 @@ class Person:
 
 def add_person(server: Server, username: str, platform_id: str) -> Person:
     account = core(server.database_url,
-                   lambda d: operator.add_account(d, username, platform_id, PASSWORD))
+                   lambda d: UseCases.of(d).operator.add_account(username, platform_id, PASSWORD))
     return Person(account)
 
 
 def add_studio(server: Server, name: str, owner: Person) -> Studio:
-    return core(server.database_url, lambda d: operator.add_studio(d, name, owner.name))
+    return core(server.database_url, lambda d: UseCases.of(d).operator.add_studio(name, owner.name))
 
 
 def add_collaborator(server: Server, studio: Studio, who: Person,
                      *permissions: Permission) -> None:
-    core(server.database_url, lambda d: operator.set_collaborator(
-        d, studio.name, who.name, frozenset(permissions)))
+    core(server.database_url, lambda d: UseCases.of(d).operator.set_collaborator(
+        studio.name, who.name, frozenset(permissions)))
 
 
 def add_client(server: Server, name: str, scopes: str) -> Client:
-    return core(server.database_url, lambda d: operator.add_client(
-        d, name, f"{name} installs licensed models into your game", scopes))
+    return core(server.database_url, lambda d: UseCases.of(d).operator.add_client(
+        name, f"{name} installs licensed models into your game", scopes))
 
 
 def sign_in(page: Any, who: Person, *, at: str = "/signin") -> None:

@@ -12,9 +12,11 @@ import httpx
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
+from licore.commands import DownloadCopy
 from licore.model import Client, Studio
 from licore.scopes import Permission
-from licore.services import device, person
+from licore.services import device
+from licore.services.wiring import UseCases
 from tests.browser.site import (
     Person,
     add_client,
@@ -284,7 +286,8 @@ def test_a_leaked_copy_is_traced_to_its_buyer_in_the_dashboard(
         page.get_by_label("Username or platform user id").fill(user)
         page.get_by_role("button", name="Grant license").click()
     # Ben's own copy leaks.
-    copy = core(site.database_url, lambda d: person.download(d, world.ben.account, product))
+    copy = core(site.database_url, lambda d: UseCases.of(d).people.download(
+        world.ben.account, DownloadCopy(product)))
     leaked = tmp_path / "Plasma Rifle (free).rbxm"
     leaked.write_bytes(copy.data)
     page.get_by_label("Leaked model file or script").set_input_files(str(leaked))

@@ -15,8 +15,8 @@ from adapters_http.app import create_app
 from adapters_http.web.session import MAX_AGE
 from adapters_storage import open_storage
 from licore.model import Client, Studio
-from licore.services import operator
 from licore.services.deps import Settings
+from licore.services.wiring import UseCases
 from tests.browser.site import (
     Person,
     PollingApp,
@@ -98,7 +98,7 @@ async def test_a_session_ends_twelve_hours_after_sign_in(tmp_path: Path) -> None
     await storage.migrate()
     clock = FakeClock()
     deps = make_deps(storage, clock)
-    await operator.add_account(deps, "ivy", "9100", "ivy's password")
+    await UseCases.of(deps).operator.add_account("ivy", "9100", "ivy's password")
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(deps)),
                                      base_url="http://test") as client:

@@ -12,13 +12,16 @@ import psycopg
 import pytest
 
 from adapters_storage import MemoryStorage, PostgresStorage, SqliteStorage, open_storage
+from licore import commands as c
+from licore.actors import ActingStudio
 from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
-from licore.licenses import LicenseState
-from licore.model import Alert, Page
+from licore.licenses import LicenseEvent, LicenseState
+from licore.model import Alert, Page, Product, Version
 from licore.ports import Storage
-from licore.services import device, partner
+from licore.services import device
+from licore.services.wiring import UseCases
 from tests.support.fakes import FakeClock, make_deps
-from tests.support.scenario import ALL_STUDIO, build_world, key_record
+from tests.support.scenario import ALL_STUDIO, build_world
 
 
 async def test_migrations_run_twice_and_concurrently(database_url: str) -> None:
@@ -36,43 +39,44 @@ async def test_migrations_run_twice_and_concurrently(database_url: str) -> None:
 async def test_unit_of_work_rolls_back_everything_on_error(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    created = await partner.save_product(deps, key, {"title": "Sword"})
+    created = await UseCases.of(deps).products.create(ActingStudio(world.studio.id),
+                                                      c.CreateProduct("Sword"))
     with pytest.raises(RuntimeError):
         async with storage.unit_of_work() as uow:
-            product = await uow.products.by_id(created["id"])
+            product = await uow.products.by_id(created.id)
             assert product is not None
             import attrs
 
             await uow.products.save(attrs.evolve(product, title="Changed"))
             raise RuntimeError("boom")
     async with storage.unit_of_work() as uow:
-        product = await uow.products.by_id(created["id"])
+        product = await uow.products.by_id(created.id)
     assert product is not None and product.title == "Sword"
 
 
 async def test_concurrent_grants_give_one_license_and_one_already_owned(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Gun"})
-    body = {"product_id": product["id"], "user": world.buyer.platform_id}
-    results = await asyncio.gather(*(partner.grant(deps, key, dict(body)) for _ in range(2)),
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Gun"))
+    grant = c.ChangeLicense(c.LicenseTarget(product.id, world.buyer.platform_id),
+                            LicenseEvent.GRANT)
+    results = await asyncio.gather(*(uc.licensing.change(studio, grant) for _ in range(2)),
                                    return_exceptions=True)
-    oks = [r for r in results if isinstance(r, dict)]
+    oks = [r for r in results if not isinstance(r, BaseException)]
     owned = [r for r in results if isinstance(r, AlreadyOwned)]
     assert len(oks) == 1 and len(owned) == 1, results
-    listed = await partner.list_licenses(deps, key, {"product_id": product["id"]})
-    assert len(listed["licenses"]) == 1
+    listed = await uc.licensing.list(studio, c.ListLicenses(product.id))
+    assert len(listed.items) == 1
 
 
 async def test_concurrent_creations_with_one_title_get_distinct_slugs(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
     results = await asyncio.gather(
-        *(partner.save_product(deps, key, {"title": "Café Racer!"}) for _ in range(4)))
-    slugs = sorted(r["slug"] for r in results)
+        *(uc.products.create(studio, c.CreateProduct("Café Racer!")) for _ in range(4)))
+    slugs = sorted(r.slug for r in results)
     assert slugs == ["cafe-racer", "cafe-racer-2", "cafe-racer-3", "cafe-racer-4"]
 
 
@@ -93,10 +97,10 @@ async def test_concurrent_claims_of_one_approved_code_return_the_key_once(
 async def test_alerts_repeat_within_an_hour_bump_the_count(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Boat"})
+    product = await UseCases.of(deps).products.create(ActingStudio(world.studio.id),
+                                                      c.CreateProduct("Boat"))
     base = Alert(id="alr_1", studio_id=world.studio.id, kind="leaked_key",
-                 product_id=product["id"], license_id="lic_x", platform_id="9",
+                 product_id=product.id, license_id="lic_x", platform_id="9",
                  key_owner_platform_id="8", game_id="55", script_name=None, count=1,
                  first_seen_at=1000, last_seen_at=1000)
     async with storage.unit_of_work() as uow:
@@ -166,31 +170,31 @@ async def test_places_are_counted_distinctly(storage: Storage) -> None:
 async def test_pagination_walks_every_item_once(storage: Storage) -> None:
     deps = make_deps(storage, FakeClock())
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
     made = []
     for i in range(7):
-        made.append((await partner.save_product(deps, key, {"title": f"P{i}"}))["id"])
+        made.append((await uc.products.create(studio, c.CreateProduct(f"P{i}"))).id)
         deps.clock.advance(1)  # type: ignore[attr-defined]
     seen: list[str] = []
-    query: dict[str, str] = {"limit": "3"}
+    asked = c.ListProducts(c.Paging(3))
     while True:
-        page = await partner.list_products(deps, key, query)
-        seen += [p["id"] for p in page["products"]]
-        if page["next_cursor"] is None:
+        page = await uc.products.list(studio, asked)
+        seen += [p.id for p in page.items]
+        if page.next_cursor is None:
             break
-        query = {"limit": "3", "cursor": page["next_cursor"]}
+        asked = c.ListProducts(c.Paging(3, page.next_cursor))
     assert seen == made
 
 
 async def test_no_api_key_or_license_key_is_stored_in_the_clear(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Secret"})
-    await partner.grant(deps, key, {"product_id": product["id"],
-                                    "user": world.buyer.platform_id})
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Secret"))
+    await uc.licensing.change(studio, c.ChangeLicense(
+        c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
-        lic = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
+        lic = await uow.licenses.for_user(product.id, world.buyer.platform_id)
     assert lic is not None and lic.key_ciphertext is not None
     license_key = deps.vault.decrypt(lic.key_ciphertext, lic.id)
     assert license_key.startswith("lk_")
@@ -225,59 +229,58 @@ async def _raw_dump(storage: Storage) -> bytes:
 async def test_revoke_clears_the_key_and_regrant_mints_a_new_one(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Hat"})
-    target = {"product_id": product["id"], "user": world.buyer.username}
-    await partner.grant(deps, key, dict(target))
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Hat"))
+    target = c.LicenseTarget(product.id, world.buyer.username)
+    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
-        first = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
-    await partner.revoke(deps, key, target)
+        first = await uow.licenses.for_user(product.id, world.buyer.platform_id)
+    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
-        revoked = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
+        revoked = await uow.licenses.for_user(product.id, world.buyer.platform_id)
     assert revoked is not None and revoked.state is LicenseState.INACTIVE
     assert revoked.key_ciphertext is None and revoked.key_digest is None
-    await partner.grant(deps, key, dict(target))
+    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
-        again = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
+        again = await uow.licenses.for_user(product.id, world.buyer.platform_id)
     assert first is not None and again is not None
     assert again.state is LicenseState.ACTIVE and again.id == first.id
     assert again.key_digest not in (None, first.key_digest)
     with pytest.raises(LicoreError):
-        await partner.grant(deps, key, dict(target))
+        await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
 
 
-async def _uploaded(storage: Storage) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+async def _uploaded(storage: Storage) -> tuple[UseCases, ActingStudio, Product, Version]:
     from adapters_formats.codec import RobloxModelCodec
-    from licore.services import packages
     from tests.support.models import product_model
 
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Build"})
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Build"))
     data = RobloxModelCodec().write(product_model())
-    version = (await packages.upload_version(
-        deps, key, {"product_id": product["id"], "version": "1.0"}, data))["version"]
-    return deps, key, product, version
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1.0",
+                                                                data))).version
+    return uc, studio, product, version
 
 
 async def test_versions_keep_their_file_scripts_and_labels(storage: Storage) -> None:
     _, _, product, version = await _uploaded(storage)
     async with storage.unit_of_work() as uow:
-        stored = await uow.versions.by_id(version["id"])
+        stored = await uow.versions.by_id(version.id)
         assert stored is not None and stored.label == "1.0" and not stored.published
         data = await uow.versions.data(stored)
         scripts = await uow.versions.scripts(stored.id)
         greeter = await uow.versions.scripts(stored.id, "Greeter")
-        assert await uow.versions.of_product(product["id"], True, None, None) == Page((), None)
-        assert [v.id for v in (await uow.versions.of_product(product["id"], False, None,
-                                                    None)).items] == [stored.id]
+        assert await uow.versions.of_product(product.id, True, None, None) == Page((), None)
+        assert [v.id for v in (await uow.versions.of_product(product.id, False, None,
+                                                             None)).items] == [stored.id]
         # The same label again is answered, not raised, and adds nothing.
         assert not await uow.versions.add(attrs.evolve(stored, id="ver_other",
-                                                     blob_id="blb_other"), b"x", [])
+                                                       blob_id="blb_other"), b"x", [])
     import hashlib
 
-    assert hashlib.sha256(data).hexdigest() == stored.sha256 == version["sha256"]
+    assert hashlib.sha256(data).hexdigest() == stored.sha256 == version.sha256
     assert [s.name for s in scripts] == ["LicenseCheck", "Greeter"]
     assert [s.position for s in greeter] == [1]
     assert greeter[0].path == "Product/Greeter"
@@ -285,22 +288,23 @@ async def test_versions_keep_their_file_scripts_and_labels(storage: Storage) -> 
 
 async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         storage: Storage) -> None:
-    deps, key, product, version = await _uploaded(storage)
-    await partner.grant(deps, key, {"product_id": product["id"], "user": "555"})
+    uc, studio, product, version = await _uploaded(storage)
+    target = c.LicenseTarget(product.id, "555")
+    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
-        lic = await uow.licenses.for_user(product["id"], "555")
+        lic = await uow.licenses.for_user(product.id, "555")
         assert lic is not None
-        await uow.copies.put(version["id"], lic.id, lic.key_generation, b"one")
-        await uow.copies.put(version["id"], lic.id, lic.key_generation, b"two")
-        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) == b"two"
-        assert await uow.copies.get(version["id"], lic.id, lic.key_generation + 1) is None
+        await uow.copies.put(version.id, lic.id, lic.key_generation, b"one")
+        await uow.copies.put(version.id, lic.id, lic.key_generation, b"two")
+        assert await uow.copies.get(version.id, lic.id, lic.key_generation) == b"two"
+        assert await uow.copies.get(version.id, lic.id, lic.key_generation + 1) is None
     # Revoking drops the license's copies in the same unit of work.
-    await partner.revoke(deps, key, {"product_id": product["id"], "user": "555"})
+    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
-        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) is None
-        await uow.copies.put(version["id"], lic.id, 7, b"three")
-        await uow.copies.drop(product_id=product["id"])
-        assert await uow.copies.get(version["id"], lic.id, 7) is None
+        assert await uow.copies.get(version.id, lic.id, lic.key_generation) is None
+        await uow.copies.put(version.id, lic.id, 7, b"three")
+        await uow.copies.drop(product_id=product.id)
+        assert await uow.copies.get(version.id, lic.id, 7) is None
 
 
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(

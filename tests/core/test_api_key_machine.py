@@ -8,7 +8,8 @@ from hypothesis.stateful import Bundle, invariant, rule
 
 from licore.api_keys import IDLE_LIMIT
 from licore.errors import InvalidToken, NotFound
-from licore.services import device, operator
+from licore.services import device
+from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 from tests.support.scenario import obtain_key
 
@@ -27,9 +28,9 @@ class ApiKeyMachine(StorageMachine):
     def __init__(self) -> None:
         super().__init__()
         d = self.w.deps
-        self.owner = self.w.run(operator.add_account(d, "owner", "1", None))
-        self.studio = self.w.run(operator.add_studio(d, "S", "owner"))
-        self.client = self.w.run(operator.add_client(d, "App", "d", "products:read"))
+        self.owner = self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
+        self.studio = self.w.run(UseCases.of(d).operator.add_studio("S", "owner"))
+        self.client = self.w.run(UseCases.of(d).operator.add_client("App", "d", "products:read"))
         self.all: list[Key] = []
 
     def now(self) -> int:
@@ -69,8 +70,8 @@ class ApiKeyMachine(StorageMachine):
     @rule(key=keys)
     def user_revokes_in_connected_apps(self, key: Key) -> None:
         try:
-            self.w.run(device.revoke_connected_app(self.w.deps, key.id,
-                                                   studio_id=self.studio.id))
+            self.w.run(device.revoke_connected_app(
+                self.w.deps.storage, self.w.deps.clock, key.id, studio_id=self.studio.id))
         except NotFound:
             raise AssertionError("the studio's own key must be listed") from None
         key.revoked = True
@@ -89,7 +90,8 @@ class ApiKeyMachine(StorageMachine):
 
     @invariant()
     def connected_apps_list_exactly_the_live_keys(self) -> None:
-        apps = self.w.run(device.connected_apps(self.w.deps, studio_id=self.studio.id))
+        apps = self.w.run(device.connected_apps(self.w.deps.storage, self.w.deps.clock,
+                                                studio_id=self.studio.id))
         assert {a.key.id for a in apps} == {k.id for k in self.all if self.alive(k)}
 
 

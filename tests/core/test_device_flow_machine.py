@@ -19,7 +19,8 @@ from licore.errors import (
     SlowDown,
 )
 from licore.scopes import Permission
-from licore.services import device, operator
+from licore.services import device
+from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 
 STUDIO = tuple(s for s, (k, _) in sc.SCOPES.items() if k is sc.KeyKind.STUDIO)
@@ -47,13 +48,14 @@ class DeviceFlowMachine(StorageMachine):
     def __init__(self) -> None:
         super().__init__()
         d = self.w.deps
-        owner = self.w.run(operator.add_account(d, "owner", "1", None))
-        helper = self.w.run(operator.add_account(d, "helper", "2", None))
-        self.outsider = self.w.run(operator.add_account(d, "outsider", "3", None))
-        studio = self.w.run(operator.add_studio(d, "S", "owner"))
-        self.w.run(operator.set_collaborator(d, "S", "helper",
-                                             frozenset({Permission.MANAGE_LICENSES})))
-        self.client = self.w.run(operator.add_client(d, "App", "d", " ".join(REGISTERED)))
+        owner = self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
+        helper = self.w.run(UseCases.of(d).operator.add_account("helper", "2", None))
+        self.outsider = self.w.run(UseCases.of(d).operator.add_account("outsider", "3", None))
+        studio = self.w.run(UseCases.of(d).operator.add_studio("S", "owner"))
+        self.w.run(UseCases.of(d).operator.set_collaborator(
+            "S", "helper", frozenset({Permission.MANAGE_LICENSES})))
+        self.client = self.w.run(UseCases.of(d).operator.add_client("App", "d",
+                                                                    " ".join(REGISTERED)))
         self.studio_id = studio.id
         self.perms = {owner.id: frozenset(Permission), helper.id:
                       frozenset({Permission.MANAGE_LICENSES}), self.outsider.id: frozenset()}

@@ -5,10 +5,12 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
+from licore.actors import ActingStudio
+from licore.commands import ChangeLicense, Check, LicenseTarget, NumberOrText
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
-from licore.services import operator, partner, runtime
+from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 
 USERS = ("11", "12", "13")
@@ -19,8 +21,9 @@ class LicenseMachine(StorageMachine):
     def __init__(self) -> None:
         super().__init__()
         d = self.w.deps
-        self.w.run(operator.add_account(d, "owner", "1", None))
-        self.studio = self.w.run(operator.add_studio(d, "S", "owner"))
+        self.uc = UseCases.of(d)
+        self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
+        self.studio = self.w.run(UseCases.of(d).operator.add_studio("S", "owner"))
         self.products: list[str] = []
         for title in ("A", "B"):
             draft = Product(id=d.new_id("prd"), studio_id=self.studio.id, slug="",
@@ -43,8 +46,8 @@ class LicenseMachine(StorageMachine):
         before = self._stored(pid, user)
         source = Source.PURCHASE_PASS if event is E.PURCHASE_PASS else Source.GRANT
         try:
-            self.w.run(partner.change_license(self.w.deps, self.studio.id, pid, user, event,
-                                              source))
+            self.w.run(self.uc.licensing.change(ActingStudio(self.studio.id), ChangeLicense(
+                LicenseTarget(pid, user), event, source)))
         except AlreadyOwned:
             assert event is E.GRANT and state in (LicenseState.ACTIVE, LicenseState.PAUSED)
             return
@@ -91,9 +94,9 @@ class LicenseMachine(StorageMachine):
             if stored is None or stored.key_ciphertext is None:
                 continue
             key = vault.decrypt(stored.key_ciphertext, stored.id)
-            body = {"user_id": user, "product_id": pid, "key": key}
-            answer = self.w.run(runtime.check(self.w.deps, body, "127.0.0.1"))
-            assert answer == {"success": state is LicenseState.ACTIVE}
+            check = Check(NumberOrText(user), pid, key)
+            answer = self.w.run(self.uc.runtime.check(check, "127.0.0.1"))
+            assert answer is (state is LicenseState.ACTIVE)
 
     @invariant()
     def a_replaced_or_cleared_key_finds_no_license(self) -> None:

@@ -10,31 +10,47 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from licore import api_keys, device_flow, licenses, products, scopes, tokens
-from licore.errors import InvalidRequest, InvalidScope, LicoreError
+from adapters_http.decoding import structure
+from licore import api_keys, device_flow, licenses, products, scopes, tokens, transitions
+from licore.commands import CreateProduct
+from licore.errors import InvalidRequest, InvalidScope, LicoreError, NotFound
+from licore.transitions import Event
 
 
-@pytest.mark.parametrize(("table", "states", "events"), [
-    (device_flow.DEVICE_FLOW, device_flow.DeviceState, device_flow.DeviceEvent),
-    (licenses.LICENSES, licenses.LicenseState, licenses.LicenseEvent),
-    (api_keys.API_KEYS, api_keys.KeyState, api_keys.KeyEvent),
-    (products.VISIBILITY, products.Visibility, products.VisibilityEvent),
+@pytest.mark.parametrize(("table", "states", "events", "none"), [
+    (device_flow.DEVICE_FLOW, device_flow.DeviceState, device_flow.DeviceEvent,
+     device_flow.DeviceState.NONE),
+    (licenses.LICENSES, licenses.LicenseState, licenses.LicenseEvent, licenses.LicenseState.NONE),
+    (api_keys.API_KEYS, api_keys.KeyState, api_keys.KeyEvent, None),
+    (products.VISIBILITY, products.Visibility, products.VisibilityEvent,
+     products.Visibility.NONE),
 ])
 def test_every_table_answers_every_state_and_event(
-        table: Mapping[tuple[Enum, Enum], object], states: type[Enum],
-        events: type[Enum]) -> None:
-    for state, event in itertools.product(states, events):
-        assert (state, event) in table, (state, event)
+        table: Mapping[tuple[Enum, Event], object], states: type[Enum],
+        events: type[Event], none: Enum | None) -> None:
+    """A row for each pair, except that a creating event reaches only the "none" state."""
+    expected = {(state, event) for state, event in itertools.product(states, events)
+                if not event.creates or state is none}
+    assert set(table) == expected
 
 
 def test_license_table_rows_of_the_specification() -> None:
-    S, E = licenses.LicenseState, licenses.LicenseEvent
+    S, E, Fx = licenses.LicenseState, licenses.LicenseEvent, licenses.LicenseEffect
     assert licenses.transition(S.NONE, E.GRANT).next is S.ACTIVE
-    assert licenses.transition(S.INACTIVE, E.GRANT).effect == licenses.MINT_KEY
-    assert licenses.transition(S.ACTIVE, E.REVOKE).effect == licenses.CLEAR_KEY
+    assert licenses.transition(S.INACTIVE, E.GRANT).effects == (
+        Fx.MINT_KEY, Fx.QUEUE_CHAT_ROLE_HAND_OUT)
+    assert licenses.transition(S.ACTIVE, E.REVOKE).effects == (
+        Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL)
     assert licenses.transition(S.INACTIVE, E.PURCHASE_PASS).next is S.INACTIVE
     with pytest.raises(LicoreError, match="already holds"):
         licenses.transition(S.ACTIVE, E.GRANT)
+
+
+def test_a_row_written_twice_is_refused() -> None:
+    S, E = licenses.LicenseState, licenses.LicenseEvent
+    with pytest.raises(ValueError, match="two rows"):
+        transitions.table((S.NONE, E.GRANT, transitions.Go(S.ACTIVE)),
+                          (S.NONE, E.GRANT, transitions.Go(S.PAUSED)))
 
 
 def test_scope_rules() -> None:
@@ -71,23 +87,27 @@ def test_slugs_are_always_well_formed(title: str) -> None:
 
 def test_product_lengths_count_code_points() -> None:
     emoji_title = "🗡" * 80  # 80 code points, 320 UTF-8 bytes
-    assert products.parse_create({"title": emoji_title}).title == emoji_title
+    assert CreateProduct(emoji_title).title == emoji_title
     with pytest.raises(InvalidRequest) as e:
-        products.parse_create({"title": "🗡" * 81})
+        CreateProduct("🗡" * 81)
     assert e.value.field == "title"
 
 
 @pytest.mark.parametrize("price", [True, False, 5.0, "5", None, -1, 1_000_001])
 def test_price_must_be_a_json_integer_in_range(price: object) -> None:
     with pytest.raises(InvalidRequest) as e:
-        products.parse_create({"title": "x", "price_credit": price})
+        structure({"title": "x", "price_credit": price}, CreateProduct)
     assert e.value.field == "price_credit"
 
 
-def test_create_is_always_a_draft_and_visibility_moves_both_ways() -> None:
-    assert products.parse_create({"title": "x", "discoverable": True}).discoverable is None
-    assert products.next_discoverable(False, True) is True
-    assert products.next_discoverable(True, False) is False
+def test_visibility_moves_both_ways_and_creates_are_drafts() -> None:
+    V, VE = products.Visibility, products.VisibilityEvent
+    assert products.transition(V.NONE, VE.CREATE).next is V.DRAFT
+    assert products.transition(V.DRAFT, VE.LIST).next is V.LISTED
+    assert products.transition(V.LISTED, VE.UNLIST).next is V.DRAFT
+    assert products.transition(V.LISTED, VE.EDIT).next is V.LISTED
+    with pytest.raises(NotFound):
+        products.transition(V.NONE, VE.LIST)
 
 
 @given(st.binary(min_size=64, max_size=64))

@@ -8,12 +8,17 @@ from collections.abc import Mapping
 import pytest
 
 from licore import scopes as sc
+from licore.actors import ActingStudio
+from licore.commands import ChangeLicense, CreateProduct, LicenseTarget
 from licore.errors import NotFound
+from licore.licenses import LicenseEvent
 from licore.model import Account
 from licore.ports import Storage
 from licore.scopes import Permission
-from licore.services import dashboard, device, housekeeping, operator, signin
+from licore.services import device, housekeeping, signin
+from licore.services.dashboard import MissingPermission
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world, obtain_key
 
@@ -40,16 +45,16 @@ async def test_five_failures_lock_a_name_until_the_window_ends(storage: Storage)
     wrong = {**right, "password": "wrong"}
     for _ in range(signin.FAILURES_PER_NAME):
         with pytest.raises(signin.SignInRefused):
-            await signin.sign_in(deps, method, wrong, "10.0.0.1")
+            await signin.sign_in(deps.storage, deps.clock, method, wrong, "10.0.0.1")
     with pytest.raises(signin.SignInLocked) as locked:
-        await signin.sign_in(deps, method, right, "10.0.0.2")
+        await signin.sign_in(deps.storage, deps.clock, method, right, "10.0.0.2")
     assert locked.value.retry_after == signin.FAILURE_WINDOW
     # The name's count is case-blind, like usernames themselves.
     with pytest.raises(signin.SignInLocked):
-        await signin.sign_in(deps, method, {**right, "username": world.owner.username.upper()},
-                             "10.0.0.2")
+        await signin.sign_in(deps.storage, deps.clock, method,
+                             {**right, "username": world.owner.username.upper()}, "10.0.0.2")
     clock.advance(signin.FAILURE_WINDOW)
-    assert await signin.sign_in(deps, method, right, "10.0.0.2") == world.owner
+    assert await signin.sign_in(deps.storage, deps.clock, method, right, "10.0.0.2") == world.owner
 
 
 async def test_failures_from_one_address_lock_it_for_every_name(storage: Storage) -> None:
@@ -58,48 +63,54 @@ async def test_failures_from_one_address_lock_it_for_every_name(storage: Storage
     method = Passwords(world.owner, "right")
     for i in range(signin.FAILURES_PER_IP):
         with pytest.raises(signin.SignInRefused):
-            await signin.sign_in(deps, method, {"username": f"guess{i}", "password": "x"},
-                                 "10.9.9.9")
+            await signin.sign_in(deps.storage, deps.clock, method,
+                                 {"username": f"guess{i}", "password": "x"}, "10.9.9.9")
     right = {"username": world.owner.username, "password": "right"}
     with pytest.raises(signin.SignInLocked):
-        await signin.sign_in(deps, method, right, "10.9.9.9")
-    assert await signin.sign_in(deps, method, right, "10.9.9.10") == world.owner
+        await signin.sign_in(deps.storage, deps.clock, method, right, "10.9.9.9")
+    assert await signin.sign_in(deps.storage, deps.clock, method, right, "10.9.9.10") == world.owner
 
 
 async def test_session_counters_live_on_the_server(storage: Storage) -> None:
     deps = make_deps(storage)
     for _ in range(7):
-        await signin.count_wrong_entry(deps, "sid-a")
-    burned = await signin.entry_attempts(deps, "sid-a", "BCDFGHJK")
+        await signin.count_wrong_entry(deps.storage, "sid-a")
+    burned = await signin.entry_attempts(deps.storage, "sid-a", "BCDFGHJK")
     assert burned.burned and burned.linked_user_code == "BCDFGHJK"
-    assert (await signin.entry_attempts(deps, "sid-b", None)).wrong == 0
-    assert not await signin.session_ended(deps, "sid-a")
-    await signin.end_session(deps, "sid-a")
-    assert await signin.session_ended(deps, "sid-a")
-    assert not await signin.session_ended(deps, "sid-b")
+    assert (await signin.entry_attempts(deps.storage, "sid-b", None)).wrong == 0
+    assert not await signin.session_ended(deps.storage, "sid-a")
+    await signin.end_session(deps.storage, "sid-a")
+    assert await signin.session_ended(deps.storage, "sid-a")
+    assert not await signin.session_ended(deps.storage, "sid-b")
 
 
 async def _helper(deps: Deps, studio: str, *permissions: Permission) -> Account:
-    helper = await operator.add_account(deps, "helper", "3003", None)
-    await operator.set_collaborator(deps, studio, helper.username, frozenset(permissions))
+    helper = await UseCases.of(deps).operator.add_account("helper", "3003", None)
+    await UseCases.of(deps).operator.set_collaborator(studio, helper.username,
+                                                      frozenset(permissions))
     return helper
 
 
-async def test_a_seat_acts_with_the_scopes_its_permissions_could_grant(
+async def test_a_seat_acts_for_its_studio_only_within_its_permissions(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps, "s")
+    board = UseCases.of(deps).dashboard
     helper = await _helper(deps, world.studio.name, Permission.MANAGE_LICENSES)
-    owner_seat = await dashboard.take_seat(deps, world.owner.id, world.studio.id)
-    helper_seat = await dashboard.take_seat(deps, helper.id, world.studio.id)
-    assert set(owner_seat.acting_key(0).scopes) == set(ALL_STUDIO.split())
-    assert helper_seat.acting_key(0).scopes == ("licenses:read", "licenses:write")
-    assert helper_seat.acting_key(0).studio_id == world.studio.id
-    with pytest.raises(dashboard.MissingPermission):
-        await dashboard.save_product(deps, helper_seat, {"title": "Not mine to make"})
+    owner_seat = await board.take_seat(world.owner.id, world.studio.id)
+    helper_seat = await board.take_seat(helper.id, world.studio.id)
+    acting = ActingStudio(world.studio.id)
+    assert all(owner_seat.require(p) == acting for p in Permission)
+    assert helper_seat.require(Permission.MANAGE_LICENSES) == acting
+    with pytest.raises(MissingPermission):
+        await board.create_product(helper_seat, CreateProduct("Not mine to make"))
+    made = await board.create_product(owner_seat, CreateProduct("Mine"))
+    granted = await board.change_license(helper_seat, ChangeLicense(
+        LicenseTarget(made.id, world.buyer.platform_id), LicenseEvent.GRANT))
+    assert granted.product_id == made.id
     with pytest.raises(NotFound):
-        await dashboard.take_seat(deps, world.buyer.id, world.studio.id)
-    assert [s.studio.id for s in await dashboard.seats_of(deps, helper.id)] == [world.studio.id]
+        await board.take_seat(world.buyer.id, world.studio.id)
+    assert [s.studio.id for s in await board.seats_of(helper.id)] == [world.studio.id]
 
 
 async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Storage) -> None:
@@ -107,19 +118,21 @@ async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Stor
     world = await build_world(deps, "r")
     helper = await _helper(deps, world.studio.name, Permission.MANAGE_LICENSES)
     await obtain_key(deps, world.client, "licenses:read", world.owner, world.studio.id)
-    apps = await device.connected_apps(deps, studio_id=world.studio.id)
+    board = UseCases.of(deps).dashboard
+    apps = await device.connected_apps(storage, deps.clock, studio_id=world.studio.id)
     by_scopes = {a.key.scopes: a.key.id for a in apps}
     products_key = by_scopes[tuple(s for s in sc.SCOPES if s in ALL_STUDIO.split())]
     licenses_key = by_scopes[("licenses:read",)]
-    seat = await dashboard.take_seat(deps, helper.id, world.studio.id)
+    seat = await board.take_seat(helper.id, world.studio.id)
 
-    with pytest.raises(dashboard.MissingPermission):
-        await dashboard.revoke_app(deps, seat, products_key)
-    await dashboard.revoke_app(deps, seat, licenses_key)
-    left = {a.key.id for a in await device.connected_apps(deps, studio_id=world.studio.id)}
+    with pytest.raises(MissingPermission):
+        await board.revoke_app(seat, products_key)
+    await board.revoke_app(seat, licenses_key)
+    left = {a.key.id for a in await device.connected_apps(storage, deps.clock,
+                                                           studio_id=world.studio.id)}
     assert left == {products_key}
     with pytest.raises(NotFound):
-        await dashboard.revoke_app(deps, seat, licenses_key)  # already gone
+        await board.revoke_app(seat, licenses_key)  # already gone
 
 
 async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storage) -> None:
@@ -127,17 +140,17 @@ async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storag
     stays signed out, and failed sign-ins stay counted for their whole window."""
     clock = FakeClock()
     deps = make_deps(storage, clock)
-    await signin.end_session(deps, "sid-1")
+    await signin.end_session(deps.storage, "sid-1")
     window = clock.now() - clock.now() % signin.FAILURE_WINDOW
     async with storage.unit_of_work() as uow:
         await uow.counters.hit(["signin-fail:name:bob"], window)
     clock.advance(signin.FAILURE_WINDOW - 1)
-    await housekeeping.sweep(deps)
-    assert await signin.session_ended(deps, "sid-1")
+    await housekeeping.sweep(deps.storage, deps.clock)
+    assert await signin.session_ended(deps.storage, "sid-1")
     async with storage.unit_of_work() as uow:
         assert await uow.counters.count("signin-fail:name:bob", window) == 1
     clock.advance(housekeeping.COUNTER_RETENTION + 1)
-    await housekeeping.sweep(deps)
-    assert await signin.session_ended(deps, "sid-1")  # never forgotten
+    await housekeeping.sweep(deps.storage, deps.clock)
+    assert await signin.session_ended(deps.storage, "sid-1")  # never forgotten
     async with storage.unit_of_work() as uow:
         assert await uow.counters.count("signin-fail:name:bob", window) == 0

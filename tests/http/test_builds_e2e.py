@@ -237,10 +237,10 @@ def test_verify_source_holds_only_for_the_exact_live_source(
     assert ("key_user_mismatch", "Greeter") in alert_kinds(server, store)
     # Blacklisted: false, whatever the source.
     core(server.database_url, lambda d: operator.set_blacklisted(
-        d, people.studio_id, buyer, True))
+        d.storage, d.clock, people.studio_id, buyer, True))
     assert verify() == {"ok": False}
     core(server.database_url, lambda d: operator.set_blacklisted(
-        d, people.studio_id, buyer, False))
+        d.storage, d.clock, people.studio_id, buyer, False))
     assert verify() == {"ok": True}
     # Paused: false, and the seller hears of it.
     v1(server, "POST", "/licenses/pause", store.key,

@@ -112,9 +112,11 @@ def test_check_passes_and_fails_as_the_specification_says(server: Server,
     assert check(server, shop).json() == {"success": True}
 
     studio = people.studio_id
-    core(server.database_url, lambda d: operator.set_blacklisted(d, studio, shop.buyer, True))
+    core(server.database_url, lambda d: operator.set_blacklisted(
+        d.storage, d.clock, studio, shop.buyer, True))
     assert check(server, shop).json() == {"success": False}
-    core(server.database_url, lambda d: operator.set_blacklisted(d, studio, shop.buyer, False))
+    core(server.database_url, lambda d: operator.set_blacklisted(
+        d.storage, d.clock, studio, shop.buyer, False))
     assert check(server, shop).json() == {"success": True}
 
     v1(server, "DELETE", "/licenses", shop.key, params=target)
@@ -246,7 +248,7 @@ def test_version_reports_latest_update_and_file_id(server: Server, people: Peopl
             product = await uow.products.by_id(shop.product)
             assert product is not None
             await uow.products.save(attrs.evolve(product, current_version=label,
-                                               current_version_id=f"ver_{label}"))
+                                                 current_version_id=f"ver_{label}"))
 
     none = rt(server, "/version", base).json()
     assert none == {"ok": True, "latest": "", "update": False, "fileId": ""}
@@ -288,7 +290,8 @@ def test_paused_and_blacklisted_fail_every_runtime_call(server: Server, people: 
     assert answers() == [{"success": False}, {"ok": False}, {"ok": False}]
     v1(server, "POST", "/licenses/resume", shop.key, json=target)
     studio = people.studio_id
-    core(server.database_url, lambda d: operator.set_blacklisted(d, studio, shop.buyer, True))
+    core(server.database_url, lambda d: operator.set_blacklisted(
+        d.storage, d.clock, studio, shop.buyer, True))
     assert answers() == [{"success": False}, {"ok": False}, {"ok": False}]
 
 

@@ -36,7 +36,6 @@ BLOCKED = {
     "syntax": ("local x = 1\nlocal function (\n", 2, "syntax error"),
     "ambiguous": ("local f = print\nlocal g = f\n(f)('x')\n", 3, "ambiguous syntax"),
     "escape": ('local a = "fine"\nlocal b = "\\300"\n', 2, "decimal escape"),
-    "attribute": ("local x = 1\n@native local function f() end\n", 2, "syntax error"),
     "top_level_locals": (_locals(199), 1, "199 locals"),
 }
 

@@ -58,7 +58,7 @@ local function sum(...)
 end
 local a, b = sum(1, 2, 3)
 local t = {}
-repeat local k = #t + 1; t[k] = k * a until k >= b
+repeat local k = #t + 1; t[k] = k * a; a += 0 until k >= b
 print(a, b, #t, t[3])
 """
 
@@ -87,7 +87,7 @@ def test_dispatch_differs_per_license_and_is_stable() -> None:
     ("local function show() print(x) end\nlocal x = 5\nshow()", None),
     # the inner block's first `v` is the outer one, which declaring `v` up front would hide
     # (the chunk around it is flattened: its `v` is the one every `v` in it means)
-    ("local v = 1\ndo\n  print(v)\n  local v = v + 1\n  print(v)\nend",
+    ("local v = 1\ndo\n  print(v)\n  local v = v + 1\n  print(v)\nend\nprint(v)",
      "do\n  print(v)\n  local v = v + 1\n  print(v)\nend"),
     # a constant cannot be assigned after its declaration
     ("local k <const> = 1\nprint(k)", None),
@@ -104,7 +104,7 @@ def test_unsafe_blocks_are_left_as_written(source: str, kept: str | None) -> Non
 
 
 def test_locals_declared_inside_nested_blocks_do_not_stop_flattening() -> None:
-    source = "local x = 1\ndo local x = 2 print(x) end\nlocal function f(x) return x end\n" \
+    source = "local x = 1\ndo local x = 2 print(x) x += 0 end\nlocal function f(x) return x end\n" \
              "print(x, f(3))"
     out = LuauProtector().protect("G/N", source, FLATTEN, b"license-1")
     assert out.count("while true do") == 2  # the chunk and the `do` block

@@ -11,13 +11,16 @@ import pytest
 
 from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
+from licore import commands as c
+from licore.actors import ActingStudio
 from licore.builds.tree import Instance, Model, Prop, source_of
-from licore.services import builds, packages, partner
+from licore.licenses import LicenseEvent
+from licore.services.wiring import UseCases
 from licore_cli.main import main
 from tests.protection.test_tracing import PRODUCT, _cut_and_reformat
 from tests.support.fakes import TEST_KEK, make_deps
 from tests.support.models import script
-from tests.support.scenario import build_world, key_record
+from tests.support.scenario import build_world
 
 CODEC = RobloxModelCodec()
 RULES = {"rules": [{"names": ["Main"], "preset": "strong"},
@@ -37,26 +40,24 @@ async def _copies(url: str, buyers: int) -> tuple[str, dict[str, bytes], dict[st
     try:
         deps = make_deps(storage)
         world = await build_world(deps)
-        key = await key_record(deps, world.studio_key)
-        product = await partner.save_product(deps, key, {"title": "Gun"})
-        await packages.settings(deps, key, {"product_id": product["id"], "protection": RULES})
-        version = (await packages.upload_version(
-            deps, key, {"product_id": product["id"], "version": "1"},
-            CODEC.write(_model())))["version"]
-        await packages.publish(deps, key, {"product_id": product["id"],
-                                           "version_id": version["id"]})
+        uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+        product = await uc.products.create(studio, c.CreateProduct("Gun"))
+        await uc.packages.change_settings(studio, c.ChangeSettings(
+            product.id, protection=c.JsonValue(RULES)))
+        version = (await uc.packages.upload(studio, c.UploadVersion(
+            product.id, "1", CODEC.write(_model())))).version
+        await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
         copies, keys = {}, {}
         for i in range(buyers):
-            granted = await partner.grant(deps, key, {"product_id": product["id"],
-                                                      "user": str(5000 + i)})
+            lic = await uc.licensing.change(studio, c.ChangeLicense(
+                c.LicenseTarget(product.id, str(5000 + i)), LicenseEvent.GRANT))
             async with storage.unit_of_work() as uow:
-                lic = await uow.licenses.by_id(granted["license"]["id"])
-                stored = await uow.products.by_id(product["id"])
-                ver = await uow.versions.by_id(version["id"])
-            assert lic is not None and lic.key_ciphertext is not None and stored and ver
+                stored = await uow.products.by_id(product.id)
+                ver = await uow.versions.by_id(version.id)
+            assert lic.key_ciphertext is not None and stored and ver
             keys[lic.id] = deps.vault.decrypt(lic.key_ciphertext, lic.id)
-            copies[lic.id] = await builds.prepared_copy(deps, lic, stored, ver, keys[lic.id])
-        return str(product["id"]), copies, keys
+            copies[lic.id] = await uc.copies.prepared(lic, stored, ver, keys[lic.id])
+        return product.id, copies, keys
     finally:
         await storage.close()
 

@@ -126,8 +126,9 @@ def test_a_copy_for_another_products_license_names_nobody(buyers: dict[str, str]
 def test_the_key_is_evidence_where_it_survives(buyers: dict[str, str]) -> None:
     candidates = [Candidate(lid, key.encode()) for lid, key in buyers.items()]
     license_id, key = next(iter(buyers.items()))
-    # strong/light encrypt the key: the tracer still finds it by decoding the literals
-    found = trace(_copy(key), candidates)
+    # strong/light encrypt the key: the protector's tracer still finds it by decoding the
+    # literals under each candidate's secret (nothing else can read them)
+    found = LuauProtector().trace(_copy(key), candidates)
     assert found.license_id == license_id and found.key_found
     assert any("license key appears in ServerScriptService/Gun/Main" in e
                for e in found.evidence)

@@ -9,9 +9,12 @@ import attrs
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
+from licore import commands as c
+from licore.actors import ActingPerson, ActingStudio
 from licore.builds.prepare import buyer_copy
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
+from licore.licenses import LicenseEvent
 from licore.ports import Storage
 from licore.protection import (
     Candidate,
@@ -21,10 +24,10 @@ from licore.protection import (
     ProtectionSettings,
     Trace,
 )
-from licore.services import builds, packages, partner
+from licore.services.wiring import UseCases
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, PLACEHOLDER, PLAIN_SCRIPT, product_model
-from tests.support.scenario import build_world, key_record
+from tests.support.scenario import build_world
 
 
 class Shouting:
@@ -69,28 +72,27 @@ async def test_a_download_whose_rules_fail_is_a_server_error_and_caches_nothing(
         storage: Storage) -> None:
     deps = attrs.evolve(make_deps(storage), protector=Shouting("Greeter"))
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    lib = await key_record(deps, world.library_key)
-    product = await partner.save_product(deps, key, {"title": "Fragile"})
+    uc, studio, buyer = UseCases.of(deps), ActingStudio(world.studio.id), ActingPerson(
+        world.buyer.id)
+    product = await uc.products.create(studio, c.CreateProduct("Fragile"))
     protection = {"rules": [{"paths": ["*"], "preset": "minify"}]}
-    await packages.settings(deps, key, {"product_id": product["id"], "protection": protection})
+    await uc.packages.change_settings(studio, c.ChangeSettings(
+        product.id, protection=c.JsonValue(protection)))
     data = RobloxModelCodec().write(product_model())
-    version = (await packages.upload_version(
-        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
-    await packages.publish(deps, key, {"product_id": product["id"],
-                                       "version_id": version["id"]})
-    await partner.grant(deps, key, {"product_id": product["id"],
-                                    "user": world.buyer.platform_id})
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
+    await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+    await uc.licensing.change(studio, c.ChangeLicense(
+        c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     with pytest.raises(LicoreError) as caught:
-        await builds.download(deps, lib, {"product_id": product["id"]})
+        await uc.library.download(buyer, c.DownloadCopy(product.id))
     assert caught.value.status == 500
     async with storage.unit_of_work() as uow:
-        lic = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
+        lic = await uow.licenses.for_user(product.id, world.buyer.platform_id)
         assert lic is not None
-        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) is None
+        assert await uow.copies.get(version.id, lic.id, lic.key_generation) is None
     # With rules that work, the same download succeeds and is cached.
-    deps = attrs.evolve(deps, protector=Shouting())
-    got = await builds.download(deps, lib, {"product_id": product["id"]})
+    uc = UseCases.of(attrs.evolve(deps, protector=Shouting()))
+    got = await uc.library.download(buyer, c.DownloadCopy(product.id))
     assert b"PRINT(" in got.data
 
 
@@ -101,26 +103,23 @@ async def test_publishing_is_refused_when_a_rule_cannot_apply_naming_script_and_
 
     deps = make_deps(storage)
     world = await build_world(deps)
-    key = await key_record(deps, world.studio_key)
-    product = await partner.save_product(deps, key, {"title": "Broken"})
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Broken"))
     model = product_model()
     model.roots[0].children.append(script("Broken", "local x = 1\nlocal = = 2\n"))
     data = RobloxModelCodec().write(model)
-    rules = {"rules": [{"paths": ["*"], "preset": "minify"}]}
-    await packages.settings(deps, key, {"product_id": product["id"], "protection": rules})
-    version = (await packages.upload_version(
-        deps, key, {"product_id": product["id"], "version": "1"}, data))["version"]
+    rules = c.JsonValue({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=rules))
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
     with pytest.raises(InvalidRequest) as refused:
-        await packages.publish(deps, key, {"product_id": product["id"],
-                                           "version_id": version["id"]})
+        await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
     assert "Product/Broken line 2" in refused.value.description
     async with storage.unit_of_work() as uow:
-        stored = await uow.products.by_id(product["id"])
+        stored = await uow.products.by_id(product.id)
     assert stored is not None and stored.current_version_id is None  # nothing changed
     # Without a rule on that script it publishes; then the same rule is refused as a setting.
-    await packages.settings(deps, key, {"product_id": product["id"], "protection": {
-        "rules": [{"names": ["Greeter"], "preset": "minify"}]}})
-    await packages.publish(deps, key, {"product_id": product["id"],
-                                       "version_id": version["id"]})
+    await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=c.JsonValue(
+        {"rules": [{"names": ["Greeter"], "preset": "minify"}]})))
+    await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
     with pytest.raises(InvalidRequest, match="Broken"):
-        await packages.settings(deps, key, {"product_id": product["id"], "protection": rules})
+        await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=rules))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import attrs
 
 from licore.model import Account, ApiKey, Client, Studio
-from licore.services import device, operator
+from licore.services import device
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 
 @attrs.frozen
@@ -33,10 +34,10 @@ async def obtain_key(deps: Deps, client: Client, scope: str, approver: Account,
 
 
 async def build_world(deps: Deps, tag: str = "") -> World:
-    owner = await operator.add_account(deps, f"owner{tag}", f"100{len(tag)}1", None)
-    buyer = await operator.add_account(deps, f"buyer{tag}", f"200{len(tag)}2", None)
-    studio = await operator.add_studio(deps, f"Studio {tag}".strip(), owner.username)
-    client = await operator.add_client(deps, "Installer", "Installs things",
+    owner = await UseCases.of(deps).operator.add_account(f"owner{tag}", f"100{len(tag)}1", None)
+    buyer = await UseCases.of(deps).operator.add_account(f"buyer{tag}", f"200{len(tag)}2", None)
+    studio = await UseCases.of(deps).operator.add_studio(f"Studio {tag}".strip(), owner.username)
+    client = await UseCases.of(deps).operator.add_client("Installer", "Installs things",
                                        f"{ALL_STUDIO} {ALL_LIBRARY}")
     studio_key = await obtain_key(deps, client, ALL_STUDIO, owner, studio.id)
     library_key = await obtain_key(deps, client, ALL_LIBRARY, buyer, None)

@@ -16,6 +16,7 @@ from adapters_http.web.render import PageHeaders, stylesheet
 from adapters_http.web.session import COOKIE, MAX_AGE
 from licore.ports import SignIn
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 __all__ = ["LocalAccounts", "WebConfig", "mount"]
 
@@ -29,16 +30,16 @@ class WebConfig:
     sign_in: SignIn | None = None  # None: local accounts
 
 
-def mount(deps: Deps, config: WebConfig) -> Mount:
+def mount(deps: Deps, uc: UseCases, config: WebConfig) -> Mount:
     """Every page, under one session middleware. Mounted last, at the root, so the API
     routes before it keep their paths and their JSON answers."""
     method = config.sign_in or LocalAccounts(deps)
     routes: list[BaseRoute] = [
         Route("/assets/web.css", stylesheet),
         *signin_pages.routes(deps, method),
-        *approval.routes(deps),
-        *dashboard.routes(deps),
-        *person_pages.routes(deps),
+        *approval.routes(deps, uc),
+        *dashboard.routes(deps, uc),
+        *person_pages.routes(deps, uc),
     ]
     secure = deps.settings.public_url.lower().startswith("https:")
     return Mount("", routes=routes, middleware=[

@@ -19,8 +19,10 @@ from adapters_http.web.routing import Ctx, page_route
 from licore import device_flow as df
 from licore import scopes as sc
 from licore.errors import ApprovalRefused, ExpiredToken, NotFound
-from licore.services import dashboard, device, signin
+from licore.services import device, signin
+from licore.services.dashboard import Dashboard
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 
 @attrs.frozen
@@ -33,11 +35,12 @@ class Choice:
     dropped: tuple[tuple[str, str], ...]  # (scope, the permission it needs)
 
 
-async def _choices(deps: Deps, account_id: str, view: device.ApprovalView) -> list[Choice]:
+async def _choices(board: Dashboard, account_id: str,
+                   view: device.ApprovalView) -> list[Choice]:
     if view.kind is sc.KeyKind.LIBRARY:
         return [Choice(None, "Your own library", view.requested, ())]
     out = []
-    for seat in await dashboard.seats_of(deps, account_id):
+    for seat in await board.seats_of(account_id):
         granted = sc.Grantable(seat.permissions).filter(view.requested)
         dropped = tuple((s, needed.value) for s in view.requested
                         if s not in granted and (needed := sc.SCOPES[s][1]) is not None)
@@ -50,7 +53,7 @@ def _linked(ctx: Ctx) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def routes(deps: Deps) -> list[Route]:
+def routes(deps: Deps, uc: UseCases) -> list[Route]:
     def entry_page(ctx: Ctx, *, code: str, error: str | None = None, status: int = 200,
                    tries_left: int | None = None) -> Response:
         return page(ctx.request, ctx.visitor, "device_entry.html", status=status, code=code,
@@ -61,7 +64,7 @@ def routes(deps: Deps) -> list[Route]:
 
     async def consent_page(ctx: Ctx, view: device.ApprovalView, *, status: int = 200,
                            error: str | None = None, chosen: str | None = None) -> Response:
-        choices = await _choices(deps, ctx.account.id, view)
+        choices = await _choices(uc.dashboard, ctx.account.id, view)
         if chosen is None:
             chosen = next((c.studio_id for c in choices if c.granted), None)
         return page(ctx.request, ctx.visitor, "device_consent.html", status=status, view=view,
@@ -69,7 +72,7 @@ def routes(deps: Deps) -> list[Route]:
                     studio_kind=view.kind is sc.KeyKind.STUDIO)
 
     async def show(ctx: Ctx) -> Response:
-        attempts = await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))
+        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
         if attempts.burned:
             return burned_page(ctx)
         code = ctx.request.query_params.get("code", "")[:32]
@@ -82,13 +85,13 @@ def routes(deps: Deps) -> list[Route]:
 
     async def look_up(ctx: Ctx) -> Response:
         entered = ctx.field("code")[:32]
-        attempts = await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))
+        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
         try:
             view, after = await device.look_up(deps, entered, attempts, ctx.ip)
         except device.SessionBurned:
             return burned_page(ctx)
         if view is None:
-            await signin.count_wrong_entry(deps, ctx.session_id)
+            await signin.count_wrong_entry(deps.storage, ctx.session_id)
             if after.burned:
                 return burned_page(ctx)
             return entry_page(ctx, code=entered, status=400,
@@ -106,7 +109,7 @@ def routes(deps: Deps) -> list[Route]:
         if not code or data.get("shown") != code:
             return entry_page(ctx, code="", status=400,
                               error="Enter the code your app shows first.")
-        if (await signin.entry_attempts(deps, ctx.session_id, _linked(ctx))).burned:
+        if (await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))).burned:
             return burned_page(ctx)
         approve = ctx.field("decision") == "approve"
         studio_id = ctx.field("studio_id") or None
@@ -132,7 +135,7 @@ def routes(deps: Deps) -> list[Route]:
 
     async def _why_nothing_survives(ctx: Ctx, view: device.ApprovalView,
                                     studio_id: str | None) -> str:
-        choices = {c.studio_id: c for c in await _choices(deps, ctx.account.id, view)}
+        choices = {c.studio_id: c for c in await _choices(uc.dashboard, ctx.account.id, view)}
         choice = choices.get(studio_id)
         if choice is None:
             return ("Choose a studio you belong to: an app asking for studio scopes acts for "

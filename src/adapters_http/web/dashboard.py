@@ -4,20 +4,32 @@ person's permission in the studio; a person outside it gets 404 on all of its pa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters_http.decoding import parse_json
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
+from licore import bounds
+from licore.commands import (
+    ChangeLicense,
+    ChangeProduct,
+    ChangeSettings,
+    CreateProduct,
+    JsonValue,
+    LicenseTarget,
+    PublishVersion,
+    UploadVersion,
+)
 from licore.errors import InvalidRequest
 from licore.licenses import LicenseEvent
 from licore.scopes import Permission
-from licore.services import dashboard
+from licore.services.dashboard import Seat
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 LICENSE_ACTIONS = {"grant": LicenseEvent.GRANT, "revoke": LicenseEvent.REVOKE,
                    "pause": LicenseEvent.PAUSE, "resume": LicenseEvent.RESUME}
@@ -28,15 +40,16 @@ LICENSE_DONE = {"grant": "granted", "revoke": "revoked", "pause": "paused",
 def _price(text: str) -> int:
     cleaned = text.strip()
     if not cleaned.isdigit() or len(cleaned) > 8:
-        raise InvalidRequest("price must be a whole number from 0 to 1,000,000",
+        low, high = bounds.PRICE_CREDIT.low, bounds.PRICE_CREDIT.high
+        raise InvalidRequest(f"price must be a whole number from {low:,} to {high:,}",
                              "price_credit")
     return int(cleaned)
 
 
-def _json_field(ctx: Ctx, name: str) -> Any:
+def _json_field(ctx: Ctx, name: str) -> JsonValue:
     try:
-        return json.loads(ctx.field(name))
-    except ValueError:
+        return JsonValue(parse_json(ctx.field(name)))
+    except InvalidRequest:
         raise InvalidRequest(f"{name.replace('_', ' ')} must be JSON", name) from None
 
 
@@ -46,51 +59,53 @@ def _product_fields(ctx: Ctx) -> dict[str, Any]:
             "price_credit": _price(ctx.field("price_credit") or "0")}
 
 
-def routes(deps: Deps) -> list[Route]:
-    async def seat(ctx: Ctx) -> dashboard.Seat:
-        return await dashboard.take_seat(deps, ctx.account.id, ctx.param("studio_id"))
+def routes(deps: Deps, uc: UseCases) -> list[Route]:
+    board = uc.dashboard
 
-    def studio_url(seat: dashboard.Seat, tail: str = "") -> str:
+    async def seat(ctx: Ctx) -> Seat:
+        return await board.take_seat(ctx.account.id, ctx.param("studio_id"))
+
+    def studio_url(seat: Seat, tail: str = "") -> str:
         return f"/dashboard/{seat.studio.id}{tail}"
 
     async def studios(ctx: Ctx) -> Response:
-        seats = await dashboard.seats_of(deps, ctx.account.id)
+        seats = await board.seats_of(ctx.account.id)
         return page(ctx.request, ctx.visitor, "dashboard_studios.html", seats=seats)
 
     async def studio(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        seen = await dashboard.overview(deps, here)
+        seen = await board.overview(here)
         titles = {p.id: p.title for p in seen.products}
         return page(ctx.request, ctx.visitor, "dashboard_studio.html", seat=here,
                     overview=seen, titles=titles, Permission=Permission)
 
     async def create_product(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        created = await dashboard.save_product(deps, here, _product_fields(ctx))
+        created = await board.create_product(here, CreateProduct(**_product_fields(ctx)))
         session.flash(ctx.request, "Product created as a draft.")
-        return redirect(studio_url(here, f"/products/{created['id']}"))
+        return redirect(studio_url(here, f"/products/{created.id}"))
 
     async def product(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        detail = await dashboard.product_detail(deps, here, ctx.param("product_id"))
+        detail = await board.product_detail(here, ctx.param("product_id"))
         return page(ctx.request, ctx.visitor, "dashboard_product.html", seat=here,
                     detail=detail, Permission=Permission)
 
     async def save_product(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        fields = {"id": ctx.param("product_id"), **_product_fields(ctx),
-                  "discoverable": ctx.field("discoverable") == "on"}
-        await dashboard.save_product(deps, here, fields)
+        await board.change_product(here, ChangeProduct(
+            id=ctx.param("product_id"), **_product_fields(ctx),
+            discoverable=ctx.field("discoverable") == "on"))
         session.flash(ctx.request, "Product saved.")
         return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
 
     async def save_settings(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        body = {"product_id": ctx.param("product_id"), "placeholder": ctx.field("placeholder"),
-                "verify_scripts": ctx.field("verify_scripts") == "on",
-                "unlock_data": _json_field(ctx, "unlock_data"),
-                "protection": _json_field(ctx, "protection")}
-        await dashboard.save_settings(deps, here, body)
+        await board.change_settings(here, ChangeSettings(
+            product_id=ctx.param("product_id"), placeholder=ctx.field("placeholder"),
+            verify_scripts=ctx.field("verify_scripts") == "on",
+            unlock_data=_json_field(ctx, "unlock_data"),
+            protection=_json_field(ctx, "protection")))
         session.flash(ctx.request, "Settings saved.")
         return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
 
@@ -99,17 +114,17 @@ def routes(deps: Deps) -> list[Route]:
         product_id = ctx.param("product_id")
         if not ctx.upload:
             raise InvalidRequest("choose a model file to upload", "file")
-        made = await dashboard.upload_version(deps, here, product_id, ctx.field("version"),
-                                              ctx.upload)
-        session.flash(ctx.request, f"Version {made['version']['version']} uploaded as a "
-                                   "draft; publish it to make it live.")
+        made = await board.upload_version(here, UploadVersion(
+            product_id, ctx.field("version").strip(), ctx.upload))
+        session.flash(ctx.request, f"Version {made.version.label} uploaded as a draft; "
+                                   "publish it to make it live.")
         return redirect(studio_url(here, f"/products/{product_id}#versions"))
 
     async def publish(ctx: Ctx) -> Response:
         here = await seat(ctx)
         product_id = ctx.param("product_id")
-        done = await dashboard.publish(deps, here, product_id, ctx.field("version_id"))
-        session.flash(ctx.request, f"Version {done['version']['version']} is live.")
+        done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id")))
+        session.flash(ctx.request, f"Version {done.version.label} is live.")
         return redirect(studio_url(here, f"/products/{product_id}#versions"))
 
     async def trace(ctx: Ctx) -> Response:
@@ -118,8 +133,8 @@ def routes(deps: Deps) -> list[Route]:
         if not ctx.upload:
             raise InvalidRequest("choose the leaked file to trace", "file")
         name = ctx.upload_name.rsplit("/", 1)[-1] or "leaked file"
-        found = await dashboard.trace_leak(deps, here, product_id, name, ctx.upload)
-        detail = await dashboard.product_detail(deps, here, product_id)
+        found = await board.trace_leak(here, product_id, name, ctx.upload)
+        detail = await board.product_detail(here, product_id)
         return page(ctx.request, ctx.visitor, "dashboard_trace.html", seat=here,
                     product=detail.product, found=found, leaked=name)
 
@@ -129,7 +144,8 @@ def routes(deps: Deps) -> list[Route]:
         if action not in LICENSE_ACTIONS:
             raise InvalidRequest("unknown license action", "action")
         product_id, user = ctx.param("product_id"), ctx.field("user").strip()
-        await dashboard.change_license(deps, here, product_id, user, LICENSE_ACTIONS[action])
+        await board.change_license(here, ChangeLicense(LicenseTarget(product_id, user),
+                                                       LICENSE_ACTIONS[action]))
         session.flash(ctx.request, f"License for {user} {LICENSE_DONE[action]}.")
         return redirect(studio_url(here, f"/products/{product_id}#licenses"))
 
@@ -137,14 +153,14 @@ def routes(deps: Deps) -> list[Route]:
         here = await seat(ctx)
         on = ctx.field("action") != "remove"
         platform_id = ctx.field("platform_id").strip()
-        await dashboard.set_blacklisted(deps, here, platform_id, on)
+        await board.set_blacklisted(here, platform_id, on)
         session.flash(ctx.request, f"User {platform_id} "
                                    f"{'blacklisted' if on else 'taken off the blacklist'}.")
         return redirect(studio_url(here, "#blacklist"))
 
     async def revoke_app(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        await dashboard.revoke_app(deps, here, ctx.param("key_id"))
+        await board.revoke_app(here, ctx.param("key_id"))
         session.flash(ctx.request, "App disconnected: its key stops working now.")
         return redirect(studio_url(here, "#apps"))
 

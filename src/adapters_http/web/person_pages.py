@@ -9,29 +9,33 @@ from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
-from licore.services import person
+from licore.commands import DownloadCopy
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 
 
-def routes(deps: Deps) -> list[Route]:
+def routes(deps: Deps, uc: UseCases) -> list[Route]:
+    people = uc.people
+
     async def library(ctx: Ctx) -> Response:
-        owned = await person.library(deps, ctx.account)
+        owned = await people.owned(ctx.account)
         return page(ctx.request, ctx.visitor, "library.html", owned=owned)
 
     async def download(ctx: Ctx) -> Response:
-        return file_response(await person.download(deps, ctx.account, ctx.param("product_id")))
+        return file_response(await people.download(
+            ctx.account, DownloadCopy(ctx.param("product_id"))))
 
     async def apps(ctx: Ctx) -> Response:
-        connected = await person.own_apps(deps, ctx.account)
+        connected = await people.own_apps(ctx.account)
         return page(ctx.request, ctx.visitor, "apps.html", apps=connected)
 
     async def revoke_app(ctx: Ctx) -> Response:
-        await person.revoke_own_app(deps, ctx.account, ctx.param("key_id"))
+        await people.revoke_own_app(ctx.account, ctx.param("key_id"))
         session.flash(ctx.request, "App disconnected: its key stops working now.")
         return redirect("/apps")
 
     async def store(ctx: Ctx) -> Response:
-        listed = await person.storefront(deps)
+        listed = await people.storefront()
         return page(ctx.request, ctx.visitor, "store.html", listed=listed)
 
     return [

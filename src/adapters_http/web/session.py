@@ -83,9 +83,9 @@ async def visitor(deps: Deps, request: Request) -> Visitor:
         data.clear()  # a session lasts MAX_AGE from sign-in, however often it is renewed
         return Visitor()
     try:
-        if await signin.session_ended(deps, session_id):
+        if await signin.session_ended(deps.storage, session_id):
             raise NotFound("session ended")
-        account = await person.account(deps, account_id)
+        account = await person.account(deps.storage, account_id)
     except NotFound:
         data.clear()
         return Visitor()

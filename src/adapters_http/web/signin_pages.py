@@ -28,7 +28,7 @@ def routes(deps: Deps, method: SignIn) -> list[Route]:
         target = safe_next(ctx.field("next") or "/")
         fields = {"username": ctx.field("username"), "password": ctx.field("password")}
         try:
-            account = await signin.sign_in(deps, method, fields, ctx.ip)
+            account = await signin.sign_in(deps.storage, deps.clock, method, fields, ctx.ip)
         except (signin.SignInRefused, signin.SignInLocked) as refused:
             headers = ({"Retry-After": str(refused.retry_after)}
                        if isinstance(refused, signin.SignInLocked) else None)
@@ -41,7 +41,7 @@ def routes(deps: Deps, method: SignIn) -> list[Route]:
 
     async def signout(ctx: Ctx) -> Response:
         if ctx.visitor.session_id is not None:
-            await signin.end_session(deps, ctx.visitor.session_id)
+            await signin.end_session(deps.storage, ctx.visitor.session_id)
         session.session(ctx.request).clear()
         session.flash(ctx.request, "Signed out.")
         return redirect("/")

@@ -53,6 +53,8 @@ async def add_hits(db: Executor, increments: dict[str, int],
     # One statement for every bucket: on the hot path each statement is a round trip.
     # A row may appear once per statement, hence the increments; RETURNING order is
     # unspecified, hence the bucket comes back too.
+    if not increments:
+        return {}  # `VALUES` with no rows is not SQL
     values = ", ".join("(?, ?, ?)" for _ in increments)
     params = [v for b, n in increments.items() for v in (b, window_start, n)]
     rows = await db.rows(

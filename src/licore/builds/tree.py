@@ -56,7 +56,6 @@ SHAPES: dict[str, str] = {
 }
 
 SCRIPT_CLASSES = frozenset({"Script", "LocalScript", "ModuleScript"})
-STRING_TYPES = frozenset({"String", "ProtectedString", "BinaryString"})
 
 
 @attrs.frozen

@@ -1,12 +1,11 @@
-"""What every use case needs, handed in by the composition root."""
+"""The parts the composition root chooses (storage, clock, randomness, the key vault, ...)
+and the operator's settings. Use cases do not take this bag: `licore.services.wiring`
+hands each one the parts it uses."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import attrs
 
-from licore import tokens
 from licore.ports import (
     Clock,
     KeyVault,
@@ -18,6 +17,7 @@ from licore.ports import (
     run_inline,
 )
 from licore.protection import Protector
+from licore.services.ids import Ids
 
 
 @attrs.frozen
@@ -47,11 +47,4 @@ class Deps:
     offload: Offload = run_inline
 
     def new_id(self, prefix: str) -> str:
-        now_ms = self.clock.now_ms()
-        return tokens.make_id(prefix, now_ms, self.random.token_bytes(16))
-
-
-def iso(ts: int | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+        return Ids(self.clock, self.random).new(prefix)

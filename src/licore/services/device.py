@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import assert_never
+
 import attrs
 
 from licore import api_keys, tokens
 from licore import device_flow as df
 from licore import scopes as sc
-from licore.device_flow import DeviceEvent, DeviceState
+from licore.device_flow import DeviceEffect, DeviceEvent, DeviceState
 from licore.errors import (
     ExpiredToken,
     InvalidClient,
@@ -18,7 +20,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import ConnectedApp, UnitOfWork
+from licore.ports import Clock, ConnectedApp, Storage, UnitOfWork
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -54,7 +56,17 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
     async with deps.storage.unit_of_work() as uow:
         client = await _active_client(uow, client_id)
     wanted = sc.requestable(requested, client.scopes)
-    await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"device-code:{ip}",
+                     deps.settings.device_code_rate_limit)
+    created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
+    for effect in created.effects:
+        match effect:
+            case DeviceEffect.ISSUE_CODES:
+                pass  # the codes drawn below are the answer
+            case DeviceEffect.SLOW_DOWN | DeviceEffect.GRANT_FILTERED | DeviceEffect.ISSUE_KEY:
+                raise LicoreError(f"a new code has no {effect!r}")
+            case _:
+                assert_never(effect)
     now = deps.clock.now()
     device_code = tokens.make_device_code(deps.random.token_bytes(48))
     for _ in range(10):  # a user-code collision among live codes is rare; draw again
@@ -63,7 +75,7 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
         device = DeviceAuthorization(
             id=deps.new_id("dev"), device_code_digest=tokens.device_code_digest(device_code),
             user_code=user_code, client_id=client.id, requested_scopes=wanted,
-            state=DeviceState.PENDING, created_at=now,
+            state=created.next, created_at=now,
             expires_at=now + deps.settings.device_lifetime,
             interval=deps.settings.device_interval)
         async with deps.storage.unit_of_work() as uow:
@@ -87,7 +99,7 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
     async with deps.storage.unit_of_work() as uow:
         device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
         if device is None:
-            raise ExpiredToken("unknown device_code; start over")
+            raise df.refusal(DeviceState.NONE, DeviceEvent.POLL)
         if client_id is not None and client_id != device.client_id:
             raise InvalidClient("this device_code was issued to another client")
         timing = df.Timing(device.created_at, device.expires_at, device.interval,
@@ -101,11 +113,18 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
             refusal = error
         else:
             updated = attrs.evolve(updated, state=outcome.next)
-            if outcome.effect == df.GROW_INTERVAL:
-                updated = attrs.evolve(updated, interval=df.grown_interval(device.interval))
-                refusal = SlowDown(updated.interval)
-            elif outcome.effect == df.ISSUE_KEY:
-                issued = await _issue_key(deps, uow, device)
+            for effect in outcome.effects:
+                match effect:
+                    case DeviceEffect.SLOW_DOWN:
+                        updated = attrs.evolve(updated,
+                                               interval=df.grown_interval(device.interval))
+                        refusal = SlowDown(updated.interval)
+                    case DeviceEffect.ISSUE_KEY:
+                        issued = await _issue_key(deps, uow, device)
+                    case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
+                        raise LicoreError(f"a poll has no {effect!r}")
+                    case _:
+                        assert_never(effect)
         if not await uow.devices.replace(updated, expected=device.state):
             # Someone else polled this code in the same instant and claimed it first.
             raise ExpiredToken("the code was already used; start over")
@@ -182,7 +201,8 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
             await _burn(uow, attempts.linked_user_code, now)
-    await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
+    await limits.hit(deps.storage, deps.clock, f"code-entry:{ip}",
+                     deps.settings.code_entry_rate_limit)
     return None, after
 
 
@@ -214,9 +234,10 @@ async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
         return
     timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
     state = df.effective_state(device.state, timing, now)
-    if state is DeviceState.PENDING:
-        burned = attrs.evolve(device, state=df.transition(state, DeviceEvent.BURN).next)
-        await uow.devices.replace(burned, expected=device.state)
+    outcome = df.transition(state, DeviceEvent.BURN)
+    assert not outcome.effects  # burning only changes the state
+    if outcome.next is not device.state:
+        await uow.devices.replace(attrs.evolve(device, state=outcome.next), expected=device.state)
 
 
 async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
@@ -242,16 +263,19 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
     now = deps.clock.now()
     async with deps.storage.unit_of_work() as uow:
         device = await uow.devices.by_user_code(code)
-        account = await uow.accounts.by_id(account_id)
-        if device is None or account is None:
-            raise NotFound("no authorization with that code")
+        if device is None:
+            raise df.refusal(DeviceState.NONE, DeviceEvent.DENY if not approve
+                             else DeviceEvent.APPROVE)
+        if await uow.accounts.by_id(account_id) is None:
+            raise NotFound("no account behind this approval")
         timing = df.Timing(device.created_at, device.expires_at, device.interval,
                            device.last_poll_at)
         state = df.effective_state(device.state, timing, now)
         kind = sc.kind_of(device.requested_scopes)
         if not approve:
-            denied = attrs.evolve(device, state=df.transition(state, DeviceEvent.DENY).next,
-                                  account_id=account_id)
+            denial = df.transition(state, DeviceEvent.DENY)
+            assert not denial.effects  # denying only changes the state
+            denied = attrs.evolve(device, state=denial.next, account_id=account_id)
             await uow.devices.replace(denied, expected=device.state)
             return ()
         if kind is sc.KeyKind.STUDIO:
@@ -262,8 +286,17 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
         granted = sc.Grantable(permissions).filter(device.requested_scopes)
         event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
         outcome = df.transition(state, event)
-        approved = attrs.evolve(device, state=outcome.next, granted_scopes=granted,
-                                studio_id=studio_id, account_id=account_id)
+        approved = attrs.evolve(device, state=outcome.next, account_id=account_id)
+        for effect in outcome.effects:
+            match effect:
+                case DeviceEffect.GRANT_FILTERED:
+                    approved = attrs.evolve(approved, granted_scopes=granted,
+                                            studio_id=studio_id)
+                case (DeviceEffect.ISSUE_CODES | DeviceEffect.SLOW_DOWN
+                      | DeviceEffect.ISSUE_KEY):
+                    raise LicoreError(f"an approval has no {effect!r}")
+                case _:
+                    assert_never(effect)
         if not await uow.devices.replace(approved, expected=device.state):
             raise ExpiredToken("this code is no longer waiting for approval")
     return granted
@@ -271,29 +304,42 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
 
 async def revoke_key(deps: Deps, key: ApiKey) -> None:
     """POST /revoke by the holder (the key was authenticated by the caller)."""
-    api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
+    outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
     async with deps.storage.unit_of_work() as uow:
-        await uow.api_keys.revoke(key.id, deps.clock.now())
+        await _apply_key_effects(uow, key, outcome.effects, deps.clock.now())
 
 
-async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
+async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
+                               studio_id: str | None = None,
                                account_id: str | None = None) -> None:
     """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         key = await uow.api_keys.by_id(key_id)
         if key is None or (studio_id is not None and key.studio_id != studio_id) or (
                 studio_id is None and (key.account_id != account_id or key.studio_id)):
             raise NotFound("no such connected app")
-        api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at,
-                                              deps.clock.now()), api_keys.KeyEvent.USER_REVOKES)
-        await uow.api_keys.revoke(key.id, deps.clock.now())
+        now = clock.now()
+        state = (api_keys.KeyState.ACTIVE if key.revoked_at is None
+                 else api_keys.KeyState.REVOKED)  # an idle key is still revoked by hand
+        outcome = api_keys.transition(state, api_keys.KeyEvent.USER_REVOKES)
+        await _apply_key_effects(uow, key, outcome.effects, now)
 
 
-async def connected_apps(deps: Deps, *, studio_id: str | None = None,
+async def _apply_key_effects(uow: UnitOfWork, key: ApiKey,
+                             effects: tuple[api_keys.KeyEffect, ...], now: int) -> None:
+    for effect in effects:
+        match effect:
+            case api_keys.KeyEffect.RECORD_REVOKED:
+                await uow.api_keys.revoke(key.id, now)
+            case _:
+                assert_never(effect)
+
+
+async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | None = None,
                          account_id: str | None = None) -> list[ConnectedApp]:
     """Every key still acting for a studio (or a person's library keys), idle ones left out."""
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
+    now = clock.now()
+    async with storage.unit_of_work() as uow:
         apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]
@@ -309,8 +355,10 @@ async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:
         if key is None:
             raise InvalidToken("the key is unknown, revoked or expired")
         state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
-        if state is api_keys.KeyState.REVOKED and key.revoked_at is None:
-            await uow.api_keys.revoke(key.id, now)  # idle for 60 days: revoked for good
+        if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
+            # Idle for 60 days: revoked for good, recorded so the list shows it gone.
+            idle = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.IDLE_60_DAYS)
+            await _apply_key_effects(uow, key, idle.effects, now)
     api_keys.transition(state, api_keys.KeyEvent.USE)
     if api_keys.needs_touch(key.last_used_at, now):
         async with deps.storage.unit_of_work() as uow:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from licore.services.deps import Deps
+from licore.ports import Clock, Storage
 
 SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 # Counters outlive their window by a margin: the longest window in use is the web sign-in
@@ -10,10 +10,10 @@ SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 COUNTER_RETENTION = 24 * 3600
 
 
-async def sweep(deps: Deps) -> int:
+async def sweep(storage: Storage, clock: Clock) -> int:
     """Forget used nonces that can no longer be replayed (their payloads have expired) and
     counters of windows long past. Safe to run from every server process at once."""
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
+    now = clock.now()
+    async with storage.unit_of_work() as uow:
         return (await uow.runtime.sweep_nonces(now)
                 + await uow.counters.sweep(now - COUNTER_RETENTION))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import attrs
 
 from licore.errors import RateLimited
-from licore.services.deps import Deps
+from licore.ports import Clock, Storage
 
 WINDOW = 60
 
@@ -20,11 +20,11 @@ class Quota:
     reset: int  # seconds until the window starts again
 
 
-async def hit(deps: Deps, bucket: str, limit: int) -> Quota:
+async def hit(storage: Storage, clock: Clock, bucket: str, limit: int) -> Quota:
     """Count one request in `bucket`; raise `RateLimited` past `limit` in this minute."""
-    now = deps.clock.now()
+    now = clock.now()
     start = now - now % WINDOW
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         (count,) = await uow.counters.hit([bucket], start)
     reset = max(1, start + WINDOW - now)
     if count > limit:

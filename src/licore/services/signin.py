@@ -12,8 +12,7 @@ from collections.abc import Mapping
 from licore import device_flow as df
 from licore.errors import LicoreError
 from licore.model import Account
-from licore.ports import SignIn
-from licore.services.deps import Deps
+from licore.ports import Clock, SignIn, Storage
 from licore.services.device import EntryAttempts
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
@@ -46,48 +45,49 @@ def _failure_buckets(name: str, ip: str) -> tuple[str, str]:
     return f"signin-fail:name:{name.casefold()}", f"signin-fail:ip:{ip}"
 
 
-async def sign_in(deps: Deps, method: SignIn, fields: Mapping[str, str], ip: str) -> Account:
+async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mapping[str, str],
+                  ip: str) -> Account:
     """The account the fields prove, within the failed-attempt limits (per name, per IP).
 
     Two attempts racing past the check can each be counted only after their verdict, so the
     limit may be overshot by the number of attempts in flight at once; no more.
     """
-    now = deps.clock.now()
+    now = clock.now()
     window = now - now % FAILURE_WINDOW
     by_name, by_ip = _failure_buckets(fields.get("username", ""), ip)
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         name_failures = await uow.counters.count(by_name, window)
         ip_failures = await uow.counters.count(by_ip, window)
     if name_failures >= FAILURES_PER_NAME or ip_failures >= FAILURES_PER_IP:
         raise SignInLocked(window + FAILURE_WINDOW - now)
     account = await method.identify(fields)
     if account is None:
-        async with deps.storage.unit_of_work() as uow:
+        async with storage.unit_of_work() as uow:
             await uow.counters.hit([by_name, by_ip], window)
         raise SignInRefused()
     return account
 
 
-async def entry_attempts(deps: Deps, session_id: str,
+async def entry_attempts(storage: Storage, session_id: str,
                          linked_user_code: str | None) -> EntryAttempts:
     """The session's wrong user-code entries, as the server counted them."""
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         wrong = await uow.counters.count(f"session-wrong-code:{session_id}", SESSION_WINDOW)
     return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
                          linked_user_code=linked_user_code)
 
 
-async def count_wrong_entry(deps: Deps, session_id: str) -> None:
-    async with deps.storage.unit_of_work() as uow:
+async def count_wrong_entry(storage: Storage, session_id: str) -> None:
+    async with storage.unit_of_work() as uow:
         await uow.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
 
 
-async def end_session(deps: Deps, session_id: str) -> None:
+async def end_session(storage: Storage, session_id: str) -> None:
     """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
-    async with deps.storage.unit_of_work() as uow:
+    async with storage.unit_of_work() as uow:
         await uow.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
 
 
-async def session_ended(deps: Deps, session_id: str) -> bool:
-    async with deps.storage.unit_of_work() as uow:
+async def session_ended(storage: Storage, session_id: str) -> bool:
+    async with storage.unit_of_work() as uow:
         return await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0

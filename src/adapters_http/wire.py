@@ -1,0 +1,104 @@
+"""The specification's bodies, made from the domain values the use cases return.
+
+Field names, their order and their JSON types are the specification's (spec 2 and 4,
+contract 3 to 5); the OpenAPI document (`openapi.py`) describes the same shapes and a test
+checks real answers against it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from licore.licenses import LicenseState
+from licore.model import Alert, License, Page, Product, Version
+from licore.ports import LibraryEntry
+
+J = dict[str, Any]
+T = TypeVar("T")
+
+
+def iso(ts: int | None) -> str | None:
+    """Unix seconds as ISO 8601 in UTC, `Z` suffixed."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def listing(name: str, page: Page[T], view: Callable[[T], J], limit: int | None) -> J:
+    """`{name: [...]}`, plus `next_cursor` when the caller asked for a page (contract 3)."""
+    body: J = {name: [view(item) for item in page.items]}
+    if limit is not None:
+        body["next_cursor"] = page.next_cursor
+    return body
+
+
+OK: J = {"ok": True}
+
+
+# Partner API ------------------------------------------------------------------------------
+
+
+def product(p: Product) -> J:
+    return {"id": p.id, "slug": p.slug, "title": p.title, "tagline": p.tagline,
+            "price_credit": p.price_credit, "discoverable": p.discoverable,
+            "licensing_enabled": p.licensing_enabled, "current_version": p.current_version}
+
+
+def saved_product(p: Product) -> J:
+    """The answer to a create and to a change (contract 3)."""
+    return {"ok": True, "id": p.id, "slug": p.slug, "discoverable": p.discoverable}
+
+
+def license(lc: License) -> J:
+    return {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
+            "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
+            "state": lc.state.value}
+
+
+def granted(lc: License) -> J:
+    return {"ok": True, "license": license(lc)}
+
+
+def library_product(entry: LibraryEntry) -> J:
+    p = entry.product
+    return {"id": p.id, "slug": p.slug, "title": p.title, "studio": entry.studio_name,
+            "current_version": p.current_version, "acquired_at": iso(entry.license.created_at)}
+
+
+def library_version(v: Version, of: Product) -> J:
+    return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
+            "live": v.id == of.current_version_id, "created_at": iso(v.created_at)}
+
+
+def alert(a: Alert) -> J:
+    return {"id": a.id, "kind": a.kind, "product_id": a.product_id, "license_id": a.license_id,
+            "platform_id": a.platform_id, "key_owner_platform_id": a.key_owner_platform_id,
+            "game_id": a.game_id, "script_name": a.script_name, "count": a.count,
+            "first_seen_at": iso(a.first_seen_at), "last_seen_at": iso(a.last_seen_at)}
+
+
+def package(p: Product, labels: Iterable[str] | None = None) -> J:
+    body: J = {"product_id": p.id, "slug": p.slug, "title": p.title,
+               "current_version": p.current_version}
+    if labels is not None:
+        body["versions"] = list(labels)
+    body.update(placeholder=p.placeholder, verify_scripts=p.verify_scripts)
+    return body
+
+
+def package_version(v: Version, of: Product) -> J:
+    return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
+            "live": v.id == of.current_version_id, "published": v.published,
+            "created_at": iso(v.created_at), "format": v.format}
+
+
+def package_settings(p: Product) -> J:
+    return {"ok": True, **package(p), "unlock_data": json.loads(p.unlock_data),
+            "protection": json.loads(p.protection)}
+
+
+def published(p: Product, v: Version) -> J:
+    return {"ok": True, **package(p), "version": package_version(v, p)}

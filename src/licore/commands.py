@@ -1,0 +1,305 @@
+"""What a caller asks a use case to do, as small frozen values.
+
+A command is checked when it is made: a field out of its bounds (`licore.bounds`) raises
+`InvalidRequest` naming the field, so a use case only ever sees a well-formed request. The
+HTTP adapter makes commands from JSON bodies and query strings; the web pages make the same
+commands from their forms. `None` in an optional field means "not sent".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NewType
+
+import attrs
+
+from licore import bounds
+from licore.errors import InvalidRequest
+from licore.licenses import LicenseEvent, Source
+from licore.protection import ProtectionSettingsError, parse_protection_settings
+from licore.runtime import Caller
+
+# A value the specification lets a client send as a JSON string or number ("`user_id` is a
+# string or number", spec 4.5), held as its decimal text.
+NumberOrText = NewType("NumberOrText", str)
+
+
+@attrs.frozen
+class JsonValue:
+    """A JSON value a seller chose (unlock data, protection rules), `null` included; kept as
+    parsed. Wrapped so that "sent as null" and "not sent" (None) stay apart."""
+
+    value: Any
+
+
+# Lists (contract 3, extension) ------------------------------------------------------------
+
+
+@attrs.frozen
+class Paging:
+    """`limit` and `cursor` of a list. Without `limit` the whole list is answered."""
+
+    limit: int | None = attrs.field(default=None, validator=bounds.PAGE_LIMIT)
+    cursor: str | None = attrs.field(default=None, validator=bounds.CURSOR)
+
+
+# Products (spec 4.2) ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class ListProducts:
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class CreateProduct:
+    title: str = attrs.field(validator=bounds.TITLE)
+    tagline: str | None = attrs.field(default=None, validator=bounds.TAGLINE)
+    description: str | None = attrs.field(default=None, validator=bounds.DESCRIPTION)
+    price_credit: int | None = attrs.field(default=None, validator=bounds.PRICE_CREDIT)
+    # A create that sends `discoverable` is still a draft (spec 3): the field is accepted
+    # (and must be a boolean) but changes nothing.
+    discoverable: bool | None = None
+
+
+@attrs.frozen
+class ChangeProduct:
+    """Only the fields sent are changed (spec 4.2)."""
+
+    id: str = attrs.field(validator=bounds.IDENTIFIER)
+    title: str | None = attrs.field(default=None, validator=bounds.TITLE)
+    tagline: str | None = attrs.field(default=None, validator=bounds.TAGLINE)
+    description: str | None = attrs.field(default=None, validator=bounds.DESCRIPTION)
+    price_credit: int | None = attrs.field(default=None, validator=bounds.PRICE_CREDIT)
+    discoverable: bool | None = None
+
+
+# Licenses (spec 4.3, contract 3) ----------------------------------------------------------
+
+
+def _user(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    bounds.IDENTIFIER.check(attribute.name, value)
+    if not value.isdigit() and len(value) > bounds.USERNAME.max_len:
+        raise InvalidRequest("user must be a username or a numeric platform id", "user")
+
+
+@attrs.frozen
+class LicenseTarget:
+    """One user's license of one product. `user` is a numeric platform id when all digits,
+    else a username (contract 3)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    user: str = attrs.field(validator=_user)
+
+
+@attrs.frozen
+class ChangeLicense:
+    """Grant, revoke, pause or resume: one event of the license table (`licore.licenses`)."""
+
+    target: LicenseTarget
+    event: LicenseEvent
+    source: Source = Source.GRANT
+
+
+@attrs.frozen
+class ListLicenses:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class ListAlerts:
+    # None: the alerts of the whole studio.
+    product_id: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+    page: Paging = Paging()
+
+
+# Library (spec 4.4) -----------------------------------------------------------------------
+
+
+@attrs.frozen
+class ListLibrary:
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class ListLibraryVersions:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class DownloadCopy:
+    """The live build, or the published version `version_id`, as the buyer's own copy."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    version_id: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+
+
+# Packages (contract 4) --------------------------------------------------------------------
+
+
+@attrs.frozen
+class ListPackages:
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class ListPackageVersions:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class UploadVersion:
+    """A new draft version. The file is checked by parsing in the use case, where the model
+    codec is; its size against the operator's limit there too."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    version: str = attrs.field(validator=bounds.VERSION_LABEL)  # the new label
+    data: bytes = attrs.field(repr=False)
+
+
+@attrs.frozen
+class PublishVersion:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    version_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+def _unlock_data(instance: object, attribute: attrs.Attribute[Any],
+                 value: JsonValue | None) -> None:
+    if value is not None and len(compact_json(value).encode()) > bounds.UNLOCK_DATA_BYTES:
+        raise InvalidRequest(
+            f"unlock_data must be at most {bounds.UNLOCK_DATA_BYTES} bytes of JSON",
+            "unlock_data")
+
+
+def compact_json(value: JsonValue) -> str:
+    return json.dumps(value.value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _protection(instance: object, attribute: attrs.Attribute[Any],
+                value: JsonValue | None) -> None:
+    """The rules' own schema (docs/protection.md); whether they apply to the live build is
+    the use case's to find out."""
+    if value is not None:
+        try:
+            parse_protection_settings(value.value)
+        except ProtectionSettingsError as error:
+            raise InvalidRequest(f"{error.field}: {error.reason}", error.field) from None
+
+
+@attrs.frozen
+class ChangeSettings:
+    """The placeholder token, "Verify scripts", the unlock payload and the protection rules
+    (checked by `licore.protection` in the use case). Only the fields sent change."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    placeholder: str | None = attrs.field(default=None, validator=bounds.PLACEHOLDER)
+    verify_scripts: bool | None = None
+    unlock_data: JsonValue | None = attrs.field(default=None, validator=_unlock_data)
+    protection: JsonValue | None = attrs.field(default=None, validator=_protection)
+
+
+# Runtime (spec 4.5) -----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Check:
+    """POST /check."""
+
+    user_id: NumberOrText = attrs.field(validator=bounds.PLATFORM_ID)
+    product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
+    game_id: NumberOrText | None = attrs.field(default=None, validator=bounds.GAME_ID)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.product_id, self.key, self.game_id)
+
+
+@attrs.frozen
+class Unlock:
+    """POST /unlock."""
+
+    user_id: NumberOrText = attrs.field(validator=bounds.PLATFORM_ID)
+    product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
+    nonce: str = attrs.field(validator=bounds.NONCE)
+    game_id: NumberOrText | None = attrs.field(default=None, validator=bounds.GAME_ID)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.product_id, self.key, self.game_id)
+
+
+@attrs.frozen
+class AskVersion:
+    """POST /version. `current` is the label the caller holds, if it said."""
+
+    user_id: NumberOrText = attrs.field(validator=bounds.PLATFORM_ID)
+    product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
+    current: str | None = attrs.field(default=None, validator=bounds.RUNTIME_TEXT)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.product_id, self.key)
+
+
+@attrs.frozen
+class Update:
+    """POST /update."""
+
+    user_id: NumberOrText = attrs.field(validator=bounds.PLATFORM_ID)
+    product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
+    nonce: str = attrs.field(validator=bounds.NONCE)
+    current: str | None = attrs.field(default=None, validator=bounds.RUNTIME_TEXT)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.product_id, self.key)
+
+
+@attrs.frozen
+class VerifySource:
+    """POST /verify-source. `source` is compared byte for byte, so it is kept as sent."""
+
+    user_id: NumberOrText = attrs.field(validator=bounds.PLATFORM_ID)
+    product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
+    script_name: str = attrs.field(validator=bounds.RUNTIME_TEXT)
+    source: str = attrs.field(validator=bounds.SOURCE, repr=False)
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.user_id, self.product_id, self.key)
+
+
+# Device flow (spec 4.1, contract 6) -------------------------------------------------------
+
+
+@attrs.frozen
+class StartAuthorization:
+    """POST /device/code. `client_id` may instead come by HTTP Basic client authentication
+    (contract 6), so it may be missing here."""
+
+    scope: str = attrs.field(validator=bounds.OAUTH_REQUIRED)
+    client_id: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+
+
+@attrs.frozen
+class PollToken:
+    """POST /device/token."""
+
+    device_code: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)
+    grant_type: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+    client_id: str | None = attrs.field(default=None, validator=bounds.OAUTH_FIELD)
+
+
+@attrs.frozen
+class RevokeToken:
+    """POST /revoke in the RFC 7009 shape (extension): the token in the body."""
+
+    token: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)

@@ -1,0 +1,81 @@
+"""A person's library (spec 4.4): what they own, each product's versions, and downloads of
+their own protected copy."""
+
+from __future__ import annotations
+
+import attrs
+
+from licore import licenses as lic
+from licore.actors import ActingPerson
+from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
+from licore.errors import NotFound
+from licore.model import License, Page, Product, Version
+from licore.ports import KeyVault, LibraryEntry, Storage, UnitOfWork
+from licore.services.builds import Copies, Download
+
+
+@attrs.frozen
+class VersionList:
+    """Versions of one product; `product` tells which of them is live."""
+
+    product: Product
+    page: Page[Version]
+
+
+async def _platform_id(uow: UnitOfWork, person: ActingPerson) -> str:
+    account = await uow.accounts.by_id(person.account_id)
+    if account is None:
+        raise NotFound("the account behind this key is gone")
+    return account.platform_id
+
+
+async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str) -> License:
+    """The person's license of the product, if it lets them download (paused ones do not)."""
+    license = await uow.licenses.for_user(product_id, await _platform_id(uow, person))
+    if license is None or not lic.passes_runtime(license.state):
+        raise NotFound("no such product in your library")
+    return license
+
+
+@attrs.frozen
+class Library:
+    storage: Storage
+    vault: KeyVault
+    copies: Copies
+
+    async def list(self, person: ActingPerson, command: ListLibrary) -> Page[LibraryEntry]:
+        """Products the person holds an active license for: what they can download."""
+        async with self.storage.unit_of_work() as uow:
+            platform_id = await _platform_id(uow, person)
+            return await uow.licenses.library_of(platform_id, command.page.limit,
+                                                 command.page.cursor)
+
+    async def versions(self, person: ActingPerson,
+                       command: ListLibraryVersions) -> VersionList:
+        """Published versions, so a buyer can roll back without the seller."""
+        async with self.storage.unit_of_work() as uow:
+            await _held(uow, person, command.product_id)
+            product = await uow.products.by_id(command.product_id)
+            if product is None:
+                raise NotFound("no such product in your library")
+            page = await uow.versions.of_product(command.product_id, True, command.page.limit,
+                                                 command.page.cursor)
+        return VersionList(product, page)
+
+    async def download(self, person: ActingPerson, command: DownloadCopy) -> Download:
+        """The live build, or the named published one, as the buyer's own copy (key
+        injected, rules applied); never an unprotected copy."""
+        async with self.storage.unit_of_work() as uow:
+            license = await _held(uow, person, command.product_id)
+            product = await uow.products.by_id(command.product_id)
+            wanted = command.version_id or (product.current_version_id if product else None)
+            version = await uow.versions.by_id(wanted) if wanted else None
+        if product is None or version is None or version.product_id != command.product_id \
+                or not version.published:
+            raise NotFound("no such version" if command.version_id
+                           else "the product has no live build")
+        if license.key_ciphertext is None:
+            raise NotFound("no such product in your library")
+        license_key = self.vault.decrypt(license.key_ciphertext, license.id)
+        data = await self.copies.prepared(license, product, version, license_key)
+        return Download(data, version.label, version.format)

@@ -1,0 +1,106 @@
+"""Licenses and alerts of a studio's products (spec 4.3 and 3, contract 3)."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import attrs
+
+from licore import licenses as lic
+from licore import tokens
+from licore.actors import ActingStudio
+from licore.commands import ChangeLicense, ListAlerts, ListLicenses
+from licore.errors import AlreadyOwned, NotFound
+from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
+from licore.model import Alert, License, Page
+from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork
+from licore.services.ids import Ids
+from licore.services.products import own_product
+
+
+async def resolve_user(uow: UnitOfWork, user: str) -> str:
+    """All digits is a platform id; anything else a username from the user directory."""
+    if user.isdigit():
+        return user
+    account = await uow.accounts.by_username(user)
+    if account is None:
+        raise NotFound("no user with that name")
+    return account.platform_id
+
+
+@attrs.frozen
+class Licensing:
+    storage: Storage
+    clock: Clock
+    ids: Ids
+    random: Randomness
+    vault: KeyVault
+
+    async def list(self, studio: ActingStudio, command: ListLicenses) -> Page[License]:
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, command.product_id)
+            return await uow.licenses.of_product(command.product_id, command.page.limit,
+                                                 command.page.cursor)
+
+    async def alerts(self, studio: ActingStudio, command: ListAlerts) -> Page[Alert]:
+        async with self.storage.unit_of_work() as uow:
+            if command.product_id is not None:
+                await own_product(uow, studio, command.product_id)
+            return await uow.alerts.of_studio(studio.studio_id, command.product_id,
+                                              command.page.limit, command.page.cursor)
+
+    def _mint(self, license: License) -> License:
+        key = tokens.make_license_key(self.random.token_bytes(48))
+        return attrs.evolve(
+            license, key_ciphertext=self.vault.encrypt(key, license.id),
+            key_digest=self.vault.lookup_digest(key), key_generation=license.key_generation + 1)
+
+    async def change(self, studio: ActingStudio, command: ChangeLicense) -> License:
+        """One license transition as one unit of work, by the table in `licore.licenses`."""
+        target, event = command.target, command.event
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, target.product_id)
+            platform_id = await resolve_user(uow, target.user)
+            current = await uow.licenses.for_user(target.product_id, platform_id)
+            state = current.state if current else LicenseState.NONE
+            outcome = lic.transition(state, event)
+            if current is None:
+                fresh = await self._apply(uow, License(
+                    id=self.ids.new("lic"), product_id=target.product_id,
+                    platform_id=platform_id, source=command.source, state=outcome.next,
+                    verified_at=now, created_at=now), outcome.effects, command.source, now,
+                    prepared=False)
+                if not await uow.licenses.add(fresh):
+                    raise AlreadyOwned("the user already holds a license for this product")
+                return fresh
+            updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
+                                        outcome.effects, command.source, now, prepared=True)
+            if updated != current and not await uow.licenses.replace(updated, expected=state):
+                if event is LicenseEvent.GRANT:
+                    raise AlreadyOwned("the user already holds a license for this product")
+                raise NotFound("the license changed while this request ran; try again")
+            return updated
+
+    async def _apply(self, uow: UnitOfWork, license: License,
+                     effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
+                     prepared: bool) -> License:
+        """A row's effects on the record; `prepared` when copies may exist for its old key
+        (a new key or none makes them void)."""
+        for effect in effects:
+            match effect:
+                case LicenseEffect.MINT_KEY:
+                    if prepared:
+                        await uow.copies.drop(license_id=license.id)
+                    license = self._mint(attrs.evolve(license, source=source, verified_at=now))
+                case LicenseEffect.CLEAR_KEY:
+                    if prepared:
+                        await uow.copies.drop(license_id=license.id)
+                    license = attrs.evolve(license, key_ciphertext=None, key_digest=None)
+                case LicenseEffect.REVERIFY:
+                    license = attrs.evolve(license, verified_at=now)
+                case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT | LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                    pass  # the chat-role outbox (contract 8) is a later issue's work
+                case _:
+                    assert_never(effect)
+        return license

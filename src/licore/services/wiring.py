@@ -1,0 +1,49 @@
+"""The use cases, each given what it uses and nothing more, built once from the parts the
+composition root chose (`Deps`)."""
+
+from __future__ import annotations
+
+import attrs
+
+from licore.services.builds import Copies
+from licore.services.dashboard import Dashboard
+from licore.services.deps import Deps
+from licore.services.ids import Ids
+from licore.services.library import Library
+from licore.services.licensing import Licensing
+from licore.services.operator import Operator
+from licore.services.packages import Packages
+from licore.services.person import People
+from licore.services.products import Products
+from licore.services.runtime import Runtime, RuntimeLimits
+
+
+@attrs.frozen
+class UseCases:
+    products: Products
+    licensing: Licensing
+    library: Library
+    packages: Packages
+    copies: Copies
+    runtime: Runtime
+    dashboard: Dashboard
+    people: People
+    operator: Operator
+
+    @classmethod
+    def of(cls, deps: Deps) -> UseCases:
+        storage, clock, settings = deps.storage, deps.clock, deps.settings
+        ids = Ids(clock, deps.random)
+        copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
+        products = Products(storage, clock, ids)
+        licensing = Licensing(storage, clock, ids, deps.random, deps.vault)
+        library = Library(storage, deps.vault, copies)
+        packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
+                            settings.max_upload_bytes)
+        runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
+                          RuntimeLimits(settings.runtime_key_rate_limit,
+                                        settings.runtime_ip_rate_limit, settings.alert_window))
+        return cls(products, licensing, library, packages, copies, runtime,
+                   Dashboard(storage, clock, products, licensing, packages, copies),
+                   People(storage, clock, library),
+                   Operator(storage, clock, ids, deps.passwords))
