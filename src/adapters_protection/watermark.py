@@ -336,8 +336,8 @@ def _spaced(before: str, word: str, after: str) -> str:
     """`word` with a space on a side where it would otherwise run into its neighbour (two
     words, or `[` before a long string, which would read as one long bracket)."""
     def joins(a: str, b: str) -> bool:
-        return bool(a and b) and ((a.isalnum() or a == "_") and (b.isalnum() or b == "_")
-                                  or a == "[" and b == "[")
+        return bool(a and b) and (((a.isalnum() or a == "_") and (b.isalnum() or b == "_"))
+                                  or (a == "[" and b == "["))
     return (" " if joins(before, word[0]) else "") + word + (
         " " if joins(word[-1], after) else "")
 
