@@ -74,8 +74,8 @@ def _ambiguous_calls(root: Node) -> list[Node]:
 _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 
-_READ_MIN = 64 << 10  # characters of each script read under each candidate's secret, at least
-_READ_WORK = 16 << 20  # and at most this many over all candidates
+_READ_MIN = 16 << 10  # characters of each script read under each candidate's secret, at least
+_READ_WORK = 8 << 20  # and at most this many over all candidates
 
 
 def _readings(scripts: Sequence[tuple[str, str]],
