@@ -1,8 +1,9 @@
-"""The protector port over tree-sitter-luau: safety checks and the five transforms.
+"""The protector port over tree-sitter-luau: safety checks and the six transforms.
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
 rename_locals with hoist_constants and encrypt_strings (one pass: their edits never
-overlap), flatten, strip. The output is a function of
+overlap), flatten, strip, watermark. The watermark goes last so that it is written in the
+very text the buyer gets, where tracing reads it. The output is a function of
 (source, rules, license secret) only. A script a rule cannot handle safely is
 refused with the script and line named; protect never returns a partly protected copy.
 """
@@ -15,7 +16,8 @@ import tree_sitter
 
 from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.cipher import readable_literals
-from adapters_protection.edits import Edit
+from adapters_protection.edits import Edit, apply
+from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
 from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
@@ -38,6 +40,7 @@ from adapters_protection.syntax import (
 )
 from adapters_protection.tracing import trace as trace_scripts
 from adapters_protection.typeless import erase_types
+from adapters_protection.watermark import mark_edits
 from licore.protection import (
     Candidate,
     ProtectionFailed,
@@ -71,13 +74,18 @@ def _ambiguous_calls(root: Node) -> list[Node]:
 _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 
+_READ_MIN = 16 << 10  # characters of each script read under each candidate's secret, at least
+_READ_WORK = 8 << 20  # and at most this many over all candidates
+
+
 def _readings(scripts: Sequence[tuple[str, str]],
               candidates: Sequence[Candidate]) -> list[tuple[str, str]]:
     out = []
     for candidate in candidates:
         if len(candidate.searched) < _MIN_KEY:
             continue
-        for path, script in scripts:
+        for path, whole in scripts:
+            script = whole[:max(_READ_MIN, _READ_WORK // max(1, len(candidates)))]
             lines: dict[int, list[str]] = {}
             for value, offset in readable_literals(script, candidate.license_secret):
                 if candidate.searched in value:
@@ -94,13 +102,17 @@ class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
     def trace(self, scripts: Sequence[tuple[str, str]],
-              candidates: Sequence[Candidate]) -> Trace | None:
+              candidates: Sequence[Candidate]) -> Trace:
         # An encrypted literal reads only under its license's secret, so the tracer also
-        # gets each candidate's readings of the literals, each on the line it came from.
-        return trace_scripts([*scripts, *_readings(scripts, candidates)], candidates)
+        # gets each candidate's readings of the literals, each on the line it came from,
+        # to look for keys in (only the start of each script, where the constant table
+        # sits: the work is per candidate).
+        return trace_scripts(scripts, candidates, self._bias_key,
+                             readings=_readings(scripts, candidates))
 
-    def __init__(self) -> None:
+    def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
+        self._bias_key = bias_key(watermark_secret)
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
@@ -258,9 +270,15 @@ class LuauProtector:
                                                  keep=added))
         if "strip" in transforms:
             data, root, analysis = fresh(strip(data, root))
+        if "watermark" in transforms and not root.has_error:
+            data, root, analysis = fresh(self._watermark(data, root, license_secret))
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
         return data.decode()
+
+    def _watermark(self, data: bytes, root: Node, license_secret: bytes) -> bytes:
+        return apply(data, mark_edits(data.decode(), root,
+                                      code_bits(self._bias_key, bits_key(license_secret))))

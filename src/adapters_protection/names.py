@@ -28,6 +28,25 @@ def mark_key(license_secret: bytes) -> bytes:
     return hmac.new(license_secret, b"licore/trace-mark/v1", hashlib.sha256).digest()
 
 
+MARK_SPACE = len(_ALPHABET) ** MARK_LENGTH
+
+
+def mark_hasher(key: bytes) -> hashlib.blake2b:
+    """The keyed digest behind `mark`, to copy when checking many words."""
+    return hashlib.blake2b(key=key, digest_size=8)
+
+
+def mark_value(suffix: str) -> int:
+    """The number a mark spells (the inverse of `mark`'s digits), -1 if it cannot be one."""
+    value = 0
+    for ch in reversed(suffix):
+        digit = _ALPHABET.find(ch)
+        if digit < 0:
+            return -1
+        value = value * len(_ALPHABET) + digit
+    return value
+
+
 def mark(key: bytes, stem: str) -> str:
     value = int.from_bytes(hashlib.blake2b(stem.encode(), key=key, digest_size=8).digest(), "big")
     chars = []

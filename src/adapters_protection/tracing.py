@@ -1,36 +1,59 @@
-"""Naming the license a leaked copy was made for.
+"""Naming the license a leaked copy was made for, or saying that it cannot be told.
 
-Two kinds of evidence, weighed together:
-- marked names: every identifier the protector generates ends in a mark keyed by the
-  license secret (see `names`). Marks survive cutting the key out, changing or removing
-  comments and whitespace, and reformatting, because none of those renames identifiers.
-  A random word carries a given license's mark with probability 62**-4 (about 1 in 15
-  million), and at least two marked names are required.
-- the key itself, where it survives: as written, or inside a string encrypted by
-  `encrypt_strings` (each encrypted literal is tried against every possible decoder step,
-  so this works without the script's path).
+Three kinds of evidence:
+- the watermark (`watermark`, `fingerprint`): each carrier read off the copy is a position
+  of a Tardos code; every candidate gets a score, and a candidate is accused only when its
+  score reaches the threshold at which an innocent license gets there with probability at
+  most CHANCE / 2 / (number of candidates). It survives renaming, reformatting, minifying
+  and cutting the key, and a merge of several buyers' copies accuses one of them;
+- marked names (`names`): generated identifiers carry a keyed mark; a license is accused by
+  them only when it has more marked names than chance would give any of the candidates
+  among the words examined, again with probability at most CHANCE / 2 overall;
+- the key, where it survives (as written, or inside a string `encrypt_strings` encrypted).
+  A key can be planted, so it names a license only when the watermark agrees, or when the
+  copy has too few watermark positions to say anything either way.
 
-A candidate carries the secret its copies were protected with (what `Protector.protect`
-received) and, when it still has one, its plain key to search for; without a separate key the
-secret itself is searched for (callers that protect with the plain key).
+Everything is one pass over the text, then scoring: work grows with the text's length, and
+with the number of candidates only up to a fixed budget (positions and words beyond it are
+sampled by a keyed choice a leaker cannot aim at).
 
 Pure: no I/O. The caller loads candidates (for example every license of one product).
 """
 
 from __future__ import annotations
 
+import hashlib
+import heapq
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 
-from adapters_protection.names import MARK_LENGTH, carries_mark, mark_key
+from adapters_protection import fingerprint
+from adapters_protection.names import (
+    MARK_LENGTH,
+    MARK_SPACE,
+    mark_hasher,
+    mark_key,
+    mark_value,
+)
 from adapters_protection.strings import STEPS, BadEscape, decipher, decode_quoted
+from adapters_protection.watermark import read
 from licore.protection import Candidate, Trace
 
+CHANCE = 1e-6  # the most a trace may risk naming an innocent, all evidence together
 MIN_MARKED_NAMES = 2
-KEY_WEIGHT = 3  # the key counts as much as three marked names
+_WORK = 2_000_000  # positions x candidates scored at most
+_NAME_WORK = 250_000  # words x candidates checked for a mark at most
+_MIN_SAMPLE = 2048
+_MIN_WORDS = 256
+_READ = 4 << 20  # characters of watermark read at most (a keyed sample beyond)
+_PIECE = 64 << 10
 _MIN_KEY_LENGTH = 16  # shorter secrets are not searched for as text
+_MAX_DECODED = 500  # encrypted literals tried under every decoder step
+_MAX_DECODED_LENGTH = 256
+_MARK_CHANCE = float(62 ** -MARK_LENGTH)
 _CANDIDATE_NAME = re.compile(
     rf"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]{{1,}}[A-Za-z0-9]{{{MARK_LENGTH}}}(?![A-Za-z0-9_])")
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"|\'((?:[^\'\\\n]|\\.|\\\n)*)\'', re.DOTALL)
@@ -39,88 +62,278 @@ _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"|\'((?:[^\'\\\n]|\\.|\\\n)*)\''
 @attrs.frozen
 class _Place:
     path: str
-    line: int
+    offset: int
+    text: str = attrs.field(repr=False, eq=False)
 
     def __str__(self) -> str:
-        return f"{self.path}, line {self.line}"
+        return f"{self.path}, line {self.text.count(chr(10), 0, self.offset) + 1}"
 
 
-def _line(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+@attrs.frozen
+class _Accusation:
+    license_id: str
+    strength: float  # -ln of the chance an innocent would have this much evidence
+    evidence: tuple[str, ...]
 
 
-def _names(scripts: Sequence[tuple[str, str]]) -> dict[str, _Place]:
-    """Every word that could be a generated name, with where it first occurs."""
-    found: dict[str, _Place] = {}
-    for path, text in scripts:
-        for m in _CANDIDATE_NAME.finditer(text):
-            if m.group(0) not in found:
-                found[m.group(0)] = _Place(path, _line(text, m.start()))
-    return found
+def _sample(items: Sequence[bytes], size: int, key: fingerprint.Keyed) -> list[bytes]:
+    """At most `size` of `items`, picked by a keyed order nobody without `key` can aim at."""
+    if len(items) <= size:
+        return list(items)
+    digests = [hashlib.blake2b(i, digest_size=16).digest() for i in items]
+    order = key.units(digests)
+    return [items[k] for k in heapq.nsmallest(size, range(len(items)), key=order.__getitem__)]
 
 
-def _decodings(scripts: Sequence[tuple[str, str]], shortest: int) -> list[tuple[bytes, _Place]]:
-    """Each string literal long enough to hold a key, as written and as it would decode
-    under every possible `encrypt_strings` step."""
-    out: list[tuple[bytes, _Place]] = []
-    for path, text in scripts:
-        for m in _QUOTED.finditer(text):
-            try:
-                value = decode_quoted(m.group(1) if m.group(1) is not None else m.group(2))
-            except BadEscape:
-                continue
-            if len(value) < shortest:
-                continue
-            place = _Place(path, _line(text, m.start()))
-            out.append((value, place))
-            if len(value) < shortest + 1:
-                continue
-            k, body = value[0], value[1:]
-            out += [(decipher(body, k, step), place) for step in STEPS]
+def _pieces(scripts: Sequence[tuple[str, str]], key: fingerprint.Keyed
+            ) -> list[tuple[int, int, str]]:
+    """What the watermark is read from: (script, offset, text). All of it up to _READ
+    characters; beyond that, a keyed sample of _PIECE-character stretches adding up to
+    _READ, each starting at a line. Only a sample of positions is scored anyway, and the
+    sample taken here is one a leaker cannot aim at either, so reading everything would
+    change nothing but the time."""
+    total = sum(len(text) for _, text in scripts)
+    if total <= _READ:
+        return [(i, 0, text) for i, (_, text) in enumerate(scripts)]
+    spans = [(i, at) for i, (_, text) in enumerate(scripts) for at in range(0, len(text), _PIECE)]
+    ids = [f"{i}:{at}".encode() for i, at in spans]
+    order = key.units([hashlib.blake2b(b, digest_size=16).digest() for b in ids])
+    chosen = sorted(heapq.nsmallest(_READ // _PIECE, range(len(spans)), key=order.__getitem__))
+    out = []
+    for k in chosen:
+        i, at = spans[k]
+        text = scripts[i][1]
+        start = at if at == 0 else text.find("\n", at, at + _PIECE) + 1 or at
+        out.append((i, start, text[start:at + _PIECE]))
     return out
 
 
-def trace(scripts: Sequence[tuple[str, str]],
-          candidates: Sequence[Candidate]) -> Trace | None:
-    """The candidate these scripts were protected for, with the evidence, or None when no
-    candidate has enough evidence or two are tied."""
-    names = _names(scripts)
-    keyed = [c for c in candidates if len(c.searched) >= _MIN_KEY_LENGTH]
-    shortest = min((len(c.searched) for c in keyed), default=0)
-    texts = _decodings(scripts, shortest) if keyed else []
-    plain = [(text.encode(), _Place(path, 0)) for path, text in scripts]
-    results: list[tuple[int, Trace]] = []
-    for candidate in candidates:
-        key = mark_key(candidate.license_secret)
-        marked = [name for name in names if carries_mark(key, name)]
-        key_place = None
-        if len(candidate.searched) >= _MIN_KEY_LENGTH:
-            key_place = _find(candidate.searched, plain, texts)
-        evidence = []
-        if key_place is not None:
-            evidence.append(f"the license key appears in {key_place}")
+@attrs.define
+class _Watermark:
+    """The code bits read off the copy: majority per position, ties dropped."""
+
+    observed: fingerprint.Observed
+    places: dict[bytes, tuple[int, int]]  # position -> (script, offset) where first seen
+
+    @classmethod
+    def read(cls, scripts: Sequence[tuple[str, str]], bias_key: fingerprint.Keyed,
+             budget: int) -> _Watermark:
+        votes: dict[bytes, list[int]] = {}
+        places: dict[bytes, tuple[int, int]] = {}
+        for index, base, text in _pieces(scripts, bias_key):
+            for position, bit, offset in read(text):
+                tally = votes.get(position)
+                if tally is None:
+                    votes[position] = tally = [0, 0]
+                    places[position] = (index, base + offset)
+                tally[bit] += 1
+        decided = [p for p, (zeros, ones) in votes.items() if zeros != ones]
+        decided = _sample(decided, budget, bias_key)
+        bits = {p: 1 if votes[p][1] > votes[p][0] else 0 for p in decided}
+        return cls(fingerprint.Observed(bits, bias_key), places)
+
+
+_DEFAULT_BIAS = fingerprint.bias_key(fingerprint.DEFAULT_SECRET)
+
+
+def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
+          bias_key: fingerprint.Keyed = _DEFAULT_BIAS,
+          readings: Sequence[tuple[str, str]] = ()) -> Trace:
+    """The candidate these scripts were protected for, with the evidence; a Trace without
+    a license when the evidence does not reach the thresholds. `readings` are more texts
+    to look for keys in (the literals as deciphered for candidates), not for marks."""
+    n = max(1, len(candidates))
+    watermark = _Watermark.read(scripts, bias_key, max(_MIN_SAMPLE, _WORK // n))
+    observed = watermark.observed
+    m = len(observed)
+    chance = CHANCE / 2 / n
+    z = observed.threshold(chance)
+    scores = {c.license_id: observed.score(fingerprint.bits_key(c.license_secret))
+              for c in candidates}
+    names, examined = _marked_names(scripts, candidates, bias_key,
+                                    max(_MIN_WORDS, _NAME_WORK // n))
+    needed_names = _names_needed(examined, chance)
+    keys = _keys_found([*scripts, *readings], candidates)
+
+    accused: list[_Accusation] = []
+    for c in candidates:
+        evidence, strength = [], 0.0
+        score = scores[c.license_id]
+        if score >= z:
+            strength = -observed.log_chance(score)
+            evidence.append(_watermark_words(observed, score, z, n))
+        marked = names.get(c.license_id, [])
+        if len(marked) >= needed_names:
+            strength = max(strength, -_names_log_tail(examined, len(marked)))
+            evidence.append(_names_words(marked, scripts))
+        if evidence:
+            if c.license_id in keys:
+                evidence.insert(0, f"the license key appears in {keys[c.license_id]}")
+            if 0 < len(marked) < needed_names:
+                evidence.append(_names_words(marked, scripts))
+            accused.append(_Accusation(c.license_id, strength, tuple(evidence)))
+    about = _about(m, z)
+    if accused:
+        accused.sort(key=lambda a: -a.strength)
+        top = accused[0]
+        evidence = list(top.evidence)
+        if len(accused) > 1:
+            evidence.append("the evidence also names " + ", ".join(
+                a.license_id for a in accused[1:6]) + (" and others" if len(accused) > 6
+                                                       else "")
+                            + ": copies of several licenses were probably merged")
+        others = [lid for lid in keys if lid != top.license_id]
+        if others:
+            evidence.append("the key of " + ", ".join(others[:5]) + " also appears, though "
+                            "that license's copy is not what leaked: it was planted")
+        return Trace(top.license_id, tuple(evidence), len(names.get(top.license_id, [])),
+                     top.license_id in keys, m)
+    # Nobody is accused by a mark. The key alone names a license only where the
+    # watermark has too few positions to have seen its owner.
+    evidence = [about]
+    blind = fingerprint.positions_expected(m, 1) < z
+    if len(keys) == 1:
+        license_id, place = next(iter(keys.items()))
+        confirm = observed.threshold(CHANCE / 2)
+        if blind or scores[license_id] >= confirm:
+            reason = ("the copy carries too few watermark positions to confirm or contradict "
+                      "it" if scores[license_id] < confirm else "the watermark agrees")
+            return Trace(license_id, (f"the license key appears in {place}", reason),
+                         len(names.get(license_id, [])), True, m)
+        evidence.append(f"the key of {license_id} appears in {place}, but the watermark "
+                        "does not confirm that license: the key may have been planted")
+    elif keys:
+        evidence.append("the keys of " + ", ".join(sorted(keys)) + " appear: at least one "
+                        "was planted, and the watermark names none of them")
+    return Trace(None, tuple(evidence), 0, False, m)
+
+
+def _about(m: int, z: float) -> str:
+    if m == 0:
+        return "the copy carries no watermark (no rule with watermark was applied to it, " \
+               "or it was rewritten beyond recognition)"
+    return (f"cannot tell: the copy carries {m} watermark positions, and no license's "
+            f"score reaches the {z:.0f} needed to name it")
+
+
+def _watermark_words(observed: fingerprint.Observed, score: float, z: float, n: int) -> str:
+    exponent = (observed.log_chance(score) + math.log(n)) / math.log(10)
+    return (f"the watermark names this license: score {score:.0f} over "
+            f"{len(observed)} positions, where {z:.0f} names a license; the chance "
+            f"that any of the {n} licenses reaches this score without its copy having been "
+            f"used is below 1e{math.floor(exponent) + 1}")
+
+
+def _names_words(marked: list[str], scripts: Sequence[tuple[str, str]]) -> str:
+    shown = ", ".join(f"{name} ({_place_of(name, scripts)})" for name in marked[:5])
+    more = f" and {len(marked) - 5} more" if len(marked) > 5 else ""
+    return f"{len(marked)} generated names carry this license's mark: {shown}{more}"
+
+
+def _place_of(word: str, scripts: Sequence[tuple[str, str]]) -> _Place:
+    for path, text in scripts:
+        m = re.search(rf"(?<![A-Za-z0-9_]){word}(?![A-Za-z0-9_])", text)
+        if m:
+            return _Place(path, m.start(), text)
+    return _Place(scripts[0][0], 0, scripts[0][1])
+
+
+def _names_log_tail(words: Sequence[str], k: int) -> float:
+    """ln of an upper bound on the chance that `k` or more of `words` carry a given
+    license's mark by accident: C(W, k) q^k <= (W q)^k / k!."""
+    lam = max(len(words), 1) * _MARK_CHANCE
+    return min(0.0, k * math.log(lam) - math.lgamma(k + 1))
+
+
+def _names_needed(words: Sequence[str], chance: float) -> int:
+    k = MIN_MARKED_NAMES
+    while _names_log_tail(words, k) > math.log(chance):
+        k += 1
+    return k
+
+
+def _marked_names(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
+                  bias_key: fingerprint.Keyed, budget: int
+                  ) -> tuple[dict[str, list[str]], list[str]]:
+    """Each candidate's marked names among the words examined, and the words examined (a
+    keyed sample when there are too many)."""
+    found_words: set[str] = set()
+    for _, _, text in _pieces(scripts, bias_key):
+        found_words.update(_CANDIDATE_NAME.findall(text))
+    words = [w.decode() for w in _sample(sorted(w.encode() for w in found_words), budget,
+                                         bias_key)]
+    stems = [(w[:-MARK_LENGTH].encode(), mark_value(w[-MARK_LENGTH:]), w) for w in words]
+    found: dict[str, list[str]] = {}
+    for c in candidates:
+        hasher = mark_hasher(mark_key(c.license_secret))
+        marked = []
+        for stem, value, word in stems:
+            h = hasher.copy()
+            h.update(stem)
+            if int.from_bytes(h.digest(), "big") % MARK_SPACE == value:
+                marked.append(word)
         if marked:
-            shown = ", ".join(f"{n} ({names[n]})" for n in marked[:5])
-            more = f" and {len(marked) - 5} more" if len(marked) > 5 else ""
-            evidence.append(f"{len(marked)} generated names carry this license's mark: "
-                            f"{shown}{more}")
-        score = len(marked) + (KEY_WEIGHT if key_place is not None else 0)
-        if key_place is not None or len(marked) >= MIN_MARKED_NAMES:
-            results.append((score, Trace(candidate.license_id, tuple(evidence), len(marked),
-                                         key_place is not None)))
-    results.sort(key=lambda r: -r[0])
-    if not results or (len(results) > 1 and results[0][0] == results[1][0]):
-        return None
-    return results[0][1]
+            found[c.license_id] = sorted(marked)
+    return found, words
 
 
-def _find(secret: bytes, plain: list[tuple[bytes, _Place]],
-          decoded: list[tuple[bytes, _Place]]) -> _Place | None:
-    for text, place in plain:
-        at = text.find(secret)
-        if at >= 0:
-            return _Place(place.path, text.count(b"\n", 0, at) + 1)
-    for value, place in decoded:
-        if secret in value:
-            return place
-    return None
+def _keys_found(scripts: Sequence[tuple[str, str]],
+                candidates: Sequence[Candidate]) -> dict[str, _Place]:
+    """Where each candidate's key (or searched secret) first appears: as written, or inside
+    a literal under some decoder step. One pass per distinct 3-byte key prefix (license
+    keys all start `lk_`), not per key."""
+    wanted: dict[bytes, list[Candidate]] = {}
+    for c in candidates:
+        if len(c.searched) >= _MIN_KEY_LENGTH:
+            wanted.setdefault(c.searched[:_MIN_KEY_LENGTH], []).append(c)
+    if not wanted:
+        return {}
+    found: dict[str, _Place] = {}
+    shortest = min(len(c.searched) for group in wanted.values() for c in group)
+    prefixes = frozenset(head[:3] for head in wanted)
+    for path, text in scripts:
+        data = text.encode()
+        for at, c in _occurrences(data, wanted, prefixes):
+            if c.license_id not in found:
+                found[c.license_id] = _Place(path, len(data[:at].decode(errors="replace")),
+                                             text)
+        for value, offset in _decodings(text, shortest):
+            for _, c in _occurrences(value, wanted, prefixes):
+                if c.license_id not in found:
+                    found[c.license_id] = _Place(path, offset, text)
+    return found
+
+
+def _occurrences(data: bytes, wanted: dict[bytes, list[Candidate]],
+                 prefixes: frozenset[bytes]) -> Iterable[tuple[int, Candidate]]:
+    for prefix in prefixes:
+        at = data.find(prefix)
+        while at >= 0:
+            head = data[at:at + _MIN_KEY_LENGTH]
+            if head in wanted:
+                for c in wanted[head]:
+                    if data.startswith(c.searched, at):
+                        yield at, c
+            at = data.find(prefix, at + 1)
+
+
+def _decodings(text: str, shortest: int) -> Iterable[tuple[bytes, int]]:
+    """String literals that could hold a key, each under every `encrypt_strings` step (the
+    first few hundred: a key sits in a short literal near where the seller wrote it)."""
+    tried = 0
+    for m in _QUOTED.finditer(text):
+        body = m.group(1) if m.group(1) is not None else m.group(2)
+        if len(body) < shortest + 1:
+            continue
+        try:
+            value = decode_quoted(body)
+        except BadEscape:
+            continue
+        if not shortest < len(value) <= _MAX_DECODED_LENGTH:
+            continue
+        tried += 1
+        if tried > _MAX_DECODED:
+            return
+        k, rest = value[0], value[1:]
+        for step in STEPS:
+            yield decipher(rest, k, step), m.start()

@@ -9,12 +9,12 @@ from typing import Protocol
 import attrs
 
 TRANSFORMS: frozenset[str] = frozenset(
-    {"strip", "rename_locals", "encrypt_strings", "hoist_constants", "flatten"}
+    {"strip", "rename_locals", "encrypt_strings", "hoist_constants", "flatten", "watermark"}
 )
 PRESETS: Mapping[str, frozenset[str]] = {
     "none": frozenset(),
     "minify": frozenset({"strip"}),
-    "light": frozenset({"strip", "rename_locals", "encrypt_strings"}),
+    "light": frozenset({"strip", "rename_locals", "encrypt_strings", "watermark"}),
     "strong": TRANSFORMS,
 }
 
@@ -101,12 +101,15 @@ class Candidate:
 
 @attrs.frozen
 class Trace:
-    """The license a leaked copy names, and the evidence, in plain words (never a key)."""
+    """The license a leaked copy names, and the evidence, in plain words (never a key).
+    `license_id` None is "cannot tell": the evidence then says what was found and why it
+    does not reach the threshold for naming anyone."""
 
-    license_id: str
+    license_id: str | None
     evidence: tuple[str, ...]
     marked_names: int
     key_found: bool
+    watermark_positions: int = 0
 
 
 class Protector(Protocol):
@@ -123,8 +126,9 @@ class Protector(Protocol):
         ...
 
     def trace(self, scripts: Sequence[tuple[str, str]],
-              candidates: Sequence[Candidate]) -> Trace | None:
-        """The candidate the scripts were protected for, or None when none (or a tie)."""
+              candidates: Sequence[Candidate]) -> Trace:
+        """The candidate the scripts were protected for, or a Trace without one (cannot
+        tell), never naming an innocent license but with a stated, tiny probability."""
         ...
 
 

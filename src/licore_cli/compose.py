@@ -50,7 +50,7 @@ def deps_from_env() -> Deps:
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
         models=RobloxModelCodec(),
-        protector=LuauProtector(),
+        protector=LuauProtector(secret("watermark", 32)),
         settings=loaded.core,
         offload=asyncio.to_thread,
     )

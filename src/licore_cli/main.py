@@ -226,8 +226,10 @@ def cmd_trace(args: argparse.Namespace) -> None:
     except OSError as exc:
         raise OperatorError(f"cannot read {args.file}: {exc.strerror}") from None
     found = _with_use_cases(lambda u: u.copies.trace(None, args.product, path.name, data))
-    if found is None:
-        raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
+    if found.license_id is None:
+        raise SystemExit("\n".join(
+            [f"licore: cannot tell which license of product {args.product} "
+             f"{args.file} was made for"] + [f"  {line}" for line in found.evidence]))
     print(found.license_id)
     for line in found.evidence:
         print(f"  {line}")

@@ -98,7 +98,10 @@ def static_extract(copy: str) -> list[bytes]:
 def test_no_literal_and_not_the_key_falls_to_a_static_pass(preset: str) -> None:
     readings = static_extract(_copy(preset))
     recovered = {lit for lit in _literals() if any(lit in r for r in readings)}
-    assert recovered == set()
+    # A word the script also uses as a field name (`player.owned`) is in the code for
+    # anyone to read; the watermark may write that access as `player["owned"]`.
+    fields = set(re.findall(rb"[.:]\s*([A-Za-z_]\w*)", SOURCE.encode()))
+    assert recovered - fields == set()
 
 
 def test_the_extractor_recovers_literals_from_an_unprotected_copy() -> None:

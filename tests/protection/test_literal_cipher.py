@@ -28,7 +28,10 @@ def test_the_cipher_round_trips_and_keeps_length(value: bytes, secret: bytes,
 
 
 def _ciphertexts(copy: str) -> list[str]:
-    table = copy[copy.index("(string.byte,string.char),{") + 27:]
+    # the watermark may write either field as string["byte"]
+    opening = re.search(r'\(string(\.byte|\["byte"\]),string(\.char|\["char"\])\),\{', copy)
+    assert opening is not None
+    table = copy[opening.end():]
     return re.findall(r'"((?:[^"\\]|\\.)*)"', table[:table.index("});")])
 
 
@@ -67,7 +70,9 @@ def test_only_the_secret_reads_a_copys_literals() -> None:
 
 def _layout(copy: str) -> str:
     """The decoder with its numbers blanked: what a pattern fitted to it would match."""
-    decoder = copy[copy.index("(function("):copy.index("(string.byte,string.char)")]
+    end = re.search(r'\(string(\.byte|\["byte"\]),', copy)
+    assert end is not None
+    decoder = copy[copy.index("(function("):end.start()]
     return re.sub(r"\d+", "#", decoder)
 
 

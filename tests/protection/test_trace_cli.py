@@ -104,12 +104,13 @@ def test_trace_names_the_license_of_one_reformatted_script_without_its_key(
     assert "Main.lua, line" in "\n".join(lines[1:])
 
 
-def test_trace_says_when_no_license_matches_and_refuses_what_it_cannot_read(
+def test_trace_says_when_it_cannot_tell_and_refuses_what_it_cannot_read(
         product: tuple[str, dict[str, bytes], dict[str, str]], tmp_path: Path) -> None:
     product_id, _, _ = product
     file = tmp_path / "Other.luau"
     file.write_text(PRODUCT["ServerScriptService/Gun/Main"])
-    with pytest.raises(SystemExit, match="no license of product"):
+    with pytest.raises(SystemExit, match=r"cannot tell which license of product(.|\n)*"
+                       r"watermark positions, and no license's score reaches"):
         main(["trace", str(file), "--product", product_id])
     with pytest.raises(SystemExit, match="no such product"):
         main(["trace", str(file), "--product", "prd_missing"])

@@ -103,11 +103,13 @@ class Copies:
         return [(where, text) for where, _, text in script_texts(model) if text is not None]
 
     async def trace(self, studio_id: str | None, product_id: str, name: str,
-                    data: bytes) -> Trace | None:
-        """Which license of the product a leaked file was made for, with the evidence. Every
-        license the product ever had is a candidate, revoked ones too (a copy may have
-        leaked before): the secret its copies were made with, and its key where it still
-        has one. `studio_id` None is the operator, who may trace any product."""
+                    data: bytes) -> Trace:
+        """Which license of the product a leaked file was made for, with the evidence (a
+        Trace without a license when it cannot be told). Every license the product ever
+        had is a candidate, revoked ones too (a copy may have leaked before): the secret
+        its copies were made with, and its key where it still has one (a license without
+        one is looked for by its marks alone: its secret never appears in a copy).
+        `studio_id` None is the operator, who may trace any product."""
         async with self.storage.unit_of_work() as uow:
             product = await uow.products.by_id(product_id)
             if product is None or (studio_id is not None and product.studio_id != studio_id):
@@ -116,7 +118,7 @@ class Copies:
         scripts = self.leaked_scripts(name, data)
         candidates = [
             Candidate(lc.id, self.license_secret(lc),
-                      None if lc.key_ciphertext is None
+                      b"" if lc.key_ciphertext is None
                       else self.vault.decrypt(lc.key_ciphertext, lc.id).encode())
             for lc in licenses]
         return await self.offload(lambda: self.protector.trace(scripts, candidates))

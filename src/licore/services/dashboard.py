@@ -163,12 +163,13 @@ class Dashboard:
         return await self.licensing.change(seat.require(Permission.MANAGE_LICENSES), command)
 
     async def trace_leak(self, seat: Seat, product_id: str, name: str,
-                         data: bytes) -> tuple[Trace, License] | None:
-        """Which of the product's licenses a leaked file was made for, and that license."""
+                         data: bytes) -> tuple[Trace, License | None]:
+        """Which of the product's licenses a leaked file was made for, and that license (None
+        when it cannot be told; the trace's evidence says why)."""
         studio = seat.require(Permission.MANAGE_LICENSES)
         found = await self.copies.trace(studio.studio_id, product_id, name, data)
-        if found is None:
-            return None
+        if found.license_id is None:
+            return found, None
         async with self.storage.unit_of_work() as uow:
             license = await uow.licenses.by_id(found.license_id)
         assert license is not None

@@ -1,0 +1,457 @@
+"""`watermark`: one license's code bits written into choices a renamer, a formatter and a
+minifier keep, and read back in one linear pass over a leaked text.
+
+Three kinds of carrier:
+- the orientation of a comparison: `x == 5` or `5 == x`, `s == K[3]` or `K[3] == s`,
+  `a < b` or `b > a` (likewise `~=`, `<=`/`>=`). One operand is a name or a literal, which
+  can neither fail nor have an effect, and the other one of those, a field `t.f`, an index
+  by a literal `t[1]` or a length `#t`: swapping them reorders no effects, and `b > a` is
+  defined as `a < b`. (An `==` between two tables with an `__eq` metamethod that is not
+  symmetric would see its arguments swapped; such metamethods are not written in practice);
+- the form of an integer literal, two bits: decimal or hexadecimal, and with a leading
+  zero or without (`31`, `031`, `0x1f` or `0x01f`);
+- the form of a field access: `t.name` or `t["name"]`.
+
+A carrier's position is a digest of what it compares or denotes (names as a placeholder,
+literals by value) and of the four tokens before it, read with every carrier collapsed and
+names blanked, so renaming, re-spacing, comments, `;` and parentheses, and the bits
+themselves, leave positions where they were. Reading needs neither the original source nor
+the script's path: the scanner below is the whole definition of a carrier, used alike to
+write and to read, and the writer only touches carriers tree-sitter confirms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+
+import attrs
+
+from adapters_protection.edits import Edit
+from adapters_protection.strings import BadEscape, decode_quoted
+from adapters_protection.syntax import Node
+
+_CONTEXT = 4
+_MAX_EXACT = 1 << 53  # integers past this are not all exact as doubles
+
+# One token after optional whitespace; the groups, in order: comment (with the level of a
+# long one), long string opener (with its level), quoted string, number, name, operator.
+_TOKEN = re.compile(
+    r"""\s*(?:(--(?:\[(=*)\[)?[^\n]*)
+    |(\[(=*)\[)
+    |("(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|`(?:[^`\\]|\\.)*`?)
+    |(0[xX][0-9a-fA-F_]*|0[bB][01_]*|(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][+-]?[0-9_]*)?)
+    |([A-Za-z_][A-Za-z0-9_]*)
+    |(\.\.\.|\.\.=?|::|//=?|[=~<>]=|->|[-+*/%^]=|\S))""",
+    re.VERBOSE | re.DOTALL)
+_COMMENT, _COMMENT_LEVEL, _LONG, _LONG_LEVEL, _STR, _NUM, _NAME, _OP = range(1, 9)
+_KINDS = {_STR: "str", _NUM: "num", _OP: "op"}
+
+_LITERAL_WORDS = frozenset({"nil", "true", "false"})
+_KEYWORDS = frozenset({
+    "and", "break", "do", "else", "elseif", "end", "for", "function", "if", "in", "local",
+    "not", "or", "repeat", "return", "then", "until", "while"}) | _LITERAL_WORDS
+_COMPARE = {"==": ("==", False), "~=": ("~=", False), "<": ("<", False), "<=": ("<=", False),
+            ">": ("<", True), ">=": ("<=", True)}
+_MIRROR = {"==": "==", "~=": "~=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+# Tokens after which an expression starts afresh: nothing on the left binds to it.
+_OPENS = frozenset({"=", "(", ",", "{", "[", "return", "if", "elseif", "while", "until", "and",
+                    "or", "+=", "-=", "*=", "/=", "//=", "%=", "^=", "..="})
+# Tokens that would bind to an operand on their left more tightly than a comparison does,
+# or continue it (calls, indexing, methods).
+_BINDS = frozenset({"+", "-", "*", "/", "//", "%", "^", "..", "==", "~=", "<", "<=", ">", ">=",
+                    ".", ":", "::", "(", "[", "{", "=", "->", "?"})
+_NOT_CONTEXT = frozenset({";", "(", ")", ","})
+_DECIMAL = re.compile(r"[0-9]+\Z")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+\Z")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# A token: (kind, text, start, end), a plain tuple because a text holds millions of them.
+# kind is name, keyword, literal (nil/true/false), num, str or op.
+Token = tuple[str, str, int, int]
+
+
+@attrs.frozen
+class Carrier:
+    """One bit of a copy: its position id, the bit written, and where (character offsets)."""
+
+    position: bytes
+    bit: int
+    start: int
+    end: int
+    tokens: tuple[Token, ...]
+    kind: str  # comparison, number or index
+    op_index: int = 0  # a comparison's operator, in `tokens`
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """The tokens of a Luau text, comments and whitespace dropped. Linear in the text, and
+    total: any text tokenizes (junk becomes single-character tokens)."""
+    closes: dict[str, int] = {}
+    pos = 0
+    while True:
+        for m in _TOKEN.finditer(text, pos):
+            group = m.lastindex or _OP  # every alternative is a group
+            start, end = m.span(group)
+            if group == _NAME:
+                word = text[start:end]
+                yield ("name" if word not in _KEYWORDS else
+                       "literal" if word in _LITERAL_WORDS else "keyword", word, start, end)
+            elif group in (_COMMENT, _COMMENT_LEVEL):
+                level = m.group(_COMMENT_LEVEL)
+                if level is not None:
+                    pos = _long_end(text, m.end(_COMMENT_LEVEL) + 1, "]" + level + "]",
+                                    closes)
+                    break
+            elif group in (_LONG, _LONG_LEVEL):
+                pos = _long_end(text, end, "]" + m.group(_LONG_LEVEL) + "]", closes)
+                yield ("str", text[start:pos], start, pos)
+                break
+            else:
+                yield (_KINDS[group], text[start:end], start, end)
+        else:
+            return
+
+
+def _long_end(text: str, after: int, close: str, closes: dict[str, int]) -> int:
+    """Where a long bracket opened before `after` ends; the text's end when it never closes.
+    The last place each closer occurs is looked up once, so unclosed brackets cost nothing
+    and the scan stays linear."""
+    last = closes.get(close)
+    if last is None:
+        last = closes[close] = text.rfind(close)
+    if last < after:
+        return len(text)
+    return text.find(close, after) + len(close)
+
+
+def _integer(text: str) -> tuple[int, int, int] | None:
+    """(value, 1 for hexadecimal, 1 for a leading zero) of an integer literal a carrier
+    may re-form."""
+    if _DECIMAL.match(text):
+        value, form, pad = int(text), 0, len(text) > 1 and text[0] == "0"
+    elif _HEX.match(text):
+        value, form, pad = int(text, 16), 1, len(text) > 3 and text[2] == "0"
+    else:
+        return None
+    return (value, form, int(pad)) if value < _MAX_EXACT else None
+
+
+def _written(value: int, form: int, pad: int) -> str:
+    zero = "0" if pad else ""
+    return f"0x{zero}{value:x}" if form else f"{zero}{value}"
+
+
+def _literal(token: Token) -> str | None:
+    """What a literal denotes, whatever its form; None for what is not a literal."""
+    if token[0] == "literal":
+        return token[1]
+    if token[0] == "num":
+        whole = _integer(token[1])
+        if whole is not None:
+            return f"#{whole[0]}"
+        try:
+            return f"#{float(token[1].replace('_', ''))!r}"
+        except ValueError:
+            return None
+    if token[0] == "str" and token[1][0] in "\"'":
+        return "s" + hashlib.blake2b(_string_value(token[1]), digest_size=8).hexdigest()
+    if token[0] == "str" and token[1].startswith("["):
+        return "s" + hashlib.blake2b(token[1].encode(), digest_size=8).hexdigest()
+    return None
+
+
+def _string_value(quoted: str) -> bytes:
+    try:
+        return decode_quoted(quoted[1:-1])
+    except BadEscape:
+        return quoted.encode()
+
+
+def _field(toks: list[Token], i: int) -> tuple[str, int] | None:
+    """The field name and form (1 for `["name"]`) of an access starting at toks[i], which
+    follows a name, `)` or `]`."""
+    tok = toks[i]
+    if tok[1] == "." and tok[0] == "op" and i + 1 < len(toks) and toks[i + 1][0] in (
+            "name", "keyword", "literal"):
+        name = toks[i + 1][1]
+        return (name, 0) if toks[i + 1][0] == "name" and _fieldable(name) else None
+    if tok[1] == "[" and i + 2 < len(toks) and toks[i + 1][0] == "str" and (
+            toks[i + 2][1] == "]") and toks[i + 1][1][0] in "\"'":
+        name = _string_value(toks[i + 1][1]).decode("latin-1")
+        if _IDENTIFIER.match(name) and _fieldable(name):
+            return name, 1
+    return None
+
+
+def _fieldable(name: str) -> bool:
+    """Names written either way; contextual keywords are left alone."""
+    return name not in _KEYWORDS and name not in ("continue", "type", "export", "typeof")
+
+
+def _operand(toks: list[Token], i: int) -> tuple[int, str, bool] | None:
+    """(end index, what it denotes, whether it is plain) of a comparison operand at i."""
+    if i >= len(toks):
+        return None
+    tok = toks[i]
+    plain = _literal(tok)
+    if plain is not None:
+        return i + 1, plain, True
+    if tok[1] == "#" and tok[0] == "op" and i + 1 < len(toks) and toks[i + 1][0] == "name":
+        return i + 2, "#$", False
+    if tok[0] != "name":
+        return None
+    if i + 1 < len(toks):
+        field = _field(toks, i + 1)
+        if field is not None:
+            return i + 1 + (2 if field[1] == 0 else 3), f"$.{field[0]}", False
+        if toks[i + 1][1] == "[" and i + 3 < len(toks) and toks[i + 3][1] == "]":
+            index = _literal(toks[i + 2])
+            if index is not None:
+                return i + 4, f"$[{index}]", False
+    return i + 1, "$", True
+
+
+_CLASSES = {"name": "$", "num": "#", "str": "s"}
+# What can follow an operand's first token when a comparison starts there.
+_AFTER_FIRST = frozenset(_COMPARE) | {".", "["}
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=12).digest()
+
+
+_LOOKAHEAD = 16  # more than any carrier spans
+_REFILL = 1 << 15
+
+
+def carriers(text: str) -> Iterator[Carrier]:
+    """Every carrier in `text`, in order, holding only a window of tokens at a time."""
+    stream = tokens(text)
+    toks: list[Token] = []
+    exhausted = False
+    context: deque[str] = deque(maxlen=_CONTEXT)
+    i = 0
+    while True:
+        if not exhausted and i + _LOOKAHEAD >= len(toks):
+            keep = max(i - 1, 0)
+            del toks[:keep]
+            i -= keep
+            before = len(toks)
+            toks.extend(itertools.islice(stream, _REFILL))
+            exhausted = len(toks) - before < _REFILL
+        if i >= len(toks):
+            return
+        tok = toks[i]
+        kind, word = tok[0], tok[1]
+        if i and toks[i - 1][1] in _OPENS and i + 2 < len(toks) and (
+                toks[i + 1][1] in _AFTER_FIRST or word == "#"):
+            found = _comparison(toks, i, context)
+            if found is not None:
+                yield from found[0]
+                context.append("C")
+                i = found[1]
+                continue
+        if kind == "num":
+            yield from _number(tok, " ".join(context))
+        elif (word == "." or word == "[") and i and (
+                toks[i - 1][0] == "name" or toks[i - 1][1] in (")", "]")):
+            field = _field(toks, i)
+            if field is not None:
+                size = 2 if field[1] == 0 else 3
+                yield Carrier(_digest("idx", field[0], " ".join(context)), field[1], tok[2],
+                              toks[i + size - 1][3], tuple(toks[i:i + size]), "index")
+                context.append("." + field[0])
+                i += size
+                continue
+        if kind != "op" or word not in _NOT_CONTEXT:
+            context.append(_CLASSES.get(kind, word))
+        i += 1
+
+
+def _comparison(toks: list[Token], i: int, context: deque[str]
+                ) -> tuple[list[Carrier], int] | None:
+    """The carriers of a comparison starting at toks[i] (its own and its operands'), and
+    the index after it; None when none starts there."""
+    if i == 0 or toks[i - 1][1] not in _OPENS or toks[i - 1][0] == "str":
+        return None
+    x = _operand(toks, i)
+    if x is None or x[0] >= len(toks):
+        return None
+    op_tok = toks[x[0]]
+    if op_tok[0] != "op" or op_tok[1] not in _COMPARE:
+        return None
+    y = _operand(toks, x[0] + 1)
+    if y is None or not (x[2] or y[2]):
+        return None
+    after = y[0]
+    if after < len(toks) and (toks[after][1] in _BINDS or toks[after][0] == "str"):
+        return None
+    op, mirrored = _COMPARE[op_tok[1]]
+    left, right = (y[1], x[1]) if mirrored else (x[1], y[1])
+    if op in ("==", "~="):
+        if left == right:
+            return None
+        bit = 1 if left > right else 0
+        left, right = min(left, right), max(left, right)
+    else:
+        bit = 1 if mirrored else 0
+    where = " ".join(context)
+    inner = f"{where} {op} {left} {right}"
+    out = [Carrier(_digest("cmp", op, left, right, where), bit, toks[i][2],
+                   toks[after - 1][3], tuple(toks[i:after]), "comparison", x[0] - i)]
+    for j in range(i, after):
+        tok = toks[j]
+        if tok[0] == "num":
+            out += _number(tok, inner)
+        if j > i and (toks[j - 1][0] == "name") and toks[j][1] in (".", "["):
+            field = _field(toks, j)
+            if field is not None:
+                size = 2 if field[1] == 0 else 3
+                out.append(Carrier(_digest("idx", field[0], inner), field[1], tok[2],
+                                   toks[j + size - 1][3], tuple(toks[j:j + size]), "index"))
+    return out, after
+
+
+def _number(tok: Token, where: str) -> Iterator[Carrier]:
+    whole = _integer(tok[1]) if tok[0] == "num" else None
+    if whole is not None:
+        value = str(whole[0])
+        yield Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,),
+                      "number")
+        yield Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")
+
+
+def read(text: str) -> Iterator[tuple[bytes, int, int]]:
+    """(position, bit, offset) of every carrier in a leaked text."""
+    for c in carriers(text):
+        yield c.position, c.bit, c.start
+
+
+def _spaced(before: str, word: str, after: str) -> str:
+    """`word` with a space on a side where it would otherwise run into its neighbour (two
+    words, or `[` before a long string, which would read as one long bracket)."""
+    def joins(a: str, b: str) -> bool:
+        return bool(a and b) and (((a.isalnum() or a == "_") and (b.isalnum() or b == "_"))
+                                  or (a == "[" and b == "["))
+    return (" " if joins(before, word[0]) else "") + word + (
+        " " if joins(word[-1], after) else "")
+
+
+def mark_edits(text: str, root: Node,
+               code: Callable[[Sequence[bytes]], Sequence[int]]) -> list[Edit]:
+    """The edits that make every carrier of `text` hold the license's bit at its position
+    (`code` gives the bits of many positions at once), each confirmed on the tree first.
+    Offsets are characters of `text`; edits are bytes of its UTF-8."""
+    data = text.encode()
+    offsets = None if len(data) == len(text) else _byte_offsets(text)
+
+    def byte(i: int) -> int:
+        return i if offsets is None else offsets[i]
+
+    found = list(carriers(text))
+    bits = dict(zip((c.position for c in found), code([c.position for c in found]),
+                    strict=True))
+    wanted = bits.__getitem__
+    inner: dict[int, tuple[int, str]] = {}  # start -> (end, new text) of a number or field
+    numbers: dict[int, list[int]] = {}  # start -> the number's wanted [form, leading zero]
+    for c in found:
+        if c.kind == "number" or c.kind == "pad":
+            whole = _integer(c.tokens[0][1])
+            assert whole is not None
+            form = numbers.setdefault(c.start, [whole[1], whole[2]])
+            form[c.kind == "pad"] = wanted(c.position)
+        elif c.kind == "index" and wanted(c.position) != c.bit:
+            new = _reformed(c, root, byte)
+            if new is not None:
+                inner[c.start] = (c.end, new)
+    for c in found:
+        if c.kind == "number" and c.start in numbers:
+            whole = _integer(c.tokens[0][1])
+            assert whole is not None
+            hexadecimal, zero = numbers.pop(c.start)
+            new = _written(whole[0], hexadecimal, zero)
+            if new != c.tokens[0][1] and _confirmed_number(c, root, byte):
+                inner[c.start] = (c.end, new)
+    edits: list[Edit] = []
+    for c in found:
+        if c.kind != "comparison" or wanted(c.position) == c.bit:
+            continue
+        x_end = c.tokens[c.op_index - 1][3]
+        op = c.tokens[c.op_index]
+        y_start = c.tokens[c.op_index + 1][2]
+        if not _is_comparison(root, byte(c.start), byte(x_end), byte(op[2]), byte(op[3]),
+                              byte(y_start), byte(c.end)):
+            continue
+        starts = [t[2] for t in c.tokens]
+        new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
+               + _with(text, c.start, x_end, inner, starts))
+        new = _spaced(text[c.start - 1:c.start], new, text[c.end:c.end + 1])
+        edits.append((byte(c.start), byte(c.end), new.encode()))
+    for at, (end, new) in inner.items():
+        new = _spaced(text[at - 1:at], new, text[end:end + 1])
+        edits.append((byte(at), byte(end), new.encode()))
+    return edits
+
+
+def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],
+          starts: list[int]) -> str:
+    """text[start:end] with the re-formed numbers and fields inside it (taken out of
+    `inner`, which the comparison's edit now covers); `starts` are its tokens' offsets."""
+    out, pos = [], start
+    for at in [a for a in starts if start <= a < end and a in inner]:
+        stop, new = inner.pop(at)
+        out += [text[pos:at], new]
+        pos = stop
+    out.append(text[pos:end])
+    return "".join(out)
+
+
+def _confirmed_number(c: Carrier, root: Node, byte: Callable[[int], int]) -> bool:
+    start, end = byte(c.start), byte(c.end)
+    node = root.descendant_for_byte_range(start, end)
+    return node is not None and node.type == "number" and (
+        node.start_byte, node.end_byte) == (start, end)
+
+
+def _reformed(c: Carrier, root: Node, byte: Callable[[int], int]) -> str | None:
+    """A field access in its other form, where the tree confirms it."""
+    start, end = byte(c.start), byte(c.end)
+    opener = root.descendant_for_byte_range(start, start + 1)
+    access = opener.parent if opener is not None else None
+    wanted_type = "bracket_index_expression" if c.bit else "dot_index_expression"
+    if access is None or access.type != wanted_type or access.end_byte != end:
+        return None
+    top = access
+    while top.parent is not None and top.parent.type == "dot_index_expression":
+        top = top.parent
+    if top.parent is None or top.parent.type == "function_declaration":
+        return None
+    if c.bit:
+        name = _string_value(c.tokens[1][1]).decode("latin-1")
+        return "." + name
+    return f'["{c.tokens[1][1]}"]'
+
+
+def _is_comparison(root: Node, ls: int, le: int, os: int, oe: int, rs: int, re_: int) -> bool:
+    node = root.descendant_for_byte_range(os, oe)
+    parent = node.parent if node is not None else None
+    if node is None or parent is None or parent.type != "binary_expression" or (
+            parent.child_count != 3):
+        return False
+    left, op, right = parent.children
+    return (left.start_byte, left.end_byte, op.start_byte, op.end_byte, right.start_byte,
+            right.end_byte) == (ls, le, os, oe, rs, re_)
+
+
+def _byte_offsets(text: str) -> list[int]:
+    out, total = [], 0
+    for ch in text:
+        out.append(total)
+        total += len(ch.encode())
+    out.append(total)
+    return out
