@@ -124,8 +124,9 @@ def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Await
         try:
             body = parse_json(await read_bytes(request, e.max_body))
             answer = await e.call(runtime, body, ip)
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if answer.get("success")
-                                              else "denied")
+            # /check answers `success`, the sealed calls and /verify-source answer `ok`
+            passed = answer.get("success") or answer.get("ok")
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if passed else "denied")
             return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
             return _json(e.failure, e.malformed_status)
