@@ -20,6 +20,7 @@ class LuauSdk:
 
     def __init__(self) -> None:
         self.lua = pluau().Lua()
+        self.lua.sandbox(True)
         chunk = self.lua.load_chunk(SDK_SOURCE.read_text(encoding="utf-8"), "licore")
         self.module = chunk()[0]
 
