@@ -40,7 +40,7 @@ def test_the_module_type_checks_in_strict_mode_with_no_error() -> None:
         [str(_analyzer()), "--mode=strict", "src/init.luau"],
         cwd=PACKAGE, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == ""
+    assert (result.stdout + result.stderr).strip() == ""
 
 
 def test_the_checker_reports_errors_it_finds(tmp_path: Path) -> None:
@@ -54,7 +54,7 @@ def test_the_checker_reports_errors_it_finds(tmp_path: Path) -> None:
         [str(_analyzer()), "--mode=strict", "src/init.luau"],
         cwd=copy, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode != 0
-    assert "TypeError" in result.stdout
+    assert "TypeError" in result.stdout + result.stderr
 
 
 def test_the_module_is_strict_and_never_touches_the_function_environment() -> None:
