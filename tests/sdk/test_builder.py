@@ -9,8 +9,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
+from adapters_formats.codec import RobloxModelCodec
 from licore.builds.nodes import to_nodes
 from licore.builds.tree import Instance, Model, Prop, Raw
 from tests.formats.test_binary import EXAMPLES
@@ -18,6 +20,7 @@ from tests.sdk.luau_sdk import LuauSdk
 from tests.support.models import product_model
 
 FAKE = Path(__file__).with_name("fake_roblox.luau")
+CODEC = RobloxModelCodec()
 UNSETTABLE = {"BinaryString", "SharedString", "NetAssetRef", "UniqueId",
               "SecurityCapabilities", "Raw"}
 
@@ -139,6 +142,42 @@ def test_every_property_encoding_builds_the_value_it_documents(sdk: LuauSdk) -> 
     assert "Root.Everything.ReadOnlyThing: read-only" in skipped
     assert "Root.Everything.Mystery: unsettable" in skipped
     assert "Root.Everything.SharedString0: unsettable" in skipped
+
+
+def _file_model(fmt: str) -> Model:
+    """The every-type model as a file of `fmt` can hold it: binary files have no
+    Vector2int16 type id, and a raw property of one format does not travel to the other."""
+    model = every_type_model()
+    holder = model.roots[0].children[1]
+    for name in ("Vector2int16", "Mystery"):
+        del holder.properties[name]
+    return attrs.evolve(model, format=fmt)
+
+
+@pytest.mark.parametrize("fmt", ["binary", "xml"])
+def test_every_property_type_read_from_either_file_format_builds(sdk: LuauSdk, fmt: str) -> None:
+    model = CODEC.read(CODEC.write(_file_model(fmt)))
+    assert model.format == fmt
+    nodes = to_nodes(model)
+    back, skipped = build(sdk, nodes)
+    assert back == [_normal(_expected(n, _paths(nodes))) for n in nodes]
+    everything = back[0]["Children"][1]
+    # Tags reach AddTag from .rbxm as from .rbxmx (binary files store them as plain strings).
+    assert everything["Tags"] == ["Enemy", "Boss"]
+    assert nodes[0]["Children"][1]["Properties"]["Tags"]["type"] == "BinaryString"
+    built = set(everything["Properties"]) | {p.split(": ")[0].rsplit(".", 1)[1] for p in skipped}
+    props = nodes[0]["Children"][1]["Properties"]
+    set_to_nil = {k for k, v in props.items() if isinstance(v, dict) and v["value"] is None
+                  and v["type"] in ("OptionalCFrame", "PhysicalProperties", "Ref")}
+    wanted = set(_file_model(fmt).roots[0].children[1].properties) - {"Name", "Tags"}
+    assert built == wanted - set_to_nil  # every property either set or reported, none lost
+
+
+def test_tags_sent_as_a_plain_string_are_still_added(sdk: LuauSdk) -> None:
+    nodes = [{"ClassName": "Part", "Name": "P", "Properties": {"Tags": "Enemy\u0000Boss"},
+              "Children": []}]
+    back, skipped = build(sdk, nodes)
+    assert back[0]["Tags"] == ["Enemy", "Boss"] and skipped == []
 
 
 def test_a_product_build_rebuilds_with_its_tree_shape(sdk: LuauSdk) -> None:
