@@ -1,7 +1,8 @@
 """The Luau SDK in the real Luau VM (sandboxed, as Roblox runs it) against the same work in
 Python (`licore.sealing`, `hashlib`), both timed in this run.
 
-Run from the repository root: `.venv/bin/python -m bench.sdk`.
+Run from the repository root: `.venv/bin/python -m bench.sdk`; add `--baseline REV` to time
+the SDK as it was at git revision REV in the same run (for example the 0.1.0 SDK).
 
 Times are the process's CPU time, best of a few runs, so other work on a shared machine
 disturbs them less than wall-clock time would. The client is made with `Licore.new` first, so
@@ -10,8 +11,10 @@ anything the constructor did to the VM's environment (as `getfenv` once did) is 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -42,7 +45,20 @@ def _payload(size: int, kind: str) -> bytes:
     return json.dumps(body).encode()
 
 
+def _baseline(rev: str, sealed: Sealed) -> float:
+    """The 1 MiB /update through the SDK at `rev`, with a client made first as a game would."""
+    source = subprocess.run(["git", "show", f"{rev}:sdk/luau/src/init.luau"],
+                            capture_output=True, text=True, check=True).stdout
+    old = LuauSdk(source)
+    old.client(lambda url, body: (False, 0, ""), license_key=KEY, nonces=[])
+    verify = old.module.get("verifyPayload")
+    return cpu_best(lambda: verify(KEY, NONCE, sealed.cipher, sealed.tag, NOW, None), 1)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", help="git revision whose SDK to time as well")
+    args = parser.parse_args()
     sdk = LuauSdk()
     sdk.client(lambda url, body: (False, 0, ""), license_key=KEY, nonces=[])
     verify = sdk.module.get("verifyPayload")
@@ -77,6 +93,10 @@ def main() -> None:
     print(f"\nSHA-256 in the VM: {per_block:.1f} us a 64-byte block")
     verdict = "within" if update <= TARGET_1MIB else "OVER"
     print(f"1 MiB /update: {update:.2f} s, {verdict} the {TARGET_1MIB} s budget")
+    if args.baseline:
+        before = _baseline(args.baseline, seal(KEY, NONCE, _payload(1024 * 1024, "update")))
+        print(f"1 MiB /update with the SDK at {args.baseline}: {before:.2f} s"
+              f" ({before / update:.1f}x this one)")
 
 
 if __name__ == "__main__":
