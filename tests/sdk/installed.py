@@ -132,12 +132,11 @@ class LuauGame:
         return t
 
     def _require(self, _lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
-        target = args[0] if args else None
-        inst = self.by_table.get(getattr(target, "pointer", -1))
+        key = getattr(args[0], "pointer", -1) if args else -1
+        inst = self.by_table.get(key)
         if inst is None or inst.class_name != "ModuleScript":
             # Roblox's words for the same mistake.
             raise RuntimeError("Attempted to call require with invalid argument(s).")
-        key = target.pointer
         if key not in self.loaded:
             results = self.run(inst)
             if len(results) != 1:
