@@ -99,4 +99,8 @@ def test_versions_agree_across_manifest_module_changelog_and_typings() -> None:
 def test_the_project_file_maps_the_package_root_to_the_module() -> None:
     project = json.loads((PACKAGE / "default.project.json").read_text(encoding="utf-8"))
     assert project["tree"] == {"$path": "src"}
+    # Whether a tool names the synced module after its folder (Wally's `_Index/.../licore`)
+    # or after the project (roblox-ts's resolver), the name is the same.
+    manifest = tomllib.loads((PACKAGE / "wally.toml").read_text(encoding="utf-8"))
+    assert project["name"] == manifest["package"]["name"].split("/")[1]
     assert (PACKAGE / "src" / "init.luau").is_file()
