@@ -101,8 +101,8 @@ async def main() -> None:
         query = {"product_id": product["id"]}
 
         async def cold() -> None:
-            async with storage.transaction() as tx:
-                await tx.drop_prepared_copies(product_id=product["id"])
+            async with storage.unit_of_work() as uow:
+                await uow.copies.drop(product_id=product["id"])
             await builds.download(deps, lib, query)
 
         t_cold = await best_async(cold, 3)

@@ -83,21 +83,21 @@ async def load(url: str) -> list[tuple[str, str, str]]:
     await deps.storage.migrate()
     now = deps.clock.now()
     sample: list[tuple[str, str, str]] = []
-    async with deps.storage.transaction() as tx:
+    async with deps.storage.unit_of_work() as uow:
         owner = Account(deps.new_id("acc"), "1", "owner", None, now)
-        await tx.add_account(owner)
+        await uow.accounts.add(owner)
         studio = Studio(deps.new_id("std"), "Bench", owner.id, 3, now)
-        await tx.add_studio(studio)
-        await tx.put_membership(Membership(studio.id, owner.id, frozenset(Permission)))
+        await uow.studios.add(studio)
+        await uow.studios.put_membership(Membership(studio.id, owner.id, frozenset(Permission)))
         products = []
         for i in range(PRODUCTS):
             p = Product(deps.new_id("prd"), studio.id, "", f"P{i}", "", "", 0, True, True,
                         now, now, current_version_id="ver_1", current_version="1.0.0",
                         unlock_data=json.dumps({"level": i, "flags": list(range(8))}))
-            products.append(await tx.add_product(p, f"p{i}"))
+            products.append(await uow.products.add(p, f"p{i}"))
     per_product = LICENSES // PRODUCTS
     for start in range(0, LICENSES, 10_000):
-        async with deps.storage.transaction() as tx:
+        async with deps.storage.unit_of_work() as uow:
             for n in range(start, min(start + 10_000, LICENSES)):
                 product = products[n // per_product]
                 key = make_license_key(secrets.token_bytes(48))
@@ -106,7 +106,7 @@ async def load(url: str) -> list[tuple[str, str, str]]:
                 lic = License(lic.id, lic.product_id, lic.platform_id, lic.source, lic.state,
                               now, now, deps.vault.encrypt(key, lic.id),
                               deps.vault.lookup_digest(key), 1)
-                await tx.add_license(lic)
+                await uow.licenses.add(lic)
                 if n % (LICENSES // SAMPLE) == 0:
                     sample.append((lic.platform_id, product.id, key))
     await deps.storage.close()

@@ -1,4 +1,5 @@
-"""Storage fixtures: every storage test runs on SQLite and on PostgreSQL.
+"""Storage fixtures: every storage test runs on SQLite and on PostgreSQL, and a test that
+takes the `storage` fixture on the in-memory storage too.
 
 With CI=true a PostgreSQL test never skips: if the server is unreachable the test fails.
 Elsewhere it skips with a reason that says so. Each PostgreSQL test gets a schema of its own.
@@ -16,7 +17,8 @@ import psycopg
 import pytest
 import pytest_asyncio
 
-from adapters_storage import PostgresStorage, SqliteStorage
+from adapters_storage import MemoryStorage, open_storage
+from licore.ports import Storage
 
 PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -73,11 +75,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-@pytest_asyncio.fixture
-async def storage(database_url: str) -> AsyncIterator[SqliteStorage | PostgresStorage]:
-    from adapters_storage import open_storage
-
-    store = open_storage(database_url)
+@pytest_asyncio.fixture(params=["memory", "sqlite",
+                                pytest.param("postgres", marks=pytest.mark.postgres)])
+async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
+    store: Storage
+    if request.param == "memory":
+        store = MemoryStorage()
+    elif request.param == "sqlite":
+        store = open_storage(f"sqlite:///{tmp_path / 'licore.db'}")
+    else:
+        store = open_storage(request.getfixturevalue("pg_schema_url"))
     await store.migrate()
     try:
         yield store

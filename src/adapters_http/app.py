@@ -104,8 +104,8 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
 
     async def readyz(request: Request) -> Response:
         try:
-            async with deps.storage.transaction() as tx:
-                await tx.client_by_id("readiness-probe")
+            async with deps.storage.unit_of_work() as uow:
+                await uow.clients.by_id("readiness-probe")
         except Exception:
             return JSONResponse({"ok": False}, status_code=503)
         return JSONResponse({"ok": True})

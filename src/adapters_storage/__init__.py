@@ -1,7 +1,9 @@
-"""Storage adapters: SQLite (embedded default) and PostgreSQL, one schema, one SQL."""
+"""Storage adapters: SQLite (embedded default) and PostgreSQL, one schema, one SQL; and an
+in-memory store for tests and embedders that keep nothing."""
 
 from __future__ import annotations
 
+from adapters_storage.memory.storage import MemoryStorage
 from adapters_storage.postgres import PostgresStorage
 from adapters_storage.sqlite import SqliteStorage
 
@@ -14,4 +16,4 @@ def open_storage(url: str) -> SqliteStorage | PostgresStorage:
     raise ValueError("the database URL must start with sqlite:/// or postgresql://")
 
 
-__all__ = ["PostgresStorage", "SqliteStorage", "open_storage"]
+__all__ = ["MemoryStorage", "PostgresStorage", "SqliteStorage", "open_storage"]

@@ -11,8 +11,9 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
-from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
+from adapters_storage.sql.common import apply_migrations
+from adapters_storage.sql.hot_path import HotPath
+from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
@@ -42,8 +43,7 @@ class PostgresStorage:
         self.url = url
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False)
         self._opened = False
-        self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
-        self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
+        self._hot = HotPath(self._autocommit)
 
     async def _open(self) -> None:
         if not self._opened:
@@ -51,40 +51,30 @@ class PostgresStorage:
             self._opened = True
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTransaction]:
+    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
         await self._open()
         async with self.pool.connection() as conn, conn.transaction():
-            yield SqlTransaction(_Executor(conn))
+            yield SqlUnitOfWork(_Executor(conn))
+
+    @asynccontextmanager
+    async def _autocommit(self) -> AsyncIterator[_Executor]:
+        await self._open()
+        async with self.pool.connection() as conn:
+            yield _Executor(conn)
+            await conn.commit()
 
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        request = RuntimeRequest(tuple(buckets), key_digest, user_id, game_id)
-        return await self._batcher.read(window_start, request)
-
-    async def _runtime_batch(self, window_start: int, requests: Sequence[RuntimeRequest]
-                             ) -> list[tuple[list[int], RuntimeFacts]]:
-        await self._open()
-        async with self.pool.connection() as conn:
-            answers = await SqlTransaction(_Executor(conn)).runtime_batch(window_start,
-                                                                          requests)
-            await conn.commit()
-        return answers
+        return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))
-
-    async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
-        await self._open()
-        async with self.pool.connection() as conn:
-            used = await SqlTransaction(_Executor(conn)).use_nonces(now, requests)
-            await conn.commit()
-        return used
+        return await self._hot.use_nonce(license_id, nonce, expires_at, now)
 
     async def migrate(self) -> None:
-        async with self.transaction() as tx:
+        async with self.unit_of_work() as uow:
             # The advisory lock serialises migrators from several processes.
-            await tx.db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-            await apply_migrations(tx.db, "postgresql")
+            await uow.db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            await apply_migrations(uow.db, "postgresql")
 
     async def close(self) -> None:
         if self._opened:

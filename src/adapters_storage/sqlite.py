@@ -16,8 +16,9 @@ from typing import Any
 
 import aiosqlite
 
-from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
-from adapters_storage.sql_transaction import SqlTransaction, apply_migrations
+from adapters_storage.sql.common import apply_migrations
+from adapters_storage.sql.hot_path import HotPath
+from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.runtime import Facts as RuntimeFacts
 
 BUSY_TIMEOUT_MS = 30_000
@@ -46,8 +47,7 @@ class SqliteStorage:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._opening = asyncio.Lock()
-        self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
-        self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
+        self._hot = HotPath(self._autocommit)
 
     @classmethod
     def from_url(cls, url: str) -> SqliteStorage:
@@ -91,12 +91,12 @@ class SqliteStorage:
         return await self._idle.get()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTransaction]:
+    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
         conn = await self._acquire()
         try:
             await conn.execute("BEGIN IMMEDIATE")
             try:
-                yield SqlTransaction(_Executor(conn))
+                yield SqlUnitOfWork(_Executor(conn))
             except BaseException:
                 await conn.execute("ROLLBACK")
                 raise
@@ -104,33 +104,25 @@ class SqliteStorage:
         finally:
             self._idle.put_nowait(conn)
 
+    @asynccontextmanager
+    async def _autocommit(self) -> AsyncIterator[_Executor]:
+        # Autocommit statements: no BEGIN/COMMIT trips; the hot path needs no transaction.
+        conn = await self._acquire()
+        try:
+            yield _Executor(conn)
+        finally:
+            self._idle.put_nowait(conn)
+
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        request = RuntimeRequest(tuple(buckets), key_digest, user_id, game_id)
-        return await self._batcher.read(window_start, request)
-
-    async def _runtime_batch(self, window_start: int, requests: Sequence[RuntimeRequest]
-                             ) -> list[tuple[list[int], RuntimeFacts]]:
-        # Autocommit statements: no BEGIN/COMMIT trips; the counters need no transaction.
-        conn = await self._acquire()
-        try:
-            return await SqlTransaction(_Executor(conn)).runtime_batch(window_start, requests)
-        finally:
-            self._idle.put_nowait(conn)
+        return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))
-
-    async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
-        conn = await self._acquire()
-        try:
-            return await SqlTransaction(_Executor(conn)).use_nonces(now, requests)
-        finally:
-            self._idle.put_nowait(conn)
+        return await self._hot.use_nonce(license_id, nonce, expires_at, now)
 
     async def migrate(self) -> None:
-        async with self.transaction() as tx:
-            await apply_migrations(tx.db, "sqlite")
+        async with self.unit_of_work() as uow:
+            await apply_migrations(uow.db, "sqlite")
 
     async def close(self) -> None:
         for conn in self._all:

@@ -1,4 +1,4 @@
-"""The storage port's contract, run against every adapter (SQLite and PostgreSQL)."""
+"""The storage ports' contract, run against every adapter (in memory, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import attrs
 import psycopg
 import pytest
 
-from adapters_storage import open_storage
+from adapters_storage import MemoryStorage, PostgresStorage, SqliteStorage, open_storage
 from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
 from licore.licenses import LicenseState
 from licore.model import Alert, Page
@@ -26,8 +26,8 @@ async def test_migrations_run_twice_and_concurrently(database_url: str) -> None:
     try:
         await asyncio.gather(*(s.migrate() for s in stores))
         await stores[0].migrate()
-        async with stores[1].transaction() as tx:
-            assert await tx.account_by_username("nobody") is None
+        async with stores[1].unit_of_work() as uow:
+            assert await uow.accounts.by_username("nobody") is None
     finally:
         for s in stores:
             await s.close()
@@ -39,15 +39,15 @@ async def test_unit_of_work_rolls_back_everything_on_error(storage: Storage) -> 
     key = await key_record(deps, world.studio_key)
     created = await partner.save_product(deps, key, {"title": "Sword"})
     with pytest.raises(RuntimeError):
-        async with storage.transaction() as tx:
-            product = await tx.product_by_id(created["id"])
+        async with storage.unit_of_work() as uow:
+            product = await uow.products.by_id(created["id"])
             assert product is not None
             import attrs
 
-            await tx.save_product(attrs.evolve(product, title="Changed"))
+            await uow.products.save(attrs.evolve(product, title="Changed"))
             raise RuntimeError("boom")
-    async with storage.transaction() as tx:
-        product = await tx.product_by_id(created["id"])
+    async with storage.unit_of_work() as uow:
+        product = await uow.products.by_id(created["id"])
     assert product is not None and product.title == "Sword"
 
 
@@ -99,13 +99,13 @@ async def test_alerts_repeat_within_an_hour_bump_the_count(storage: Storage) -> 
                  product_id=product["id"], license_id="lic_x", platform_id="9",
                  key_owner_platform_id="8", game_id="55", script_name=None, count=1,
                  first_seen_at=1000, last_seen_at=1000)
-    async with storage.transaction() as tx:
-        first = await tx.raise_alert(base, 3600)
-        again = await tx.raise_alert(
+    async with storage.unit_of_work() as uow:
+        first = await uow.alerts.record(base, 3600)
+        again = await uow.alerts.record(
             attrs_evolve(base, id="alr_2", first_seen_at=2000, last_seen_at=2000), 3600)
-        other_place = await tx.raise_alert(
+        other_place = await uow.alerts.record(
             attrs_evolve(base, id="alr_3", game_id="56", last_seen_at=2100), 3600)
-        later = await tx.raise_alert(
+        later = await uow.alerts.record(
             attrs_evolve(base, id="alr_4", first_seen_at=9000, last_seen_at=9000), 3600)
     assert first.id == again.id == "alr_1" and again.count == 2
     assert other_place.id == "alr_3" and later.id == "alr_4"
@@ -118,49 +118,49 @@ def attrs_evolve(obj: Any, **changes: Any) -> Any:
 
 
 async def test_nonce_is_used_once_until_it_expires(storage: Storage) -> None:
-    async with storage.transaction() as tx:
-        assert await tx.use_nonce("lic_1", "abc", expires_at=400, now=100)
-        assert not await tx.use_nonce("lic_1", "abc", expires_at=500, now=200)
-        assert await tx.use_nonce("lic_2", "abc", expires_at=500, now=200)
-        assert await tx.use_nonce("lic_1", "abc", expires_at=900, now=400)
+    async with storage.unit_of_work() as uow:
+        assert await uow.runtime.use_nonce("lic_1", "abc", expires_at=400, now=100)
+        assert not await uow.runtime.use_nonce("lic_1", "abc", expires_at=500, now=200)
+        assert await uow.runtime.use_nonce("lic_2", "abc", expires_at=500, now=200)
+        assert await uow.runtime.use_nonce("lic_1", "abc", expires_at=900, now=400)
 
 
 async def test_rate_counters_count_per_bucket_and_window(storage: Storage) -> None:
-    async with storage.transaction() as tx:
-        counts = [(await tx.count_hits(["k1"], 60))[0] for _ in range(3)]
-        both = await tx.count_hits(["k2", "k1"], 60)
-        next_window = await tx.count_hits(["k1"], 120)
+    async with storage.unit_of_work() as uow:
+        counts = [(await uow.counters.hit(["k1"], 60))[0] for _ in range(3)]
+        both = await uow.counters.hit(["k2", "k1"], 60)
+        next_window = await uow.counters.hit(["k1"], 120)
     assert counts == [1, 2, 3] and both == [1, 4] and next_window == [1]
 
 
 async def test_reading_a_rate_counter_does_not_add_to_it(storage: Storage) -> None:
-    async with storage.transaction() as tx:
-        assert await tx.hit_count("k1", 60) == 0
-        await tx.count_hits(["k1", "k1"], 60)
-        assert [await tx.hit_count("k1", 60) for _ in range(2)] == [2, 2]
-        assert await tx.hit_count("k1", 120) == 0
+    async with storage.unit_of_work() as uow:
+        assert await uow.counters.count("k1", 60) == 0
+        await uow.counters.hit(["k1", "k1"], 60)
+        assert [await uow.counters.count("k1", 60) for _ in range(2)] == [2, 2]
+        assert await uow.counters.count("k1", 120) == 0
 
 
 async def test_blacklist_lists_what_was_added_and_not_what_was_removed(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    async with storage.transaction() as tx:
-        await tx.set_blacklisted(world.studio.id, "42", True, 10)
-        await tx.set_blacklisted(world.studio.id, "7", True, 11)
-        await tx.set_blacklisted(world.studio.id, "42", True, 12)
-        await tx.set_blacklisted(world.studio.id, "9", True, 13)
-        await tx.set_blacklisted(world.studio.id, "9", False, 14)
-        assert await tx.blacklist_of(world.studio.id) == [("42", 10), ("7", 11)]
+    async with storage.unit_of_work() as uow:
+        await uow.blacklist.set(world.studio.id, "42", True, 10)
+        await uow.blacklist.set(world.studio.id, "7", True, 11)
+        await uow.blacklist.set(world.studio.id, "42", True, 12)
+        await uow.blacklist.set(world.studio.id, "9", True, 13)
+        await uow.blacklist.set(world.studio.id, "9", False, 14)
+        assert await uow.blacklist.of_studio(world.studio.id) == [("42", 10), ("7", 11)]
 
 
 async def test_places_are_counted_distinctly(storage: Storage) -> None:
-    async with storage.transaction() as tx:
-        assert await tx.record_place("lic_1", "1", 10) == 1
-        assert await tx.record_place("lic_1", "1", 11) == 1
-        assert await tx.record_place("lic_1", "2", 12) == 2
-        assert await tx.record_place("lic_2", "2", 12) == 1
-        assert await tx.record_place("lic_1", "1", 13) == 1
+    async with storage.unit_of_work() as uow:
+        assert await uow.runtime.record_place("lic_1", "1", 10) == 1
+        assert await uow.runtime.record_place("lic_1", "1", 11) == 1
+        assert await uow.runtime.record_place("lic_1", "2", 12) == 2
+        assert await uow.runtime.record_place("lic_2", "2", 12) == 1
+        assert await uow.runtime.record_place("lic_1", "1", 13) == 1
 
 
 async def test_pagination_walks_every_item_once(storage: Storage) -> None:
@@ -182,37 +182,38 @@ async def test_pagination_walks_every_item_once(storage: Storage) -> None:
     assert seen == made
 
 
-async def test_no_api_key_or_license_key_is_stored_in_the_clear(
-        database_url: str, storage: Storage) -> None:
+async def test_no_api_key_or_license_key_is_stored_in_the_clear(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
     key = await key_record(deps, world.studio_key)
     product = await partner.save_product(deps, key, {"title": "Secret"})
     await partner.grant(deps, key, {"product_id": product["id"],
                                     "user": world.buyer.platform_id})
-    async with storage.transaction() as tx:
-        lic = await tx.license_for(product["id"], world.buyer.platform_id)
+    async with storage.unit_of_work() as uow:
+        lic = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
     assert lic is not None and lic.key_ciphertext is not None
     license_key = deps.vault.decrypt(lic.key_ciphertext, lic.id)
     assert license_key.startswith("lk_")
     secrets = [world.studio_key, world.library_key, license_key]
-    dump = await _raw_dump(database_url)
+    dump = await _raw_dump(storage)
     for secret in secrets:
         assert secret.encode() not in dump
         assert secret[4:20].encode() not in dump  # not even a recognisable part
 
 
-async def _raw_dump(database_url: str) -> bytes:
-    if database_url.startswith("sqlite"):
-        path = database_url.removeprefix("sqlite:///")
-        await asyncio.sleep(0)
+async def _raw_dump(storage: Storage) -> bytes:
+    if isinstance(storage, MemoryStorage):
+        return repr(storage.tables).encode()
+    if isinstance(storage, SqliteStorage):
+        path = storage.path
         con = sqlite3.connect(path)
         con.execute("PRAGMA wal_checkpoint(FULL)")
         con.close()
         files = [Path(path + suffix) for suffix in ("", "-wal")]
         return b"".join(f.read_bytes() for f in files if f.exists())
+    assert isinstance(storage, PostgresStorage)
     out = []
-    with psycopg.connect(database_url) as conn:
+    with psycopg.connect(storage.url) as conn:
         tables = [r[0] for r in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
         for table in tables:
@@ -228,16 +229,16 @@ async def test_revoke_clears_the_key_and_regrant_mints_a_new_one(storage: Storag
     product = await partner.save_product(deps, key, {"title": "Hat"})
     target = {"product_id": product["id"], "user": world.buyer.username}
     await partner.grant(deps, key, dict(target))
-    async with storage.transaction() as tx:
-        first = await tx.license_for(product["id"], world.buyer.platform_id)
+    async with storage.unit_of_work() as uow:
+        first = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
     await partner.revoke(deps, key, target)
-    async with storage.transaction() as tx:
-        revoked = await tx.license_for(product["id"], world.buyer.platform_id)
+    async with storage.unit_of_work() as uow:
+        revoked = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
     assert revoked is not None and revoked.state is LicenseState.INACTIVE
     assert revoked.key_ciphertext is None and revoked.key_digest is None
     await partner.grant(deps, key, dict(target))
-    async with storage.transaction() as tx:
-        again = await tx.license_for(product["id"], world.buyer.platform_id)
+    async with storage.unit_of_work() as uow:
+        again = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
     assert first is not None and again is not None
     assert again.state is LicenseState.ACTIVE and again.id == first.id
     assert again.key_digest not in (None, first.key_digest)
@@ -262,17 +263,17 @@ async def _uploaded(storage: Storage) -> tuple[Any, Any, dict[str, Any], dict[st
 
 async def test_versions_keep_their_file_scripts_and_labels(storage: Storage) -> None:
     _, _, product, version = await _uploaded(storage)
-    async with storage.transaction() as tx:
-        stored = await tx.version_by_id(version["id"])
+    async with storage.unit_of_work() as uow:
+        stored = await uow.versions.by_id(version["id"])
         assert stored is not None and stored.label == "1.0" and not stored.published
-        data = await tx.version_data(stored)
-        scripts = await tx.version_scripts(stored.id)
-        greeter = await tx.version_scripts(stored.id, "Greeter")
-        assert await tx.versions_of(product["id"], True, None, None) == Page((), None)
-        assert [v.id for v in (await tx.versions_of(product["id"], False, None,
+        data = await uow.versions.data(stored)
+        scripts = await uow.versions.scripts(stored.id)
+        greeter = await uow.versions.scripts(stored.id, "Greeter")
+        assert await uow.versions.of_product(product["id"], True, None, None) == Page((), None)
+        assert [v.id for v in (await uow.versions.of_product(product["id"], False, None,
                                                     None)).items] == [stored.id]
         # The same label again is answered, not raised, and adds nothing.
-        assert not await tx.add_version(attrs.evolve(stored, id="ver_other",
+        assert not await uow.versions.add(attrs.evolve(stored, id="ver_other",
                                                      blob_id="blb_other"), b"x", [])
     import hashlib
 
@@ -286,39 +287,40 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         storage: Storage) -> None:
     deps, key, product, version = await _uploaded(storage)
     await partner.grant(deps, key, {"product_id": product["id"], "user": "555"})
-    async with storage.transaction() as tx:
-        lic = await tx.license_for(product["id"], "555")
+    async with storage.unit_of_work() as uow:
+        lic = await uow.licenses.for_user(product["id"], "555")
         assert lic is not None
-        await tx.put_prepared_copy(version["id"], lic.id, lic.key_generation, b"one")
-        await tx.put_prepared_copy(version["id"], lic.id, lic.key_generation, b"two")
-        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) == b"two"
-        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation + 1) is None
+        await uow.copies.put(version["id"], lic.id, lic.key_generation, b"one")
+        await uow.copies.put(version["id"], lic.id, lic.key_generation, b"two")
+        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) == b"two"
+        assert await uow.copies.get(version["id"], lic.id, lic.key_generation + 1) is None
     # Revoking drops the license's copies in the same unit of work.
     await partner.revoke(deps, key, {"product_id": product["id"], "user": "555"})
-    async with storage.transaction() as tx:
-        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) is None
-        await tx.put_prepared_copy(version["id"], lic.id, 7, b"three")
-        await tx.drop_prepared_copies(product_id=product["id"])
-        assert await tx.prepared_copy(version["id"], lic.id, 7) is None
+    async with storage.unit_of_work() as uow:
+        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) is None
+        await uow.copies.put(version["id"], lic.id, 7, b"three")
+        await uow.copies.drop(product_id=product["id"])
+        assert await uow.copies.get(version["id"], lic.id, 7) is None
 
 
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         storage: Storage) -> None:
-    async with storage.transaction() as tx:
-        assert await tx.use_nonce("lic_1", "n" * 16, 1_000, 500)
-        assert await tx.use_nonce("lic_1", "m" * 16, 2_000, 500)
-        await tx.count_hits(["old"], 60)
-        await tx.count_hits(["now"], 1_200)
-        await tx.count_hits(["forever"], 0)
-    async with storage.transaction() as tx:
-        assert await tx.sweep_expired(1_000, 1_200) == 2  # one nonce, one old window
-    async with storage.transaction() as tx:
+    async with storage.unit_of_work() as uow:
+        assert await uow.runtime.use_nonce("lic_1", "n" * 16, 1_000, 500)
+        assert await uow.runtime.use_nonce("lic_1", "m" * 16, 2_000, 500)
+        await uow.counters.hit(["old"], 60)
+        await uow.counters.hit(["now"], 1_200)
+        await uow.counters.hit(["forever"], 0)
+    async with storage.unit_of_work() as uow:
+        assert await uow.runtime.sweep_nonces(1_000) == 1
+        assert await uow.counters.sweep(1_200) == 1  # the old window, never window 0
+    async with storage.unit_of_work() as uow:
         # The expired nonce may be used again; the live one still may not.
-        assert await tx.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
-        assert not await tx.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
-        assert await tx.count_hits(["now"], 1_200) == [2]
-        assert await tx.count_hits(["old"], 60) == [1]
-        assert await tx.count_hits(["forever"], 0) == [2]  # window 0 is never swept
+        assert await uow.runtime.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
+        assert not await uow.runtime.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
+        assert await uow.counters.hit(["now"], 1_200) == [2]
+        assert await uow.counters.hit(["old"], 60) == [1]
+        assert await uow.counters.hit(["forever"], 0) == [2]  # window 0 is never swept
 
 
 async def test_concurrent_nonces_are_each_accepted_once_across_batches(
@@ -332,6 +334,7 @@ async def test_concurrent_nonces_are_each_accepted_once_across_batches(
         by_nonce.setdefault(n, []).append(ok)
     assert all(sorted(v) == [False, True] for v in by_nonce.values())
     # The batched path and the transaction's path see the same rows.
-    async with storage.transaction() as tx:
-        assert not await tx.use_nonce("lic_b", nonces[0], 2_000, 1_000)
-        assert await tx.use_nonce("lic_b", nonces[0], 3_000, 2_000)  # expired: usable again
+    async with storage.unit_of_work() as uow:
+        assert not await uow.runtime.use_nonce("lic_b", nonces[0], 2_000, 1_000)
+        # expired: usable again
+        assert await uow.runtime.use_nonce("lic_b", nonces[0], 3_000, 2_000)

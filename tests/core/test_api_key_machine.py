@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import attrs
-from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import Bundle, invariant, rule
 
 from licore.api_keys import IDLE_LIMIT
 from licore.errors import InvalidToken, NotFound
 from licore.services import device, operator
-from tests.core.machine_support import AsyncWorld
+from tests.core.machine_support import StorageMachine, machine_tests
 from tests.support.scenario import obtain_key
 
 
@@ -22,20 +21,16 @@ class Key:
     revoked: bool = False
 
 
-class ApiKeyMachine(RuleBasedStateMachine):
+class ApiKeyMachine(StorageMachine):
     keys = Bundle("keys")
 
     def __init__(self) -> None:
         super().__init__()
-        self.w = AsyncWorld()
         d = self.w.deps
         self.owner = self.w.run(operator.add_account(d, "owner", "1", None))
         self.studio = self.w.run(operator.add_studio(d, "S", "owner"))
         self.client = self.w.run(operator.add_client(d, "App", "d", "products:read"))
         self.all: list[Key] = []
-
-    def teardown(self) -> None:
-        self.w.close()
 
     def now(self) -> int:
         return self.w.clock.now()
@@ -98,6 +93,4 @@ class ApiKeyMachine(RuleBasedStateMachine):
         assert {a.key.id for a in apps} == {k.id for k in self.all if self.alive(k)}
 
 
-ApiKeyMachine.TestCase.settings = settings(max_examples=50, stateful_step_count=25,
-                                           deadline=None)
-TestApiKeys = ApiKeyMachine.TestCase
+TestApiKeys, TestApiKeysInMemory = machine_tests(ApiKeyMachine, max_examples=50, steps=25)

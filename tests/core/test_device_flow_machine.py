@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from hypothesis import event, settings
+from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
+from hypothesis.stateful import Bundle, invariant, multiple, rule
 
 from licore import scopes as sc
 from licore.errors import (
@@ -20,7 +20,7 @@ from licore.errors import (
 )
 from licore.scopes import Permission
 from licore.services import device, operator
-from tests.core.machine_support import AsyncWorld
+from tests.core.machine_support import StorageMachine, machine_tests
 
 STUDIO = tuple(s for s, (k, _) in sc.SCOPES.items() if k is sc.KeyKind.STUDIO)
 LIBRARY = tuple(s for s, (k, _) in sc.SCOPES.items() if k is sc.KeyKind.LIBRARY)
@@ -41,12 +41,11 @@ class Flow:
     keys_returned: int = 0
 
 
-class DeviceFlowMachine(RuleBasedStateMachine):
+class DeviceFlowMachine(StorageMachine):
     flows = Bundle("flows")
 
     def __init__(self) -> None:
         super().__init__()
-        self.w = AsyncWorld()
         d = self.w.deps
         owner = self.w.run(operator.add_account(d, "owner", "1", None))
         helper = self.w.run(operator.add_account(d, "helper", "2", None))
@@ -60,9 +59,6 @@ class DeviceFlowMachine(RuleBasedStateMachine):
                       frozenset({Permission.MANAGE_LICENSES}), self.outsider.id: frozenset()}
         self.approvers = list(self.perms)
         self.all_flows: list[Flow] = []
-
-    def teardown(self) -> None:
-        self.w.close()
 
     def now(self) -> int:
         return self.w.clock.now()
@@ -160,6 +156,4 @@ class DeviceFlowMachine(RuleBasedStateMachine):
             assert len({sc.SCOPES[s][0] for s in granted}) <= 1
 
 
-DeviceFlowMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=25,
-                                               deadline=None)
-TestDeviceFlow = DeviceFlowMachine.TestCase
+TestDeviceFlow, TestDeviceFlowInMemory = machine_tests(DeviceFlowMachine, max_examples=80, steps=25)

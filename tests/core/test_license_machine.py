@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import invariant, rule
 
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
 from licore.services import operator, partner, runtime
-from tests.core.machine_support import AsyncWorld
+from tests.core.machine_support import StorageMachine, machine_tests
 
 USERS = ("11", "12", "13")
 E = LicenseEvent
 
 
-class LicenseMachine(RuleBasedStateMachine):
+class LicenseMachine(StorageMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.w = AsyncWorld()
         d = self.w.deps
         self.w.run(operator.add_account(d, "owner", "1", None))
         self.studio = self.w.run(operator.add_studio(d, "S", "owner"))
@@ -34,11 +32,8 @@ class LicenseMachine(RuleBasedStateMachine):
         self.old_digests: set[str] = set()
 
     async def _add(self, draft: Product) -> Product:
-        async with self.w.deps.storage.transaction() as tx:
-            return await tx.add_product(draft, "p")
-
-    def teardown(self) -> None:
-        self.w.close()
+        async with self.w.deps.storage.unit_of_work() as uow:
+            return await uow.products.add(draft, "p")
 
     @rule(product=st.integers(0, 1), user=st.sampled_from(USERS),
           event=st.sampled_from(list(LicenseEvent)))
@@ -74,8 +69,8 @@ class LicenseMachine(RuleBasedStateMachine):
 
     def _stored(self, pid: str, user: str) -> License | None:
         async def read() -> License | None:
-            async with self.w.deps.storage.transaction() as tx:
-                return await tx.license_for(pid, user)
+            async with self.w.deps.storage.unit_of_work() as uow:
+                return await uow.licenses.for_user(pid, user)
 
         return self.w.run(read())
 
@@ -103,13 +98,11 @@ class LicenseMachine(RuleBasedStateMachine):
     @invariant()
     def a_replaced_or_cleared_key_finds_no_license(self) -> None:
         async def find(digest: str) -> License | None:
-            async with self.w.deps.storage.transaction() as tx:
-                return await tx.license_by_key_digest(digest)
+            async with self.w.deps.storage.unit_of_work() as uow:
+                return await uow.licenses.by_key_digest(digest)
 
         for digest in self.old_digests:
             assert self.w.run(find(digest)) is None
 
 
-LicenseMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30,
-                                            deadline=None)
-TestLicenses = LicenseMachine.TestCase
+TestLicenses, TestLicensesInMemory = machine_tests(LicenseMachine, max_examples=60, steps=30)

@@ -129,15 +129,15 @@ async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storag
     deps = make_deps(storage, clock)
     await signin.end_session(deps, "sid-1")
     window = clock.now() - clock.now() % signin.FAILURE_WINDOW
-    async with storage.transaction() as tx:
-        await tx.count_hits(["signin-fail:name:bob"], window)
+    async with storage.unit_of_work() as uow:
+        await uow.counters.hit(["signin-fail:name:bob"], window)
     clock.advance(signin.FAILURE_WINDOW - 1)
     await housekeeping.sweep(deps)
     assert await signin.session_ended(deps, "sid-1")
-    async with storage.transaction() as tx:
-        assert await tx.hit_count("signin-fail:name:bob", window) == 1
+    async with storage.unit_of_work() as uow:
+        assert await uow.counters.count("signin-fail:name:bob", window) == 1
     clock.advance(housekeeping.COUNTER_RETENTION + 1)
     await housekeeping.sweep(deps)
     assert await signin.session_ended(deps, "sid-1")  # never forgotten
-    async with storage.transaction() as tx:
-        assert await tx.hit_count("signin-fail:name:bob", window) == 0
+    async with storage.unit_of_work() as uow:
+        assert await uow.counters.count("signin-fail:name:bob", window) == 0

@@ -112,8 +112,8 @@ def license_key(server: Server, product_id: str, platform_id: str) -> str:
     """The plain license key of a buyer's license, as the server keeps it (encrypted)."""
 
     async def read(d: Deps) -> str:
-        async with d.storage.transaction() as tx:
-            lic = await tx.license_for(product_id, platform_id)
+        async with d.storage.unit_of_work() as uow:
+            lic = await uow.licenses.for_user(product_id, platform_id)
         assert lic is not None and lic.key_ciphertext is not None
         return d.vault.decrypt(lic.key_ciphertext, lic.id)
 

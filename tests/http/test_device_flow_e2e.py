@@ -110,12 +110,12 @@ def test_expired_after_lifetime_gives_expired_token(server: Server, people: Peop
     flow = start_flow(server, people.client_id, "library:read")
 
     async def age(d: Deps) -> None:
-        async with d.storage.transaction() as tx:
-            record = await tx.device_by_code_digest(device_code_digest(flow["device_code"]))
+        async with d.storage.unit_of_work() as uow:
+            record = await uow.devices.by_code_digest(device_code_digest(flow["device_code"]))
             assert record is not None
             past = attrs.evolve(record, created_at=record.created_at - 601,
                                 expires_at=record.expires_at - 601)
-            await tx.replace_device(past, expected=DeviceState.PENDING)
+            await uow.devices.replace(past, expected=DeviceState.PENDING)
 
     core(server.database_url, age)
     r = poll(server, flow["device_code"])

@@ -276,9 +276,9 @@ def test_logs_hold_no_secret(server: Server, people: People, keys: dict[str, str
 
     async def license_keys(d: Any) -> list[str]:
         out = []
-        async with d.storage.transaction() as tx:
-            page = await tx.licenses_of_product(
-                (await tx.products_of_studio(people.studio_id, None, None)).items[0].id,
+        async with d.storage.unit_of_work() as uow:
+            page = await uow.licenses.of_product(
+                (await uow.products.of_studio(people.studio_id, None, None)).items[0].id,
                 None, None)
             for lic in page.items:
                 if lic.key_ciphertext:

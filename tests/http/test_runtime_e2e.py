@@ -53,8 +53,8 @@ def v1(server: Server, method: str, path: str, key: str, **kw: Any) -> httpx.Res
 
 def stored_license(server: Server, product_id: str, platform_id: str) -> License:
     async def read(d: Deps) -> License:
-        async with d.storage.transaction() as tx:
-            lic = await tx.license_for(product_id, platform_id)
+        async with d.storage.unit_of_work() as uow:
+            lic = await uow.licenses.for_user(product_id, platform_id)
         assert lic is not None
         return lic
 
@@ -242,10 +242,10 @@ def test_version_reports_latest_update_and_file_id(server: Server, people: Peopl
     base = {"user_id": shop.buyer, "product_id": shop.product, "key": shop.buyer_key}
 
     async def publish(d: Deps, label: str) -> None:
-        async with d.storage.transaction() as tx:
-            product = await tx.product_by_id(shop.product)
+        async with d.storage.unit_of_work() as uow:
+            product = await uow.products.by_id(shop.product)
             assert product is not None
-            await tx.save_product(attrs.evolve(product, current_version=label,
+            await uow.products.save(attrs.evolve(product, current_version=label,
                                                current_version_id=f"ver_{label}"))
 
     none = rt(server, "/version", base).json()

@@ -49,10 +49,10 @@ async def _copies(url: str, buyers: int) -> tuple[str, dict[str, bytes], dict[st
         for i in range(buyers):
             granted = await partner.grant(deps, key, {"product_id": product["id"],
                                                       "user": str(5000 + i)})
-            async with storage.transaction() as tx:
-                lic = await tx.license_by_id(granted["license"]["id"])
-                stored = await tx.product_by_id(product["id"])
-                ver = await tx.version_by_id(version["id"])
+            async with storage.unit_of_work() as uow:
+                lic = await uow.licenses.by_id(granted["license"]["id"])
+                stored = await uow.products.by_id(product["id"])
+                ver = await uow.versions.by_id(version["id"])
             assert lic is not None and lic.key_ciphertext is not None and stored and ver
             keys[lic.id] = deps.vault.decrypt(lic.key_ciphertext, lic.id)
             copies[lic.id] = await builds.prepared_copy(deps, lic, stored, ver, keys[lic.id])

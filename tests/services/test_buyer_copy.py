@@ -84,10 +84,10 @@ async def test_a_download_whose_rules_fail_is_a_server_error_and_caches_nothing(
     with pytest.raises(LicoreError) as caught:
         await builds.download(deps, lib, {"product_id": product["id"]})
     assert caught.value.status == 500
-    async with storage.transaction() as tx:
-        lic = await tx.license_for(product["id"], world.buyer.platform_id)
+    async with storage.unit_of_work() as uow:
+        lic = await uow.licenses.for_user(product["id"], world.buyer.platform_id)
         assert lic is not None
-        assert await tx.prepared_copy(version["id"], lic.id, lic.key_generation) is None
+        assert await uow.copies.get(version["id"], lic.id, lic.key_generation) is None
     # With rules that work, the same download succeeds and is cached.
     deps = attrs.evolve(deps, protector=Shouting())
     got = await builds.download(deps, lib, {"product_id": product["id"]})
@@ -114,8 +114,8 @@ async def test_publishing_is_refused_when_a_rule_cannot_apply_naming_script_and_
         await packages.publish(deps, key, {"product_id": product["id"],
                                            "version_id": version["id"]})
     assert "Product/Broken line 2" in refused.value.description
-    async with storage.transaction() as tx:
-        stored = await tx.product_by_id(product["id"])
+    async with storage.unit_of_work() as uow:
+        stored = await uow.products.by_id(product["id"])
     assert stored is not None and stored.current_version_id is None  # nothing changed
     # Without a rule on that script it publishes; then the same rule is refused as a setting.
     await packages.settings(deps, key, {"product_id": product["id"], "protection": {

@@ -24,8 +24,8 @@ class LocalAccounts:
         if not username or not password or len(username) > MAX_FIELD or len(
                 password) > MAX_FIELD:
             return None
-        async with self.deps.storage.transaction() as tx:
-            account = await tx.account_by_username(username)
+        async with self.deps.storage.unit_of_work() as uow:
+            account = await uow.accounts.by_username(username)
         digest = account.password_digest if account else None
         if digest is None:
             # Spend the same time on an unknown name as on a wrong password, so timing does

@@ -14,7 +14,7 @@ from licore.builds.errors import ModelFormatError
 from licore.builds.prepare import buyer_copy, script_texts
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import ApiKey, License, Product, Version
-from licore.ports import Transaction
+from licore.ports import UnitOfWork
 from licore.protection import Candidate, ProtectionFailed, Trace, parse_protection_settings
 from licore.services.deps import Deps, iso
 
@@ -42,11 +42,11 @@ def license_secret(deps: Deps, license: License) -> bytes:
 async def prepared_copy(deps: Deps, license: License, product: Product, version: Version,
                         license_key: str) -> bytes:
     """The buyer's own copy of `version`, made once and then served from the cache."""
-    async with deps.storage.transaction() as tx:
-        cached = await tx.prepared_copy(version.id, license.id, license.key_generation)
+    async with deps.storage.unit_of_work() as uow:
+        cached = await uow.copies.get(version.id, license.id, license.key_generation)
         if cached is not None:
             return cached
-        data = await tx.version_data(version)
+        data = await uow.versions.data(version)
     settings = parse_protection_settings(json.loads(product.protection))
 
     def prepare() -> bytes:
@@ -60,20 +60,20 @@ async def prepared_copy(deps: Deps, license: License, product: Product, version:
     except ProtectionFailed:
         raise PreparationFailed("the build could not be prepared; the seller has been "
                                 "asked to republish it") from None
-    async with deps.storage.transaction() as tx:
+    async with deps.storage.unit_of_work() as uow:
         # Keep it only if the license is still the one it was made for.
-        now = await tx.license_by_id(license.id)
+        now = await uow.licenses.by_id(license.id)
         if now is not None and now.key_generation == license.key_generation and (
                 lic.passes_runtime(now.state)):
-            await tx.put_prepared_copy(version.id, license.id, license.key_generation, copy)
+            await uow.copies.put(version.id, license.id, license.key_generation, copy)
     return copy
 
 
-async def _library_license(tx: Transaction, key: ApiKey, product_id: str) -> License:
-    account = await tx.account_by_id(key.account_id)
+async def _library_license(uow: UnitOfWork, key: ApiKey, product_id: str) -> License:
+    account = await uow.accounts.by_id(key.account_id)
     if account is None:
         raise NotFound("the account behind this key is gone")
-    license = await tx.license_for(product_id, account.platform_id)
+    license = await uow.licenses.for_user(product_id, account.platform_id)
     if license is None or not lic.passes_runtime(license.state):
         raise NotFound("no such product in your library")
     return license
@@ -84,13 +84,13 @@ def library_version_view(v: Version, product: Product) -> dict[str, Any]:
             "live": v.id == product.current_version_id, "created_at": iso(v.created_at)}
 
 
-async def library_versions(tx: Transaction, key: ApiKey, product_id: str,
+async def library_versions(uow: UnitOfWork, key: ApiKey, product_id: str,
                            limit: int | None, cursor: str | None) -> tuple[Product, Any]:
-    await _library_license(tx, key, product_id)
-    product = await tx.product_by_id(product_id)
+    await _library_license(uow, key, product_id)
+    product = await uow.products.by_id(product_id)
     if product is None:
         raise NotFound("no such product in your library")
-    return product, await tx.versions_of(product_id, True, limit, cursor)
+    return product, await uow.versions.of_product(product_id, True, limit, cursor)
 
 
 async def download(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> Download:
@@ -102,11 +102,11 @@ async def download(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> Downloa
     version_id = query.get("version_id")
     if version_id is not None and not version_id:
         raise InvalidRequest("version_id must not be empty", "version_id")
-    async with deps.storage.transaction() as tx:
-        license = await _library_license(tx, key, product_id)
-        product = await tx.product_by_id(product_id)
+    async with deps.storage.unit_of_work() as uow:
+        license = await _library_license(uow, key, product_id)
+        product = await uow.products.by_id(product_id)
         wanted = version_id or (product.current_version_id if product else None)
-        version = await tx.version_by_id(wanted) if wanted else None
+        version = await uow.versions.by_id(wanted) if wanted else None
     if product is None or version is None or version.product_id != product_id or not (
             version.published):
         raise NotFound("no such version" if version_id else "the product has no live build")
@@ -139,11 +139,11 @@ async def trace_leak(deps: Deps, studio_id: str | None, product_id: str, name: s
     license the product ever had is a candidate, revoked ones too (a copy may have leaked
     before): the secret its copies were made with, and its key where it still has one.
     `studio_id` None is the operator, who may trace any product."""
-    async with deps.storage.transaction() as tx:
-        product = await tx.product_by_id(product_id)
+    async with deps.storage.unit_of_work() as uow:
+        product = await uow.products.by_id(product_id)
         if product is None or (studio_id is not None and product.studio_id != studio_id):
             raise NotFound("no such product")
-        licenses = (await tx.licenses_of_product(product_id, None, None)).items
+        licenses = (await uow.licenses.of_product(product_id, None, None)).items
     scripts = leaked_scripts(deps, name, data)
     candidates = [
         Candidate(lic.id, license_secret(deps, lic),

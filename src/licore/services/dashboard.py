@@ -63,19 +63,19 @@ class Seat:
 
 async def seats_of(deps: Deps, account_id: str) -> list[Seat]:
     """Every studio the person belongs to, by name."""
-    async with deps.storage.transaction() as tx:
+    async with deps.storage.unit_of_work() as uow:
         seats = []
-        for membership in await tx.memberships_of(account_id):
-            studio = await tx.studio_by_id(membership.studio_id)
+        for membership in await uow.studios.memberships_of(account_id):
+            studio = await uow.studios.by_id(membership.studio_id)
             if studio is not None:
                 seats.append(Seat(studio, account_id, membership.permissions))
     return sorted(seats, key=lambda s: s.studio.name.casefold())
 
 
 async def take_seat(deps: Deps, account_id: str, studio_id: str) -> Seat:
-    async with deps.storage.transaction() as tx:
-        membership = await tx.membership(studio_id, account_id)
-        studio = await tx.studio_by_id(studio_id) if membership else None
+    async with deps.storage.unit_of_work() as uow:
+        membership = await uow.studios.membership(studio_id, account_id)
+        studio = await uow.studios.by_id(studio_id) if membership else None
     if membership is None or studio is None:
         raise NotFound("no such studio")
     return Seat(studio, account_id, membership.permissions)
@@ -95,15 +95,15 @@ class StudioOverview:
 
 async def overview(deps: Deps, seat: Seat) -> StudioOverview:
     sees_licenses = seat.may(Permission.MANAGE_LICENSES)
-    async with deps.storage.transaction() as tx:
-        products = (await tx.products_of_studio(seat.studio.id, None, None)).items
+    async with deps.storage.unit_of_work() as uow:
+        products = (await uow.products.of_studio(seat.studio.id, None, None)).items
         alerts = blacklist = None
         if sees_licenses:
-            found = (await tx.alerts_of_studio(seat.studio.id, None, None, None)).items
+            found = (await uow.alerts.of_studio(seat.studio.id, None, None, None)).items
             # Newest first: the one seen most recently leads.
             alerts = tuple(sorted(found, key=lambda a: (a.last_seen_at, a.id),
                                   reverse=True)[:ALERTS_SHOWN])
-            blacklist = tuple(await tx.blacklist_of(seat.studio.id))
+            blacklist = tuple(await uow.blacklist.of_studio(seat.studio.id))
     apps = tuple(await device.connected_apps(deps, studio_id=seat.studio.id))
     return StudioOverview(products, alerts, blacklist, apps)
 
@@ -116,12 +116,12 @@ class ProductDetail:
 
 
 async def product_detail(deps: Deps, seat: Seat, product_id: str) -> ProductDetail:
-    async with deps.storage.transaction() as tx:
-        product = await partner.own_product(tx, seat.studio.id, product_id)
+    async with deps.storage.unit_of_work() as uow:
+        product = await partner.own_product(uow, seat.studio.id, product_id)
         licenses = None
         if seat.may(Permission.MANAGE_LICENSES):
-            licenses = (await tx.licenses_of_product(product_id, None, None)).items
-        versions = (await tx.versions_of(product_id, False, None, None)).items
+            licenses = (await uow.licenses.of_product(product_id, None, None)).items
+        versions = (await uow.versions.of_product(product_id, False, None, None)).items
     return ProductDetail(product, licenses, versions)
 
 
@@ -162,8 +162,8 @@ async def trace_leak(deps: Deps, seat: Seat, product_id: str, name: str,
     found = await builds.trace_leak(deps, seat.studio.id, product_id, name, data)
     if found is None:
         return None
-    async with deps.storage.transaction() as tx:
-        license = await tx.license_by_id(found.license_id)
+    async with deps.storage.unit_of_work() as uow:
+        license = await uow.licenses.by_id(found.license_id)
     assert license is not None
     return found, license
 

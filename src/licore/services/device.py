@@ -18,7 +18,7 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import ConnectedApp, Transaction
+from licore.ports import ConnectedApp, UnitOfWork
 from licore.services import limits
 from licore.services.deps import Deps
 
@@ -41,8 +41,8 @@ class TokenResponse:
     studio_id: str | None
 
 
-async def _active_client(tx: Transaction, client_id: str) -> Client:
-    client = await tx.client_by_id(client_id)
+async def _active_client(uow: UnitOfWork, client_id: str) -> Client:
+    client = await uow.clients.by_id(client_id)
     if client is None or client.disabled:
         raise InvalidClient("unknown or disabled client_id")
     return client
@@ -51,8 +51,8 @@ async def _active_client(tx: Transaction, client_id: str) -> Client:
 async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
     """POST /device/code."""
     requested = sc.parse_scope_string(scope_text)
-    async with deps.storage.transaction() as tx:
-        client = await _active_client(tx, client_id)
+    async with deps.storage.unit_of_work() as uow:
+        client = await _active_client(uow, client_id)
     wanted = sc.requestable(requested, client.scopes)
     await limits.hit(deps, f"device-code:{ip}", deps.settings.device_code_rate_limit)
     now = deps.clock.now()
@@ -66,8 +66,8 @@ async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceC
             state=DeviceState.PENDING, created_at=now,
             expires_at=now + deps.settings.device_lifetime,
             interval=deps.settings.device_interval)
-        async with deps.storage.transaction() as tx:
-            if await tx.add_device(device):
+        async with deps.storage.unit_of_work() as uow:
+            if await uow.devices.add(device):
                 break
     else:
         raise LicoreError("could not allocate a user code")
@@ -84,8 +84,8 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
     now = deps.clock.now()
     refusal: LicoreError | None = None
     issued: TokenResponse | None = None
-    async with deps.storage.transaction() as tx:
-        device = await tx.device_by_code_digest(tokens.device_code_digest(device_code))
+    async with deps.storage.unit_of_work() as uow:
+        device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
         if device is None:
             raise ExpiredToken("unknown device_code; start over")
         if client_id is not None and client_id != device.client_id:
@@ -105,8 +105,8 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
                 updated = attrs.evolve(updated, interval=df.grown_interval(device.interval))
                 refusal = SlowDown(updated.interval)
             elif outcome.effect == df.ISSUE_KEY:
-                issued = await _issue_key(deps, tx, device)
-        if not await tx.replace_device(updated, expected=device.state):
+                issued = await _issue_key(deps, uow, device)
+        if not await uow.devices.replace(updated, expected=device.state):
             # Someone else polled this code in the same instant and claimed it first.
             raise ExpiredToken("the code was already used; start over")
     if refusal is not None:
@@ -115,12 +115,12 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
     return issued
 
 
-async def _issue_key(deps: Deps, tx: Transaction, device: DeviceAuthorization) -> TokenResponse:
+async def _issue_key(deps: Deps, uow: UnitOfWork, device: DeviceAuthorization) -> TokenResponse:
     kind = sc.kind_of(device.granted_scopes)
     plain = tokens.make_api_key(kind, deps.random.token_bytes(40))
     now = deps.clock.now()
     assert device.account_id is not None
-    await tx.add_api_key(ApiKey(
+    await uow.api_keys.add(ApiKey(
         id=deps.new_id("key"), digest=tokens.api_key_digest(plain), kind=kind,
         scopes=device.granted_scopes, client_id=device.client_id,
         account_id=device.account_id, studio_id=device.studio_id,
@@ -175,13 +175,13 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
         raise SessionBurned()
     code = df.normalize_user_code(entered)
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        view = await _pending_view(tx, code, now)
+    async with deps.storage.unit_of_work() as uow:
+        view = await _pending_view(uow, code, now)
         if view is not None:
             return view, attempts
         after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
         if after.burned and attempts.linked_user_code is not None:
-            await _burn(tx, attempts.linked_user_code, now)
+            await _burn(uow, attempts.linked_user_code, now)
     await limits.hit(deps, f"code-entry:{ip}", deps.settings.code_entry_rate_limit)
     return None, after
 
@@ -189,34 +189,34 @@ async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
 async def pending_view(deps: Deps, user_code: str) -> ApprovalView | None:
     """The consent screen of a code the caller already found through `look_up` (this counts
     no entry, so it must never be offered as a way to try codes)."""
-    async with deps.storage.transaction() as tx:
-        return await _pending_view(tx, df.normalize_user_code(user_code), deps.clock.now())
+    async with deps.storage.unit_of_work() as uow:
+        return await _pending_view(uow, df.normalize_user_code(user_code), deps.clock.now())
 
 
-async def _pending_view(tx: Transaction, code: str, now: int) -> ApprovalView | None:
-    device = await tx.device_by_user_code(code) if df.is_well_formed_user_code(code) else None
+async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | None:
+    device = await uow.devices.by_user_code(code) if df.is_well_formed_user_code(code) else None
     if device is None:
         return None
     timing = df.Timing(device.created_at, device.expires_at, device.interval,
                        device.last_poll_at)
     if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
         return None
-    client = await tx.client_by_id(device.client_id)
+    client = await uow.clients.by_id(device.client_id)
     assert client is not None
     return ApprovalView(df.format_user_code(code), client.name, client.description,
                         sc.kind_of(device.requested_scopes), device.requested_scopes,
                         DeviceState.PENDING)
 
 
-async def _burn(tx: Transaction, user_code: str, now: int) -> None:
-    device = await tx.device_by_user_code(df.normalize_user_code(user_code))
+async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
+    device = await uow.devices.by_user_code(df.normalize_user_code(user_code))
     if device is None:
         return
     timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
     state = df.effective_state(device.state, timing, now)
     if state is DeviceState.PENDING:
         burned = attrs.evolve(device, state=df.transition(state, DeviceEvent.BURN).next)
-        await tx.replace_device(burned, expected=device.state)
+        await uow.devices.replace(burned, expected=device.state)
 
 
 async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
@@ -226,8 +226,8 @@ async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
         return sc.Grantable(frozenset())
     if studio_id is None:
         return sc.Grantable(frozenset())
-    async with deps.storage.transaction() as tx:
-        membership = await tx.membership(studio_id, account_id)
+    async with deps.storage.unit_of_work() as uow:
+        membership = await uow.studios.membership(studio_id, account_id)
     return sc.Grantable(membership.permissions if membership else frozenset())
 
 
@@ -240,9 +240,9 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
     """
     code = df.normalize_user_code(user_code)
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        device = await tx.device_by_user_code(code)
-        account = await tx.account_by_id(account_id)
+    async with deps.storage.unit_of_work() as uow:
+        device = await uow.devices.by_user_code(code)
+        account = await uow.accounts.by_id(account_id)
         if device is None or account is None:
             raise NotFound("no authorization with that code")
         timing = df.Timing(device.created_at, device.expires_at, device.interval,
@@ -252,10 +252,10 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
         if not approve:
             denied = attrs.evolve(device, state=df.transition(state, DeviceEvent.DENY).next,
                                   account_id=account_id)
-            await tx.replace_device(denied, expected=device.state)
+            await uow.devices.replace(denied, expected=device.state)
             return ()
         if kind is sc.KeyKind.STUDIO:
-            membership = await tx.membership(studio_id, account_id) if studio_id else None
+            membership = await uow.studios.membership(studio_id, account_id) if studio_id else None
             permissions = membership.permissions if membership else frozenset()
         else:
             studio_id, permissions = None, frozenset()
@@ -264,7 +264,7 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
         outcome = df.transition(state, event)
         approved = attrs.evolve(device, state=outcome.next, granted_scopes=granted,
                                 studio_id=studio_id, account_id=account_id)
-        if not await tx.replace_device(approved, expected=device.state):
+        if not await uow.devices.replace(approved, expected=device.state):
             raise ExpiredToken("this code is no longer waiting for approval")
     return granted
 
@@ -272,29 +272,29 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
 async def revoke_key(deps: Deps, key: ApiKey) -> None:
     """POST /revoke by the holder (the key was authenticated by the caller)."""
     api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-    async with deps.storage.transaction() as tx:
-        await tx.revoke_api_key(key.id, deps.clock.now())
+    async with deps.storage.unit_of_work() as uow:
+        await uow.api_keys.revoke(key.id, deps.clock.now())
 
 
 async def revoke_connected_app(deps: Deps, key_id: str, *, studio_id: str | None = None,
                                account_id: str | None = None) -> None:
     """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with deps.storage.transaction() as tx:
-        key = await tx.api_key_by_id(key_id)
+    async with deps.storage.unit_of_work() as uow:
+        key = await uow.api_keys.by_id(key_id)
         if key is None or (studio_id is not None and key.studio_id != studio_id) or (
                 studio_id is None and (key.account_id != account_id or key.studio_id)):
             raise NotFound("no such connected app")
         api_keys.transition(api_keys.state_at(key.revoked_at, key.last_used_at,
                                               deps.clock.now()), api_keys.KeyEvent.USER_REVOKES)
-        await tx.revoke_api_key(key.id, deps.clock.now())
+        await uow.api_keys.revoke(key.id, deps.clock.now())
 
 
 async def connected_apps(deps: Deps, *, studio_id: str | None = None,
                          account_id: str | None = None) -> list[ConnectedApp]:
     """Every key still acting for a studio (or a person's library keys), idle ones left out."""
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        apps = await tx.connected_apps(studio_id=studio_id, account_id=account_id)
+    async with deps.storage.unit_of_work() as uow:
+        apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]
 
@@ -304,15 +304,15 @@ async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:
     if not bearer or not tokens.api_key_shape_ok(bearer):
         raise InvalidToken("the key is unknown, revoked or expired")
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        key = await tx.api_key_by_digest(tokens.api_key_digest(bearer))
+    async with deps.storage.unit_of_work() as uow:
+        key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
         if key is None:
             raise InvalidToken("the key is unknown, revoked or expired")
         state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
         if state is api_keys.KeyState.REVOKED and key.revoked_at is None:
-            await tx.revoke_api_key(key.id, now)  # idle for 60 days: revoked for good
+            await uow.api_keys.revoke(key.id, now)  # idle for 60 days: revoked for good
     api_keys.transition(state, api_keys.KeyEvent.USE)
     if api_keys.needs_touch(key.last_used_at, now):
-        async with deps.storage.transaction() as tx:
-            await tx.touch_api_key(key.id, now)
+        async with deps.storage.unit_of_work() as uow:
+            await uow.api_keys.touch(key.id, now)
     return key

@@ -14,5 +14,6 @@ async def sweep(deps: Deps) -> int:
     """Forget used nonces that can no longer be replayed (their payloads have expired) and
     counters of windows long past. Safe to run from every server process at once."""
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        return await tx.sweep_expired(now, now - COUNTER_RETENTION)
+    async with deps.storage.unit_of_work() as uow:
+        return (await uow.runtime.sweep_nonces(now)
+                + await uow.counters.sweep(now - COUNTER_RETENTION))

@@ -13,7 +13,7 @@ async def hit(deps: Deps, bucket: str, limit: int) -> None:
     """Count one request in `bucket`; raise `RateLimited` past `limit` in this minute."""
     now = deps.clock.now()
     start = now - now % WINDOW
-    async with deps.storage.transaction() as tx:
-        (count,) = await tx.count_hits([bucket], start)
+    async with deps.storage.unit_of_work() as uow:
+        (count,) = await uow.counters.hit([bucket], start)
     if count > limit:
         raise RateLimited(retry_after=max(1, start + WINDOW - now))

@@ -21,8 +21,8 @@ async def add_account(deps: Deps, username: str, platform_id: str, password: str
         raise InvalidRequest("username must not be all digits", "username")
     digest = deps.passwords.hash(password) if password else None
     account = Account(deps.new_id("acc"), platform_id, username, digest, deps.clock.now())
-    async with deps.storage.transaction() as tx:
-        if not await tx.add_account(account):
+    async with deps.storage.unit_of_work() as uow:
+        if not await uow.accounts.add(account):
             raise AlreadyExists("an account with that username or platform id exists")
     return account
 
@@ -30,26 +30,26 @@ async def add_account(deps: Deps, username: str, platform_id: str, password: str
 async def add_studio(deps: Deps, name: str, owner_username: str) -> Studio:
     if not name or len(name) > 80:
         raise InvalidRequest("studio name must be 1 to 80 characters", "name")
-    async with deps.storage.transaction() as tx:
-        owner = await tx.account_by_username(owner_username)
+    async with deps.storage.unit_of_work() as uow:
+        owner = await uow.accounts.by_username(owner_username)
         if owner is None:
             raise NotFound(f"no account named {owner_username}")
         studio = Studio(deps.new_id("std"), name, owner.id, DEFAULT_PLACE_LIMIT, deps.clock.now())
-        if not await tx.add_studio(studio):
+        if not await uow.studios.add(studio):
             raise AlreadyExists("a studio with that name exists")
-        await tx.put_membership(Membership(studio.id, owner.id, frozenset(Permission)))
+        await uow.studios.put_membership(Membership(studio.id, owner.id, frozenset(Permission)))
     return studio
 
 
 async def set_collaborator(deps: Deps, studio_name: str, username: str,
                            permissions: frozenset[Permission]) -> Membership:
-    async with deps.storage.transaction() as tx:
-        studio = await tx.studio_by_name(studio_name)
-        account = await tx.account_by_username(username)
+    async with deps.storage.unit_of_work() as uow:
+        studio = await uow.studios.by_name(studio_name)
+        account = await uow.accounts.by_username(username)
         if studio is None or account is None:
             raise NotFound("no such studio or account")
         membership = Membership(studio.id, account.id, permissions)
-        await tx.put_membership(membership)
+        await uow.studios.put_membership(membership)
     return membership
 
 
@@ -65,8 +65,8 @@ async def add_client(deps: Deps, name: str, description: str, scope_text: str) -
         raise InvalidRequest(f"unknown scope: {unknown[0]}", "scopes")
     # A client may register both families; each request must still pick one (rule 1).
     client = Client(deps.new_id("app"), name, description, requested, False, deps.clock.now())
-    async with deps.storage.transaction() as tx:
-        await tx.add_client(client)
+    async with deps.storage.unit_of_work() as uow:
+        await uow.clients.add(client)
     return client
 
 
@@ -74,17 +74,19 @@ async def set_client_disabled(deps: Deps, client_id: str, disabled: bool) -> int
     """Disabling an app refuses its new device flows and revokes every key it holds, in one
     unit of work (an operator disables an app to stop it, not only its new sign-ups).
     Enabling it again brings no key back. Returns how many keys were revoked."""
-    async with deps.storage.transaction() as tx:
-        if not await tx.set_client_disabled(client_id, disabled):
+    async with deps.storage.unit_of_work() as uow:
+        if not await uow.clients.set_disabled(client_id, disabled):
             raise NotFound("no such client")
-        return await tx.revoke_keys_of_client(client_id, deps.clock.now()) if disabled else 0
+        if not disabled:
+            return 0
+        return await uow.api_keys.revoke_all_of_client(client_id, deps.clock.now())
 
 
 async def set_blacklisted(deps: Deps, studio_id: str, platform_id: str, on: bool) -> None:
     """A studio's blacklist: a listed user fails every runtime call for its products."""
     if not platform_id.isdigit():
         raise InvalidRequest("platform id must be a number", "platform_id")
-    async with deps.storage.transaction() as tx:
-        if await tx.studio_by_id(studio_id) is None:
+    async with deps.storage.unit_of_work() as uow:
+        if await uow.studios.by_id(studio_id) is None:
             raise NotFound("no such studio")
-        await tx.set_blacklisted(studio_id, platform_id, on, deps.clock.now())
+        await uow.blacklist.set(studio_id, platform_id, on, deps.clock.now())

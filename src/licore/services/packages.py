@@ -16,7 +16,7 @@ from licore.builds.prepare import check_protection, stored_scripts
 from licore.builds.tree import Model
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.model import ApiKey, Product, Version
-from licore.ports import Transaction
+from licore.ports import UnitOfWork
 from licore.protection import (
     ProtectionProblem,
     ProtectionSettings,
@@ -51,9 +51,9 @@ def version_view(ver: Version, product: Product) -> dict[str, Any]:
 async def list_packages(deps: Deps, key: ApiKey, query: Any) -> dict[str, Any]:
     limit, cursor = page_args(query)
     assert key.studio_id is not None
-    async with deps.storage.transaction() as tx:
-        page = await tx.products_of_studio(key.studio_id, limit, cursor)
-        labels = [[v.label for v in (await tx.versions_of(p.id, False, None, None)).items]
+    async with deps.storage.unit_of_work() as uow:
+        page = await uow.products.of_studio(key.studio_id, limit, cursor)
+        labels = [[v.label for v in (await uow.versions.of_product(p.id, False, None, None)).items]
                   for p in page.items]
     return with_cursor({"packages": [package_view(p, n) for p, n in zip(
         page.items, labels, strict=True)]}, page, limit)
@@ -65,9 +65,9 @@ async def list_versions(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> di
     product_id = query.get("product_id")
     if not product_id:
         raise InvalidRequest("product_id is required", "product_id")
-    async with deps.storage.transaction() as tx:
-        product = await own_product(tx, key.studio_id, product_id)
-        page = await tx.versions_of(product_id, False, limit, cursor)
+    async with deps.storage.unit_of_work() as uow:
+        product = await own_product(uow, key.studio_id, product_id)
+        page = await uow.versions.of_product(product_id, False, limit, cursor)
     return with_cursor({"versions": [version_view(x, product) for x in page.items]},
                        page, limit)
 
@@ -96,17 +96,17 @@ async def upload_version(deps: Deps, key: ApiKey, query: Mapping[str, str],
         raise PayloadTooLarge(f"the file is larger than {deps.settings.max_upload_bytes} bytes")
     if not data:
         raise InvalidRequest("the body must be the model file", "body")
-    async with deps.storage.transaction() as tx:
-        await own_product(tx, key.studio_id, product_id)  # before any parsing work
+    async with deps.storage.unit_of_work() as uow:
+        await own_product(uow, key.studio_id, product_id)  # before any parsing work
     model = await deps.offload(lambda: _read_model(deps, data))
     now = deps.clock.now()
     version = Version(id=deps.new_id("ver"), product_id=product_id, label=label,
                       format=model.format, size_bytes=len(data),
                       sha256=hashlib.sha256(data).hexdigest(), blob_id=deps.new_id("blb"),
                       published=False, created_at=now)
-    async with deps.storage.transaction() as tx:
-        product = await own_product(tx, key.studio_id, product_id)
-        if not await tx.add_version(version, data, stored_scripts(version.id, model)):
+    async with deps.storage.unit_of_work() as uow:
+        product = await own_product(uow, key.studio_id, product_id)
+        if not await uow.versions.add(version, data, stored_scripts(version.id, model)):
             raise AlreadyExists(f"version {label} already exists for this product")
     return {"ok": True, "version": version_view(version, product)}
 
@@ -132,11 +132,11 @@ async def _check_rules(deps: Deps, data: bytes, settings: ProtectionSettings,
                              f"{_problems_text(found)}", "protection")
 
 
-async def _live_data(tx: Transaction, product: Product) -> tuple[Version, bytes] | None:
+async def _live_data(uow: UnitOfWork, product: Product) -> tuple[Version, bytes] | None:
     if product.current_version_id is None:
         return None
-    live = await tx.version_by_id(product.current_version_id)
-    return None if live is None else (live, await tx.version_data(live))
+    live = await uow.versions.by_id(product.current_version_id)
+    return None if live is None else (live, await uow.versions.data(live))
 
 
 async def publish(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
@@ -146,23 +146,23 @@ async def publish(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
     v.refuse_unknown(obj, ("product_id", "version_id"))
     product_id = v.identifier(obj, "product_id")
     version_id = v.identifier(obj, "version_id")
-    async with deps.storage.transaction() as tx:
-        product = await own_product(tx, key.studio_id, product_id)
-        version = await tx.version_by_id(version_id)
+    async with deps.storage.unit_of_work() as uow:
+        product = await own_product(uow, key.studio_id, product_id)
+        version = await uow.versions.by_id(version_id)
         if version is None or version.product_id != product_id:
             raise NotFound("no such version")
-        data = await tx.version_data(version)
+        data = await uow.versions.data(version)
     settings = parse_protection_settings(json.loads(product.protection))
     await _check_rules(deps, data, settings, f"version {version.label}")
-    async with deps.storage.transaction() as tx:
-        current = await own_product(tx, key.studio_id, product_id)
+    async with deps.storage.unit_of_work() as uow:
+        current = await own_product(uow, key.studio_id, product_id)
         if current.protection != product.protection:
             raise InvalidRequest("the protection rules changed while publishing; try again",
                                  "protection")
         product = attrs.evolve(current, current_version_id=version.id,
                                current_version=version.label, updated_at=deps.clock.now())
-        await tx.save_product(product)
-        await tx.mark_published(version.id)
+        await uow.products.save(product)
+        await uow.versions.mark_published(version.id)
         version = attrs.evolve(version, published=True)
     return {"ok": True, **package_view(product), "version": version_view(version, product)}
 
@@ -199,21 +199,21 @@ async def settings(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
         changes["unlock_data"] = text
     if "protection" in obj:
         changes["protection"] = _protection(obj["protection"])
-    async with deps.storage.transaction() as tx:
-        product = await own_product(tx, key.studio_id, product_id)
-        live = await _live_data(tx, product) if "protection" in changes else None
+    async with deps.storage.unit_of_work() as uow:
+        product = await own_product(uow, key.studio_id, product_id)
+        live = await _live_data(uow, product) if "protection" in changes else None
     if live is not None:
         rules = parse_protection_settings(json.loads(changes["protection"]))
         await _check_rules(deps, live[1], rules, f"live version {live[0].label}")
-    async with deps.storage.transaction() as tx:
-        product = await own_product(tx, key.studio_id, product_id)
+    async with deps.storage.unit_of_work() as uow:
+        product = await own_product(uow, key.studio_id, product_id)
         if live is not None and product.current_version_id != live[0].id:
             raise InvalidRequest("the live version changed while the rules were checked; "
                                  "try again", "protection")
         product = attrs.evolve(product, **changes, updated_at=deps.clock.now())
-        await tx.save_product(product)
+        await uow.products.save(product)
         if {"protection", "placeholder"} & changes.keys():
             # Copies made under the old rules or token are stale.
-            await tx.drop_prepared_copies(product_id=product.id)
+            await uow.copies.drop(product_id=product.id)
     return {"ok": True, **package_view(product), "unlock_data": json.loads(product.unlock_data),
             "protection": json.loads(product.protection)}

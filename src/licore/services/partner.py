@@ -15,7 +15,7 @@ from licore import validation as v
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import Alert, ApiKey, License, Page, Product
-from licore.ports import LibraryEntry, Transaction
+from licore.ports import LibraryEntry, UnitOfWork
 from licore.services.builds import library_version_view, library_versions
 from licore.services.deps import Deps, iso
 
@@ -54,13 +54,13 @@ def product_view(p: Product) -> dict[str, Any]:
 async def list_products(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
     limit, cursor = page_args(query)
     assert key.studio_id is not None
-    async with deps.storage.transaction() as tx:
-        page = await tx.products_of_studio(key.studio_id, limit, cursor)
+    async with deps.storage.unit_of_work() as uow:
+        page = await uow.products.of_studio(key.studio_id, limit, cursor)
     return with_cursor({"products": [product_view(p) for p in page.items]}, page, limit)
 
 
-async def own_product(tx: Transaction, key_studio: str | None, product_id: str) -> Product:
-    product = await tx.product_by_id(product_id)
+async def own_product(uow: UnitOfWork, key_studio: str | None, product_id: str) -> Product:
+    product = await uow.products.by_id(product_id)
     if product is None or product.studio_id != key_studio:
         raise NotFound("no such product")
     return product
@@ -79,19 +79,19 @@ async def save_product(deps: Deps, key: ApiKey, body: object) -> dict[str, Any]:
             tagline=fields.tagline or "", description=fields.description or "",
             price_credit=fields.price_credit or 0, discoverable=False,
             licensing_enabled=True, created_at=now, updated_at=now)
-        async with deps.storage.transaction() as tx:
-            product = await tx.add_product(draft, prod.slug_base(fields.title))
+        async with deps.storage.unit_of_work() as uow:
+            product = await uow.products.add(draft, prod.slug_base(fields.title))
     else:
         product_id = v.identifier(obj, "id")
         fields = prod.parse_change(obj)
-        async with deps.storage.transaction() as tx:
-            current = await own_product(tx, key.studio_id, product_id)
+        async with deps.storage.unit_of_work() as uow:
+            current = await own_product(uow, key.studio_id, product_id)
             changes = {k: val for k, val in attrs.asdict(fields).items() if val is not None}
             if fields.discoverable is not None:
                 changes["discoverable"] = prod.next_discoverable(current.discoverable,
                                                                  fields.discoverable)
             product = attrs.evolve(current, **changes, updated_at=now)
-            await tx.save_product(product)
+            await uow.products.save(product)
     return {"ok": True, "id": product.id, "slug": product.slug,
             "discoverable": product.discoverable}
 
@@ -110,17 +110,17 @@ async def list_licenses(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> di
     if not product_id:
         raise InvalidRequest("product_id is required", "product_id")
     limit, cursor = page_args(query)
-    async with deps.storage.transaction() as tx:
-        await own_product(tx, key.studio_id, product_id)
-        page = await tx.licenses_of_product(product_id, limit, cursor)
+    async with deps.storage.unit_of_work() as uow:
+        await own_product(uow, key.studio_id, product_id)
+        page = await uow.licenses.of_product(product_id, limit, cursor)
     return with_cursor({"licenses": [license_view(lc) for lc in page.items]}, page, limit)
 
 
-async def resolve_user(tx: Transaction, user: str) -> str:
+async def resolve_user(uow: UnitOfWork, user: str) -> str:
     """All digits is a platform id; anything else a username from the user directory."""
     if user.isdigit():
         return user
-    account = await tx.account_by_username(user)
+    account = await uow.accounts.by_username(user)
     if account is None:
         raise NotFound("no user with that name")
     return account.platform_id
@@ -147,10 +147,10 @@ async def change_license(deps: Deps, studio_id: str | None, product_id: str, use
                          event: LicenseEvent, source: Source = Source.GRANT) -> License:
     """One license transition as one unit of work, by the table in `licore.licenses`."""
     now = deps.clock.now()
-    async with deps.storage.transaction() as tx:
-        await own_product(tx, studio_id, product_id)
-        platform_id = await resolve_user(tx, user)
-        current = await tx.license_for(product_id, platform_id)
+    async with deps.storage.unit_of_work() as uow:
+        await own_product(uow, studio_id, product_id)
+        platform_id = await resolve_user(uow, user)
+        current = await uow.licenses.for_user(product_id, platform_id)
         state = current.state if current else LicenseState.NONE
         outcome = lic.transition(state, event)
         if current is None:
@@ -158,20 +158,20 @@ async def change_license(deps: Deps, studio_id: str | None, product_id: str, use
                             platform_id=platform_id, source=source,
                             state=outcome.next, verified_at=now, created_at=now)
             fresh = _mint(deps, fresh)
-            if not await tx.add_license(fresh):
+            if not await uow.licenses.add(fresh):
                 raise AlreadyOwned("the user already holds a license for this product")
             return fresh
         updated = attrs.evolve(current, state=outcome.next)
         if outcome.effect in (lic.MINT_KEY, lic.CLEAR_KEY):
             # Prepared copies carry the old key: a new key or none makes them void.
-            await tx.drop_prepared_copies(license_id=current.id)
+            await uow.copies.drop(license_id=current.id)
         if outcome.effect == lic.MINT_KEY:
             updated = _mint(deps, attrs.evolve(updated, source=source, verified_at=now))
         elif outcome.effect == lic.CLEAR_KEY:
             updated = attrs.evolve(updated, key_ciphertext=None, key_digest=None)
         elif outcome.effect == lic.REVERIFY:
             updated = attrs.evolve(updated, verified_at=now)
-        if updated != current and not await tx.replace_license(updated, expected=state):
+        if updated != current and not await uow.licenses.replace(updated, expected=state):
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")
             raise NotFound("the license changed while this request ran; try again")
@@ -213,24 +213,24 @@ def library_view(entry: LibraryEntry) -> dict[str, Any]:
 
 async def library(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str, Any]:
     limit, cursor = page_args(query)
-    async with deps.storage.transaction() as tx:
-        account = await tx.account_by_id(key.account_id)
+    async with deps.storage.unit_of_work() as uow:
+        account = await uow.accounts.by_id(key.account_id)
         if account is None:
             raise NotFound("the account behind this key is gone")
         if query.get("versions") is not None:
-            return await _versions(tx, key, query, limit, cursor)
-        page = await tx.library_of(account.platform_id, limit, cursor)
+            return await _versions(uow, key, query, limit, cursor)
+        page = await uow.licenses.library_of(account.platform_id, limit, cursor)
     return with_cursor({"products": [library_view(e) for e in page.items]}, page, limit)
 
 
-async def _versions(tx: Transaction, key: ApiKey, query: Mapping[str, str],
+async def _versions(uow: UnitOfWork, key: ApiKey, query: Mapping[str, str],
                     limit: int | None, cursor: str | None) -> dict[str, Any]:
     if query.get("versions") != "1":
         raise InvalidRequest("versions must be 1", "versions")
     product_id = query.get("product_id")
     if not product_id:
         raise InvalidRequest("product_id is required with versions=1", "product_id")
-    product, page = await library_versions(tx, key, product_id, limit, cursor)
+    product, page = await library_versions(uow, key, product_id, limit, cursor)
     return with_cursor({"versions": [library_version_view(v, product) for v in page.items]},
                        page, limit)
 
@@ -249,8 +249,8 @@ async def alerts(deps: Deps, key: ApiKey, query: Mapping[str, str]) -> dict[str,
     limit, cursor = page_args(query)
     product_id = query.get("product_id")
     assert key.studio_id is not None
-    async with deps.storage.transaction() as tx:
+    async with deps.storage.unit_of_work() as uow:
         if product_id:
-            await own_product(tx, key.studio_id, product_id)
-        page = await tx.alerts_of_studio(key.studio_id, product_id or None, limit, cursor)
+            await own_product(uow, key.studio_id, product_id)
+        page = await uow.alerts.of_studio(key.studio_id, product_id or None, limit, cursor)
     return with_cursor({"alerts": [alert_view(a) for a in page.items]}, page, limit)

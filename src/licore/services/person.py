@@ -11,8 +11,8 @@ from licore.services.deps import Deps
 
 
 async def account(deps: Deps, account_id: str) -> Account:
-    async with deps.storage.transaction() as tx:
-        found = await tx.account_by_id(account_id)
+    async with deps.storage.unit_of_work() as uow:
+        found = await uow.accounts.by_id(account_id)
     if found is None:
         raise NotFound("the account is gone")
     return found
@@ -20,8 +20,8 @@ async def account(deps: Deps, account_id: str) -> Account:
 
 async def library(deps: Deps, person: Account) -> tuple[LibraryEntry, ...]:
     """Products the person holds an active license for: what they can download."""
-    async with deps.storage.transaction() as tx:
-        return (await tx.library_of(person.platform_id, None, None)).items
+    async with deps.storage.unit_of_work() as uow:
+        return (await uow.licenses.library_of(person.platform_id, None, None)).items
 
 
 async def own_apps(deps: Deps, person: Account) -> list[ConnectedApp]:
@@ -35,8 +35,8 @@ async def revoke_own_app(deps: Deps, person: Account, key_id: str) -> None:
 
 async def storefront(deps: Deps) -> list[tuple[Product, str]]:
     """Listed products with their studio's name; drafts never appear."""
-    async with deps.storage.transaction() as tx:
-        return list(await tx.listed_products())
+    async with deps.storage.unit_of_work() as uow:
+        return list(await uow.products.listed())
 
 
 async def download(deps: Deps, person: Account, product_id: str,

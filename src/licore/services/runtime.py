@@ -13,7 +13,7 @@ from licore import runtime as rt
 from licore.builds.nodes import to_nodes
 from licore.errors import InvalidRequest, RateLimited
 from licore.model import Alert
-from licore.ports import Transaction
+from licore.ports import UnitOfWork
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import seal
 from licore.services.builds import prepared_copy
@@ -78,13 +78,13 @@ def parse_nonce(body: Mapping[str, Any]) -> str:
     return nonce
 
 
-async def _store_alerts(deps: Deps, tx: Transaction, facts: Facts,
+async def _store_alerts(deps: Deps, uow: UnitOfWork, facts: Facts,
                         drafts: tuple[AlertDraft, ...] | list[AlertDraft]) -> None:
     if not drafts or facts.product is None:
         return
     now = deps.clock.now()
     for d in drafts:
-        await tx.raise_alert(Alert(
+        await uow.alerts.record(Alert(
             id=deps.new_id("alr"), studio_id=facts.product.studio_id, kind=d.kind,
             product_id=facts.product.id, license_id=d.license_id, platform_id=d.platform_id,
             key_owner_platform_id=d.key_owner_platform_id, game_id=d.game_id,
@@ -128,12 +128,12 @@ async def judge(deps: Deps, caller: Caller, ip: str, nonce: str | None = None) -
         # The common sealed call: its one effect joins other requests' in one statement.
         fresh = await deps.storage.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
     elif alerts or place or (verdict.ok and nonce is not None):
-        async with deps.storage.transaction() as tx:
+        async with deps.storage.unit_of_work() as uow:
             if place and lic is not None and caller.game_id is not None:
-                await tx.record_place(lic.id, caller.game_id, now)
+                await uow.runtime.record_place(lic.id, caller.game_id, now)
             if verdict.ok and nonce is not None and lic is not None:
-                fresh = await tx.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
-            await _store_alerts(deps, tx, facts, alerts)
+                fresh = await uow.runtime.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
+            await _store_alerts(deps, uow, facts, alerts)
     return Judged(verdict.ok and fresh, facts)
 
 
@@ -194,8 +194,8 @@ async def update(deps: Deps, body: object, ip: str) -> dict[str, Any]:
     wanted = rt.wants_update(product.current_version, current)
     instances: list[Any] = []
     if wanted:
-        async with deps.storage.transaction() as tx:
-            version = await tx.version_by_id(product.current_version_id)
+        async with deps.storage.unit_of_work() as uow:
+            version = await uow.versions.by_id(product.current_version_id)
         if version is None:
             return FAIL
         copy = await prepared_copy(deps, lic, product, version, caller.key)
@@ -217,18 +217,18 @@ async def verify_source(deps: Deps, body: object, ip: str) -> dict[str, Any]:
         raise Malformed("source")
     assert name is not None
     key_facts = await _count_and_read(deps, caller, ip)
-    async with deps.storage.transaction() as tx:
-        product = await tx.product_by_id(caller.product_id)
-        mine = await tx.license_for(caller.product_id, caller.user_id) if product else None
-        blacklisted = bool(product) and await tx.is_blacklisted(
+    async with deps.storage.unit_of_work() as uow:
+        product = await uow.products.by_id(caller.product_id)
+        mine = await uow.licenses.for_user(caller.product_id, caller.user_id) if product else None
+        blacklisted = bool(product) and await uow.blacklist.contains(
             product.studio_id if product else "", caller.user_id)
         stored: tuple[bytes, ...] = ()
         if product is not None and product.current_version_id is not None:
-            scripts = await tx.version_scripts(product.current_version_id, name)
+            scripts = await uow.versions.scripts(product.current_version_id, name)
             stored = tuple(sc.source for sc in scripts)
     facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
     verdict = rt.verify_source(caller, name, source.encode("utf-8", "surrogatepass"), facts)
     if verdict.alerts and product is not None:
-        async with deps.storage.transaction() as tx:
-            await _store_alerts(deps, tx, Facts(None, product, 0, False), verdict.alerts)
+        async with deps.storage.unit_of_work() as uow:
+            await _store_alerts(deps, uow, Facts(None, product, 0, False), verdict.alerts)
     return {"ok": verdict.ok}

@@ -55,15 +55,15 @@ async def sign_in(deps: Deps, method: SignIn, fields: Mapping[str, str], ip: str
     now = deps.clock.now()
     window = now - now % FAILURE_WINDOW
     by_name, by_ip = _failure_buckets(fields.get("username", ""), ip)
-    async with deps.storage.transaction() as tx:
-        name_failures = await tx.hit_count(by_name, window)
-        ip_failures = await tx.hit_count(by_ip, window)
+    async with deps.storage.unit_of_work() as uow:
+        name_failures = await uow.counters.count(by_name, window)
+        ip_failures = await uow.counters.count(by_ip, window)
     if name_failures >= FAILURES_PER_NAME or ip_failures >= FAILURES_PER_IP:
         raise SignInLocked(window + FAILURE_WINDOW - now)
     account = await method.identify(fields)
     if account is None:
-        async with deps.storage.transaction() as tx:
-            await tx.count_hits([by_name, by_ip], window)
+        async with deps.storage.unit_of_work() as uow:
+            await uow.counters.hit([by_name, by_ip], window)
         raise SignInRefused()
     return account
 
@@ -71,23 +71,23 @@ async def sign_in(deps: Deps, method: SignIn, fields: Mapping[str, str], ip: str
 async def entry_attempts(deps: Deps, session_id: str,
                          linked_user_code: str | None) -> EntryAttempts:
     """The session's wrong user-code entries, as the server counted them."""
-    async with deps.storage.transaction() as tx:
-        wrong = await tx.hit_count(f"session-wrong-code:{session_id}", SESSION_WINDOW)
+    async with deps.storage.unit_of_work() as uow:
+        wrong = await uow.counters.count(f"session-wrong-code:{session_id}", SESSION_WINDOW)
     return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
                          linked_user_code=linked_user_code)
 
 
 async def count_wrong_entry(deps: Deps, session_id: str) -> None:
-    async with deps.storage.transaction() as tx:
-        await tx.count_hits([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
+    async with deps.storage.unit_of_work() as uow:
+        await uow.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
 
 
 async def end_session(deps: Deps, session_id: str) -> None:
     """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
-    async with deps.storage.transaction() as tx:
-        await tx.count_hits([f"session-ended:{session_id}"], SESSION_WINDOW)
+    async with deps.storage.unit_of_work() as uow:
+        await uow.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
 
 
 async def session_ended(deps: Deps, session_id: str) -> bool:
-    async with deps.storage.transaction() as tx:
-        return await tx.hit_count(f"session-ended:{session_id}", SESSION_WINDOW) > 0
+    async with deps.storage.unit_of_work() as uow:
+        return await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0

@@ -1,0 +1,138 @@
+"""Products, their versions (build files and scripts), per-buyer prepared copies, licenses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from adapters_storage.memory.tables import Repository, first, page, replace_if
+from licore.licenses import LicenseState
+from licore.model import License, Page, Product, Version, VersionScript
+from licore.ports import LibraryEntry
+from licore.products import slug_candidate
+
+SLUG_ATTEMPTS = 10_000
+
+
+class MemoryProducts(Repository):
+    async def add(self, product: Product, slug_base: str) -> Product:
+        taken = {p.slug for p in self.t.products.values()}
+        for attempt in range(1, SLUG_ATTEMPTS):
+            slug = slug_candidate(slug_base, attempt)
+            if slug not in taken:
+                stored = attrs.evolve(product, slug=slug)
+                self.t.products[product.id] = stored
+                return stored
+        raise RuntimeError("no free slug")  # 10,000 products with one title
+
+    async def by_id(self, product_id: str) -> Product | None:
+        return self.t.products.get(product_id)
+
+    async def save(self, product: Product) -> None:
+        if product.id in self.t.products:
+            self.t.products[product.id] = product
+
+    async def of_studio(self, studio_id: str, limit: int | None,
+                        cursor: str | None) -> Page[Product]:
+        mine = (p for p in self.t.products.values() if p.studio_id == studio_id)
+        return page(mine, lambda p: p.id, limit, cursor)
+
+    async def listed(self) -> Sequence[tuple[Product, str]]:
+        return [(p, self.t.studios[p.studio_id].name)
+                for p in sorted(self.t.products.values(), key=lambda p: p.id)
+                if p.discoverable and p.studio_id in self.t.studios]
+
+
+class MemoryVersions(Repository):
+    async def add(self, version: Version, data: bytes,
+                  scripts: Sequence[VersionScript]) -> bool:
+        if first(self.t.versions.values(), lambda v: v.product_id == version.product_id
+                 and v.label == version.label):
+            return False
+        self.t.blobs[version.blob_id] = bytes(data)
+        self.t.versions[version.id] = version
+        self.t.scripts[version.id] = tuple(scripts)
+        return True
+
+    async def by_id(self, version_id: str) -> Version | None:
+        return self.t.versions.get(version_id)
+
+    async def mark_published(self, version_id: str) -> None:
+        version = self.t.versions.get(version_id)
+        if version is not None:
+            self.t.versions[version_id] = attrs.evolve(version, published=True)
+
+    async def of_product(self, product_id: str, published_only: bool, limit: int | None,
+                         cursor: str | None) -> Page[Version]:
+        mine = (v for v in self.t.versions.values() if v.product_id == product_id
+                and (v.published or not published_only))
+        return page(mine, lambda v: v.id, limit, cursor)
+
+    async def data(self, version: Version) -> bytes:
+        return self.t.blobs[version.blob_id]
+
+    async def scripts(self, version_id: str,
+                      name: str | None = None) -> Sequence[VersionScript]:
+        return sorted((s for s in self.t.scripts.get(version_id, ())
+                       if name is None or s.name == name), key=lambda s: s.position)
+
+
+class MemoryPreparedCopies(Repository):
+    async def get(self, version_id: str, license_id: str,
+                  key_generation: int) -> bytes | None:
+        stored = self.t.copies.get((version_id, license_id))
+        return stored[1] if stored is not None and stored[0] == key_generation else None
+
+    async def put(self, version_id: str, license_id: str, key_generation: int,
+                  data: bytes) -> None:
+        self.t.copies[(version_id, license_id)] = (key_generation, bytes(data))
+
+    async def drop(self, *, license_id: str | None = None,
+                   product_id: str | None = None) -> None:
+        def dropped(version_id: str, of_license: str) -> bool:
+            version = self.t.versions.get(version_id)
+            return of_license == license_id or (
+                product_id is not None and version is not None
+                and version.product_id == product_id)
+
+        for key in [k for k in self.t.copies if dropped(*k)]:
+            del self.t.copies[key]
+
+
+class MemoryLicenses(Repository):
+    async def add(self, license: License) -> bool:
+        if license.id in self.t.licenses or await self.for_user(license.product_id,
+                                                                license.platform_id):
+            return False
+        self.t.licenses[license.id] = license
+        return True
+
+    async def for_user(self, product_id: str, platform_id: str) -> License | None:
+        return first(self.t.licenses.values(),
+                     lambda lic: lic.product_id == product_id and lic.platform_id == platform_id)
+
+    async def by_id(self, license_id: str) -> License | None:
+        return self.t.licenses.get(license_id)
+
+    async def by_key_digest(self, digest: str) -> License | None:
+        return first(self.t.licenses.values(), lambda lic: lic.key_digest == digest)
+
+    async def replace(self, license: License, expected: LicenseState) -> bool:
+        return replace_if(self.t.licenses, license, expected)
+
+    async def of_product(self, product_id: str, limit: int | None,
+                         cursor: str | None) -> Page[License]:
+        mine = (lic for lic in self.t.licenses.values() if lic.product_id == product_id)
+        return page(mine, lambda lic: lic.id, limit, cursor)
+
+    async def library_of(self, platform_id: str, limit: int | None,
+                         cursor: str | None) -> Page[LibraryEntry]:
+        entries = []
+        for lic in self.t.licenses.values():
+            product = self.t.products.get(lic.product_id)
+            studio = self.t.studios.get(product.studio_id) if product else None
+            if (lic.platform_id == platform_id and lic.state is LicenseState.ACTIVE
+                    and product is not None and studio is not None):
+                entries.append(LibraryEntry(lic, product, studio.name))
+        return page(entries, lambda e: e.license.id, limit, cursor)

@@ -1,0 +1,88 @@
+"""The rows, one dict per table keyed by the table's primary key, and the helpers every
+in-memory repository shares. Records are frozen attrs values, so a snapshot of the tables is
+a copy of each dict, and rolling back is putting the copies back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import attrs
+
+from licore.model import (
+    Account,
+    Alert,
+    ApiKey,
+    Client,
+    DeviceAuthorization,
+    License,
+    Membership,
+    Page,
+    Product,
+    Studio,
+    Version,
+    VersionScript,
+)
+
+T = TypeVar("T")
+
+
+@attrs.define
+class Tables:
+    accounts: dict[str, Account] = attrs.Factory(dict)
+    studios: dict[str, Studio] = attrs.Factory(dict)
+    memberships: dict[tuple[str, str], Membership] = attrs.Factory(dict)
+    clients: dict[str, Client] = attrs.Factory(dict)
+    devices: dict[str, DeviceAuthorization] = attrs.Factory(dict)
+    api_keys: dict[str, ApiKey] = attrs.Factory(dict)
+    products: dict[str, Product] = attrs.Factory(dict)
+    blobs: dict[str, bytes] = attrs.Factory(dict)
+    versions: dict[str, Version] = attrs.Factory(dict)
+    scripts: dict[str, tuple[VersionScript, ...]] = attrs.Factory(dict)
+    # (version id, license id) -> (key generation, file)
+    copies: dict[tuple[str, str], tuple[int, bytes]] = attrs.Factory(dict)
+    licenses: dict[str, License] = attrs.Factory(dict)
+    alerts: dict[str, Alert] = attrs.Factory(dict)
+    # (studio id, platform id) -> when it was added
+    blacklist: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # (license id, nonce) -> expires at
+    nonces: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # (license id, game id) -> rank
+    places: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # (bucket, window start) -> count
+    counters: dict[tuple[str, int], int] = attrs.Factory(dict)
+
+    def snapshot(self) -> Tables:
+        return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})
+
+    def restore(self, snapshot: Tables) -> None:
+        for f in attrs.fields(Tables):
+            setattr(self, f.name, getattr(snapshot, f.name))
+
+
+class Repository:
+    def __init__(self, tables: Tables) -> None:
+        self.t = tables
+
+
+def first(rows: Iterable[T], match: Callable[[T], bool]) -> T | None:
+    return next((r for r in rows if match(r)), None)
+
+
+def page(rows: Iterable[T], key: Callable[[T], str], limit: int | None,
+         cursor: str | None) -> Page[T]:
+    """One page in id order, as the SQL adapters cut it: ids after `cursor`, `limit` of
+    them, and the last one's id as the next cursor when more follow."""
+    ordered = sorted((r for r in rows if cursor is None or key(r) > cursor), key=key)
+    if limit is not None and len(ordered) > limit:
+        return Page(tuple(ordered[:limit]), key(ordered[limit - 1]))
+    return Page(tuple(ordered), None)
+
+
+def replace_if(table: dict[str, Any], record: Any, state_is: Any) -> bool:
+    """Compare and set: store `record` only if the stored row's state is still `state_is`."""
+    stored = table.get(record.id)
+    if stored is None or stored.state != state_is:
+        return False
+    table[record.id] = record
+    return True

@@ -1,0 +1,171 @@
+"""Products, their versions (build files and scripts), per-buyer prepared copies, licenses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from adapters_storage.records import column_list, columns, from_row, to_row
+from adapters_storage.sql.common import Repository, insert, update, without_id
+from licore.licenses import LicenseState
+from licore.model import License, Page, Product, Version, VersionScript
+from licore.ports import LibraryEntry
+from licore.products import slug_candidate
+
+SLUG_ATTEMPTS = 10_000
+
+
+class SqlProducts(Repository):
+    async def add(self, product: Product, slug_base: str) -> Product:
+        sql = insert("products", Product, "(slug)")
+        row = to_row(product)
+        slug_at = columns(Product).index("slug")
+        for attempt in range(1, SLUG_ATTEMPTS):
+            slug = slug_candidate(slug_base, attempt)
+            row[slug_at] = slug
+            if await self.db.rows(sql, row):
+                return from_row(Product, row)
+        raise RuntimeError("no free slug")  # 10,000 products with one title
+
+    async def by_id(self, product_id: str) -> Product | None:
+        return await self._one(Product, f"SELECT {column_list(Product)} FROM products "
+                               "WHERE id = ?", [product_id])
+
+    async def save(self, product: Product) -> None:
+        await self.db.run(update("products", Product, "id = ?"),
+                          [*without_id(product), product.id])
+
+    async def of_studio(self, studio_id: str, limit: int | None,
+                        cursor: str | None) -> Page[Product]:
+        return await self._page(partial(from_row, Product),
+                                f"SELECT {column_list(Product)} FROM products WHERE studio_id = ?",
+                                [studio_id], limit, cursor)
+
+    async def listed(self) -> Sequence[tuple[Product, str]]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(Product, 'p.')}, s.name FROM products p "
+            "JOIN studios s ON s.id = p.studio_id WHERE p.discoverable = ? ORDER BY p.id",
+            [True])
+        n = len(columns(Product))
+        return [(from_row(Product, r[:n]), r[n]) for r in rows]
+
+
+class SqlVersions(Repository):
+    async def add(self, version: Version, data: bytes,
+                  scripts: Sequence[VersionScript]) -> bool:
+        taken = await self.db.rows("SELECT 1 FROM versions WHERE product_id = ? AND label = ?",
+                                   [version.product_id, version.label])
+        if taken:
+            return False
+        await self.db.run("INSERT INTO blobs (id, data) VALUES (?, ?)", [version.blob_id, data])
+        if not await self.db.rows(insert("versions", Version, "(product_id, label)"),
+                                  to_row(version)):
+            return False  # a concurrent upload took the label; the caller rolls back
+        for script in scripts:
+            await self.db.run(
+                "INSERT INTO version_scripts (version_id, position, name, path, source) "
+                "VALUES (?, ?, ?, ?, ?)", to_row(script))
+        return True
+
+    async def by_id(self, version_id: str) -> Version | None:
+        return await self._one(Version, f"SELECT {column_list(Version)} FROM versions "
+                               "WHERE id = ?", [version_id])
+
+    async def mark_published(self, version_id: str) -> None:
+        await self.db.run("UPDATE versions SET published = ? WHERE id = ?", [True, version_id])
+
+    async def of_product(self, product_id: str, published_only: bool, limit: int | None,
+                         cursor: str | None) -> Page[Version]:
+        sql = f"SELECT {column_list(Version)} FROM versions WHERE product_id = ?"
+        params: list[Any] = [product_id]
+        if published_only:
+            sql += " AND published = ?"
+            params.append(True)
+        return await self._page(partial(from_row, Version), sql, params, limit, cursor)
+
+    async def data(self, version: Version) -> bytes:
+        rows = await self.db.rows("SELECT data FROM blobs WHERE id = ?", [version.blob_id])
+        return bytes(rows[0][0])
+
+    async def scripts(self, version_id: str,
+                      name: str | None = None) -> Sequence[VersionScript]:
+        sql = (f"SELECT {column_list(VersionScript)} FROM version_scripts "
+               "WHERE version_id = ?")
+        params = [version_id]
+        if name is not None:
+            sql += " AND name = ?"
+            params.append(name)
+        rows = await self.db.rows(sql + " ORDER BY position", params)
+        return [from_row(VersionScript, r) for r in rows]
+
+
+class SqlPreparedCopies(Repository):
+    async def get(self, version_id: str, license_id: str,
+                  key_generation: int) -> bytes | None:
+        rows = await self.db.rows(
+            "SELECT data FROM prepared_copies WHERE version_id = ? AND license_id = ? "
+            "AND key_generation = ?", [version_id, license_id, key_generation])
+        return bytes(rows[0][0]) if rows else None
+
+    async def put(self, version_id: str, license_id: str, key_generation: int,
+                  data: bytes) -> None:
+        await self.db.run(
+            "INSERT INTO prepared_copies (version_id, license_id, key_generation, data) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (version_id, license_id) DO UPDATE SET "
+            "key_generation = excluded.key_generation, data = excluded.data",
+            [version_id, license_id, key_generation, data])
+
+    async def drop(self, *, license_id: str | None = None,
+                   product_id: str | None = None) -> None:
+        if license_id is not None:
+            await self.db.run("DELETE FROM prepared_copies WHERE license_id = ?", [license_id])
+        if product_id is not None:
+            await self.db.run(
+                "DELETE FROM prepared_copies WHERE version_id IN "
+                "(SELECT id FROM versions WHERE product_id = ?)", [product_id])
+
+
+class SqlLicenses(Repository):
+    async def add(self, license: License) -> bool:
+        sql = insert("licenses", License, "(product_id, platform_id)")
+        return bool(await self.db.rows(sql, to_row(license)))
+
+    async def for_user(self, product_id: str, platform_id: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE product_id = ? AND platform_id = ?",
+                               [product_id, platform_id])
+
+    async def by_id(self, license_id: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE id = ?", [license_id])
+
+    async def by_key_digest(self, digest: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               "WHERE key_digest = ?", [digest])
+
+    async def replace(self, license: License, expected: LicenseState) -> bool:
+        sql = update("licenses", License, "id = ? AND state = ?")
+        return await self.db.run(sql, [*without_id(license), license.id, expected.value]) == 1
+
+    async def of_product(self, product_id: str, limit: int | None,
+                         cursor: str | None) -> Page[License]:
+        return await self._page(partial(from_row, License),
+                                f"SELECT {column_list(License)} FROM licenses WHERE product_id = ?",
+                                [product_id], limit, cursor)
+
+    async def library_of(self, platform_id: str, limit: int | None,
+                         cursor: str | None) -> Page[LibraryEntry]:
+        nl, np_ = len(columns(License)), len(columns(Product))
+
+        def entry(r: tuple[Any, ...]) -> LibraryEntry:
+            return LibraryEntry(from_row(License, r[:nl]), from_row(Product, r[nl:nl + np_]),
+                                r[nl + np_])
+
+        return await self._page(
+            entry,
+            f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
+            "FROM licenses l JOIN products p ON p.id = l.product_id "
+            "JOIN studios s ON s.id = p.studio_id "
+            "WHERE l.platform_id = ? AND l.state = 'active'",
+            [platform_id], limit, cursor, id_column="l.id")

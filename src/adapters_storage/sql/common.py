@@ -1,0 +1,79 @@
+"""What every SQL repository shares: the executor it talks through, and row helpers.
+
+Uniqueness conflicts are handled with `ON CONFLICT ... DO NOTHING RETURNING`, which never
+aborts a PostgreSQL transaction, so the caller learns "taken" as a value and carries on in
+the same unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from adapters_storage.records import columns, from_row, to_row
+from adapters_storage.schema import MIGRATIONS, statements
+from licore.model import Page
+
+T = TypeVar("T")
+
+
+class Executor(Protocol):
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
+
+
+async def apply_migrations(db: Executor, dialect: str) -> None:
+    """Apply, in the caller's transaction, every migration not yet recorded."""
+    await db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+    done = {r[0] for r in await db.rows("SELECT version FROM schema_migrations")}
+    for version, migration in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        for sql in statements(dialect, migration):
+            await db.run(sql)
+        await db.run("INSERT INTO schema_migrations (version) VALUES (?)", [version])
+
+
+def insert(table: str, cls: type, conflict: str = "") -> str:
+    cols = columns(cls)
+    marks = ", ".join("?" for _ in cols)
+    tail = f" ON CONFLICT {conflict} DO NOTHING RETURNING id" if conflict else ""
+    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({marks}){tail}"
+
+
+def update(table: str, cls: type, where: str) -> str:
+    sets = ", ".join(f"{c} = ?" for c in columns(cls) if c != "id")
+    return f"UPDATE {table} SET {sets} WHERE {where}"
+
+
+def without_id(record: Any) -> list[Any]:
+    row = to_row(record)
+    return row[1:]  # every record lists `id` first
+
+
+class Repository:
+    def __init__(self, db: Executor) -> None:
+        self.db = db
+
+    async def _one(self, cls: type[T], sql: str, params: Sequence[Any]) -> T | None:
+        rows = await self.db.rows(sql, params)
+        return from_row(cls, rows[0]) if rows else None
+
+    async def _page(self, make: Callable[[tuple[Any, ...]], T], sql: str,
+                    params: Sequence[Any], limit: int | None, cursor: str | None,
+                    id_column: str = "id") -> Page[T]:
+        """One page in id order; every row starts with the id the cursor is made of."""
+        params = list(params)
+        if cursor is not None:
+            sql += f" AND {id_column} > ?"
+            params.append(cursor)
+        sql += f" ORDER BY {id_column}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        rows = await self.db.rows(sql, params)
+        if limit is not None and len(rows) > limit:
+            rows = rows[:limit]
+            return Page(tuple(make(r) for r in rows), str(rows[-1][0]))
+        return Page(tuple(make(r) for r in rows), None)

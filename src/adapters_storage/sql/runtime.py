@@ -1,0 +1,126 @@
+"""Nonces, places and rate counters, plus the batched statements of the runtime hot path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from adapters_storage.batching import Answer, NonceRequest, RuntimeRequest
+from adapters_storage.records import column_list, columns, from_row
+from adapters_storage.sql.common import Executor, Repository
+from licore.model import License, Product
+from licore.runtime import Facts as RuntimeFacts
+
+
+class SqlRuntimeRecords(Repository):
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        return (await use_nonces(self.db, now, [NonceRequest(license_id, nonce, expires_at)]))[0]
+
+    async def record_place(self, license_id: str, game_id: str, now: int) -> int:
+        await self.db.run(
+            "INSERT INTO license_places (license_id, game_id, first_seen_at, place_rank) "
+            "SELECT ?, ?, ?, COUNT(*) + 1 FROM license_places WHERE license_id = ? "
+            "ON CONFLICT DO NOTHING", [license_id, game_id, now, license_id])
+        rows = await self.db.rows("SELECT place_rank FROM license_places WHERE license_id = ? "
+                                  "AND game_id = ?", [license_id, game_id])
+        return int(rows[0][0])
+
+    async def sweep_nonces(self, now: int) -> int:
+        return await self.db.run("DELETE FROM nonces WHERE expires_at <= ?", [now])
+
+
+class SqlRateCounters(Repository):
+    async def hit(self, buckets: Sequence[str], window_start: int) -> list[int]:
+        increments: dict[str, int] = {}
+        for bucket in buckets:
+            increments[bucket] = increments.get(bucket, 0) + 1
+        totals = await add_hits(self.db, increments, window_start)
+        return [totals[b] for b in buckets]
+
+    async def count(self, bucket: str, window_start: int) -> int:
+        rows = await self.db.rows("SELECT count FROM rate_counters WHERE bucket = ? "
+                                  "AND window_start = ?", [bucket, window_start])
+        return int(rows[0][0]) if rows else 0
+
+    async def sweep(self, before: int) -> int:
+        # Window 0 marks a counter that never expires (a web session's sign-out, say).
+        return await self.db.run(
+            "DELETE FROM rate_counters WHERE window_start < ? AND window_start > 0", [before])
+
+
+async def add_hits(db: Executor, increments: dict[str, int],
+                   window_start: int) -> dict[str, int]:
+    # One statement for every bucket: on the hot path each statement is a round trip.
+    # A row may appear once per statement, hence the increments; RETURNING order is
+    # unspecified, hence the bucket comes back too.
+    values = ", ".join("(?, ?, ?)" for _ in increments)
+    params = [v for b, n in increments.items() for v in (b, window_start, n)]
+    rows = await db.rows(
+        f"INSERT INTO rate_counters (bucket, window_start, count) VALUES {values} "
+        "ON CONFLICT (bucket, window_start) DO UPDATE "
+        "SET count = rate_counters.count + excluded.count RETURNING bucket, count", params)
+    return {r[0]: int(r[1]) for r in rows}
+
+
+async def use_nonces(db: Executor, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
+    """Record each nonce; True where it was fresh. One statement for the whole batch.
+
+    An expired row may be reused; otherwise a second use of a nonce is refused, also within
+    one batch (a statement may not touch one row twice, so repeats never reach it).
+    """
+    first: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(requests):
+        first.setdefault((r.license_id, r.nonce), i)
+    unique = [requests[i] for i in first.values()]
+    values = ", ".join("(?, ?, ?)" for _ in unique)
+    rows = await db.rows(
+        f"INSERT INTO nonces (license_id, nonce, expires_at) VALUES {values} "
+        "ON CONFLICT (license_id, nonce) DO UPDATE SET expires_at = excluded.expires_at "
+        "WHERE nonces.expires_at <= ? RETURNING license_id, nonce",
+        [*(v for r in unique for v in (r.license_id, r.nonce, r.expires_at)), now])
+    fresh = {(str(a), str(b)) for a, b in rows}
+    return [(r.license_id, r.nonce) in fresh and first[(r.license_id, r.nonce)] == i
+            for i, r in enumerate(requests)]
+
+
+async def runtime_batch(db: Executor, window_start: int,
+                        requests: Sequence[RuntimeRequest]) -> list[Answer]:
+    """Count every request and load every request's facts: two statements in all."""
+    increments: dict[str, int] = {}
+    for r in requests:
+        for bucket in r.buckets:
+            increments[bucket] = increments.get(bucket, 0) + 1
+    totals = await add_hits(db, increments, window_start)
+    # Each request sees the count as it stood when it arrived in the batch.
+    seen: dict[str, int] = {}
+    counts: list[list[int]] = []
+    for r in requests:
+        mine = []
+        for bucket in r.buckets:
+            seen[bucket] = seen.get(bucket, 0) + 1
+            mine.append(totals[bucket] - increments[bucket] + seen[bucket])
+        counts.append(mine)
+    values = ", ".join("(CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), "
+                       "CAST(? AS TEXT))" for _ in requests)
+    params: list[Any] = [v for i, r in enumerate(requests)
+                         for v in (i, r.key_digest, r.user_id, r.game_id)]
+    rows = await db.rows(
+        f"WITH req (i, digest, user_id, game_id) AS (VALUES {values}) "
+        f"SELECT req.i, {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
+        "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
+        "AND b.platform_id = req.user_id), "
+        "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
+        "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
+        "AND lp.game_id = req.game_id) "
+        "FROM req JOIN licenses l ON l.key_digest = req.digest "
+        "JOIN products p ON p.id = l.product_id JOIN studios s ON s.id = p.studio_id",
+        params)
+    facts = [RuntimeFacts(None, None, 0, False) for _ in requests]
+    nl, np_ = len(columns(License)), len(columns(Product))
+    n = 1 + nl + np_
+    for row in rows:
+        facts[int(row[0])] = RuntimeFacts(
+            from_row(License, row[1:1 + nl]), from_row(Product, row[1 + nl:n]),
+            int(row[n]), bool(row[n + 1]), int(row[n + 2]),
+            None if row[n + 3] is None else int(row[n + 3]))
+    return list(zip(counts, facts, strict=True))

@@ -1,0 +1,39 @@
+"""One unit of work over one connection: every repository shares the connection's
+transaction, which the storage adapter begins, commits or rolls back."""
+
+from __future__ import annotations
+
+from adapters_storage.sql.abuse import SqlAlerts, SqlBlacklist
+from adapters_storage.sql.catalog import (
+    SqlLicenses,
+    SqlPreparedCopies,
+    SqlProducts,
+    SqlVersions,
+)
+from adapters_storage.sql.common import Executor
+from adapters_storage.sql.people import (
+    SqlAccounts,
+    SqlApiKeys,
+    SqlClients,
+    SqlDeviceAuthorizations,
+    SqlStudios,
+)
+from adapters_storage.sql.runtime import SqlRateCounters, SqlRuntimeRecords
+
+
+class SqlUnitOfWork:
+    def __init__(self, db: Executor) -> None:
+        self.db = db
+        self.accounts = SqlAccounts(db)
+        self.studios = SqlStudios(db)
+        self.clients = SqlClients(db)
+        self.devices = SqlDeviceAuthorizations(db)
+        self.api_keys = SqlApiKeys(db)
+        self.products = SqlProducts(db)
+        self.versions = SqlVersions(db)
+        self.copies = SqlPreparedCopies(db)
+        self.licenses = SqlLicenses(db)
+        self.alerts = SqlAlerts(db)
+        self.blacklist = SqlBlacklist(db)
+        self.runtime = SqlRuntimeRecords(db)
+        self.counters = SqlRateCounters(db)
