@@ -18,8 +18,11 @@ Http = Callable[[str, str], tuple[bool, int, str]]
 class LuauSdk:
     """One Luau VM holding the SDK module; keep it alive while its functions are used."""
 
-    def __init__(self, source: str | None = None) -> None:
+    def __init__(self, source: str | None = None,
+                 before: Callable[[Any], None] | None = None) -> None:
         self.lua = pluau().Lua()
+        if before is not None:
+            before(self.lua)  # globals a test gives the VM (a stand-in `game`), set while writable
         # Roblox runs every script sandboxed (read-only globals, "safe" environments), which is
         # what lets Luau take its fast paths for builtins such as bit32 and buffer.
         self.lua.sandbox(True)
