@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.sdk.luau_sdk import LuauSdk, as_bytes, method
+from tests.sdk.luau_sdk import Http, LuauSdk, as_bytes, method
 from tests.sdk.test_client import KEY, NOW, FakeRuntime
 
 # A stand-in DataModel with the HttpService surface the SDK uses. Its JSON is Python's json
@@ -56,7 +56,7 @@ __seen = { calls = calls }
 
 
 class Roblox:
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Http) -> None:
         self.runtime = runtime
         self.seen: list[tuple[str, str, str]] = []
         self.sdk = LuauSdk(before=self.install)
