@@ -2,10 +2,12 @@
 real `roblox-ts` compiler, and refuse a script that misuses the API.
 
 The compiler and Roblox's typings come from npm, pinned by `tests/sdk/rbxts/package-lock.json`,
-and are installed once into `.venv/rbxts-<hash of that lock>/` (`npm ci`, about half a minute;
-later runs reuse it). The SDK package is copied in as `node_modules/@rbxts/licore`, as
-`npm install path/to/sdk/luau` would place it. Without npm the tests skip, except under
-CI=true, where they fail: the npm registry is one the project's machines and CI reach.
+and are installed once into `.venv/rbxts-<hash of that lock>/` (`npm ci --prefer-offline`, about
+half a minute; later runs reuse it, and a fresh checkout on the same machine takes the packages
+from npm's own cache without the network). The SDK package is copied in as
+`node_modules/@rbxts/licore`, as `npm install path/to/sdk/luau` would place it. Without npm
+the tests skip, except under CI=true, where they fail: the npm registry is one the project's
+machines and CI reach.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def project() -> Path:
         for name in ("package.json", "package-lock.json"):
             shutil.copy(SAMPLE / name, home / name)
         result = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=home,
+            [npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"],
+            cwd=home,
             capture_output=True, text=True, timeout=600, check=False)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         (home / ".installed").write_text("ok", encoding="utf-8")
