@@ -14,6 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -26,16 +27,27 @@ PY = BIN / "python"
 def _ensure_venv(extras: str) -> None:
     if sys.version_info < (3, 11):
         sys.exit("licore needs Python 3.11 or newer")
-    if not PY.exists():
-        venv.EnvBuilder(with_pip=True).create(VENV)
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
     stamp = VENV / f".installed-{extras or 'base'}"
     if stamp.exists() and stamp.read_text() == digest:
         return
+    # Say what the silent minute is for: pip -q prints nothing while it downloads.
+    started = time.monotonic()
+    if not PY.exists():
+        _say(f"first run: creating {VENV.name}/ and installing licore"
+             f"{' with its test tools' if extras else ''} (1-3 minutes, once)")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    else:
+        _say("pyproject.toml changed: updating the installed packages")
     subprocess.run([PY, "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
     target = f"{ROOT}[{extras}]" if extras else str(ROOT)
     subprocess.run([PY, "-m", "pip", "install", "-q", "-e", target], check=True)
     stamp.write_text(digest)
+    _say(f"installed in {time.monotonic() - started:.0f} s")
+
+
+def _say(text: str) -> None:
+    print(f"dev.py: {text}", file=sys.stderr, flush=True)
 
 
 def _run(*argv: str | Path) -> None:
@@ -52,10 +64,13 @@ def serve(args: list[str]) -> None:
 
 def test(args: list[str]) -> None:
     _ensure_venv("test")
+    started = time.monotonic()
+    _say("lint, types, import rules, then the whole suite (about 5-10 minutes on 2 cores)")
     _run(BIN / "ruff", "check", "src", "tests", "bench", "dev.py", "noxfile.py")
     _run(BIN / "mypy")
     _run(BIN / "lint-imports")
     _run(PY, "-m", "pytest", *args)
+    _say(f"all checks passed in {time.monotonic() - started:.0f} s")
 
 
 def main() -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,55 +16,28 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters_http import device, partner, runtime, web
+from adapters_http.observability import RequestContext, metrics
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
 from licore.services import housekeeping
 from licore.services.deps import Deps
 
-access_log = logging.getLogger("licore.access")
 error_log = logging.getLogger("licore.error")
 
 FAMILIES = ("partner", "auth", "runtime", "web")
 
 
-class AccessLog:
-    """One structured line a request: method, path (no query), status, duration, key id."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = 500
-
-        async def record(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, record)
-        finally:
-            state = scope.get("state", {})
-            access_log.info(json.dumps({
-                "method": scope["method"], "path": scope["path"], "status": status,
-                "duration_ms": round((time.perf_counter() - start) * 1000, 2),
-                "key_id": state.get("key_id"),
-            }))
-
-
 async def _licore_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, LicoreError)
     sent = getattr(request.state, "credentials_sent", True)
-    return error_response(exc, credentials_sent=sent)
+    response = error_response(exc, credentials_sent=sent)
+    quota = getattr(request.state, "quota", None)
+    if quota is not None:  # an authenticated Partner call that failed still paces its caller
+        response.headers.update(partner.quota_headers(quota))
+    return response
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -129,7 +100,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
 
     routes: list[Route | Mount] = [
         Route("/healthz", healthz), Route("/readyz", readyz),
-        Route("/openapi.json", openapi),
+        Route("/openapi.json", openapi), Route("/metrics", metrics),
     ]
     if "partner" in only:
         routes.append(Mount("/v1", routes=partner.routes(deps)))
@@ -156,7 +127,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         LicoreError: _licore_error, HTTPException: _http_error, Exception: _unexpected}
     return Starlette(routes=routes, exception_handlers=handlers,
-                     middleware=[Middleware(AccessLog)], lifespan=lifespan)
+                     middleware=[Middleware(RequestContext)], lifespan=lifespan)
 
 
 def _scopes() -> tuple[str, ...]:

@@ -1,5 +1,10 @@
 """The OpenAPI 3.1 document at `/openapi.json`, written as data next to the routes it
-describes; a test checks real responses against it."""
+describes; a test checks real responses against it, and `openapi-spec-validator` checks the
+document itself.
+
+The shapes are written once as constants below; `_finish` turns every use of a named constant
+into a `$ref` to `components/schemas`, gives each operation its `operationId`, and documents
+the headers every answer carries, so generated clients get one class a shape."""
 
 from __future__ import annotations
 
@@ -124,19 +129,27 @@ FAIL = obj(["ok"], ok={"const": False})
 
 
 def openapi_document(server: str) -> J:
+    return _finish(_document(server))
+
+
+def _document(server: str) -> J:
     return {
         "openapi": "3.1.0",
         "info": {"title": "licore", "version": "1",
                  "description": "Partner API, device authorization flow and Runtime API."},
         "servers": [{"url": server}],
         "components": {"securitySchemes": {"bearer": {
-            "type": "oauth2", "flows": {"deviceAuthorization": {
+            # OpenAPI 3.1 has no device-authorization flow (3.2 adds one), so the flow rides
+            # in an extension; the key itself is a plain bearer token with these scopes.
+            "type": "oauth2",
+            "description": "An API key from the OAuth 2.0 device authorization grant (RFC "
+                           "8628), sent as `Authorization: Bearer <key>`; metadata at "
+                           "/.well-known/oauth-authorization-server",
+            "flows": {"x-deviceAuthorization": {
                 "deviceAuthorizationUrl": f"{server}/auth/device/code",
                 "tokenUrl": f"{server}/auth/device/token",
                 "scopes": dict(DESCRIPTIONS)}}}},
-            "schemas": {"Error": ERROR, "Product": PRODUCT, "License": LICENSE,
-                        "LibraryProduct": LIBRARY_PRODUCT, "Version": VERSION,
-                        "Alert": ALERT}},
+            "headers": HEADERS},
         "paths": {
             "/v1/products": {
                 "get": partner_op("List the studio's products", "products:read",
@@ -229,8 +242,7 @@ def openapi_document(server: str) -> J:
                 }}},
             "/auth/device/code": {"post": {
                 "summary": "Start a device authorization (JSON or form body)",
-                "requestBody": json_body(obj(["client_id", "scope"], client_id=STR,
-                                             scope=STR)),
+                "requestBody": json_or_form(DEVICE_CODE_BODY),
                 "responses": answers(obj(
                     ["device_code", "user_code", "verification_uri",
                      "verification_uri_complete", "expires_in", "interval"],
@@ -239,14 +251,14 @@ def openapi_document(server: str) -> J:
                     verification_uri=STR, verification_uri_complete=STR, expires_in=INT,
                     interval=INT), 400, 429)}},
             "/auth/device/token": {"post": {
-                "summary": "Poll for the key (returned once)",
-                "requestBody": json_body(obj(["device_code"], device_code=STR, grant_type=STR,
-                                             client_id=STR)),
+                "summary": "Poll for the key (returned once; JSON or form body)",
+                "requestBody": json_or_form(TOKEN_BODY),
                 "responses": answers(obj(["access_token", "token_type", "scope", "studio_id"],
                                          access_token=STR, token_type={"const": "Bearer"},
                                          scope=STR, studio_id=NSTR), 400)}},
             "/auth/revoke": {"post": {
-                "summary": "Revoke the bearer key", "security": [{"bearer": []}],
+                "summary": "Revoke the bearer key (any body, JSON or form, is ignored)",
+                "security": [{"bearer": []}],
                 "responses": answers(OK, 401)}},
             "/runtime/check": {"post": runtime_op(
                 "Is this license valid? (forgeable; non-critical checks only)",
@@ -277,3 +289,103 @@ def openapi_document(server: str) -> J:
                 obj(["ok"], ok=BOOL))},
         },
     }
+
+
+DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
+TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)
+
+
+def json_or_form(schema: J) -> J:
+    """RFC 8628 clients send forms; licore also takes the same fields as JSON."""
+    return {"required": True, "content": {
+        "application/json": {"schema": schema},
+        "application/x-www-form-urlencoded": {"schema": schema}}}
+
+
+def _header(description: str, schema: J = STR) -> J:
+    return {"description": description, "schema": schema}
+
+
+HEADERS: J = {
+    "X-Request-ID": _header("The request's id, as sent in X-Request-ID or made by the "
+                            "server; every log line of the request carries it"),
+    "Retry-After": _header("Seconds to wait before trying again", INT),
+    "WWW-Authenticate": _header("Bearer challenge (RFC 6750): invalid_token or "
+                                "insufficient_scope with the scope needed"),
+    "RateLimit-Limit": _header("Partner calls allowed a minute for this key", INT),
+    "RateLimit-Remaining": _header("Partner calls left in this minute", INT),
+    "RateLimit-Reset": _header("Seconds until the minute's window starts again", INT),
+}
+RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
+
+# Every named shape, in components/schemas; each use of one of these objects becomes a $ref.
+NAMED: dict[str, J] = {
+    "Error": ERROR, "Product": PRODUCT, "License": LICENSE, "LibraryProduct": LIBRARY_PRODUCT,
+    "Version": VERSION, "Alert": ALERT, "Package": PACKAGE, "PackageVersion": PACKAGE_VERSION,
+    "Saved": SAVED, "Ok": OK, "LicenseTarget": TARGET, "ProductChange": PRODUCT_BODY,
+    "RuntimeFailure": FAIL, "DeviceCodeRequest": DEVICE_CODE_BODY,
+    "TokenRequest": TOKEN_BODY,
+}
+
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("/v1/products", "get"): "listProducts",
+    ("/v1/products", "post"): "saveProduct",
+    ("/v1/licenses", "get"): "listLicenses",
+    ("/v1/licenses", "post"): "grantLicense",
+    ("/v1/licenses", "delete"): "revokeLicense",
+    ("/v1/licenses/pause", "post"): "pauseLicense",
+    ("/v1/licenses/resume", "post"): "resumeLicense",
+    ("/v1/alerts", "get"): "listAlerts",
+    ("/v1/library", "get"): "getLibrary",
+    ("/v1/packages", "get"): "listPackages",
+    ("/v1/packages/settings", "post"): "setPackageSettings",
+    ("/v1/packages/versions", "get"): "listPackageVersions",
+    ("/v1/packages/versions", "post"): "uploadPackageVersion",
+    ("/v1/packages/publish", "post"): "publishPackageVersion",
+    ("/v1/library/download", "get"): "downloadCopy",
+    ("/auth/device/code", "post"): "startDeviceAuthorization",
+    ("/auth/device/token", "post"): "pollDeviceToken",
+    ("/auth/revoke", "post"): "revokeKey",
+    ("/runtime/check", "post"): "runtimeCheck",
+    ("/runtime/unlock", "post"): "runtimeUnlock",
+    ("/runtime/version", "post"): "runtimeVersion",
+    ("/runtime/update", "post"): "runtimeUpdate",
+    ("/runtime/verify-source", "post"): "runtimeVerifySource",
+}
+
+
+def _ref(header: str) -> J:
+    return {"$ref": f"#/components/headers/{header}"}
+
+
+def _refs(node: Any, by_id: dict[int, str], top: int | None = None) -> Any:
+    """A copy of `node` where each named shape (found by identity) is a $ref."""
+    if isinstance(node, dict):
+        if id(node) in by_id and id(node) != top:
+            return {"$ref": f"#/components/schemas/{by_id[id(node)]}"}
+        return {k: _refs(v, by_id) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_refs(v, by_id) for v in node]
+    return node
+
+
+def _finish(doc: J) -> J:
+    by_id = {id(schema): name for name, schema in NAMED.items()}
+    paths = _refs(doc["paths"], by_id)
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            operation["operationId"] = OPERATION_IDS[(path, method)]
+            for status, answer in operation["responses"].items():
+                headers = answer.setdefault("headers", {})
+                headers["X-Request-ID"] = _ref("X-Request-ID")
+                if status in ("429", "503"):
+                    headers["Retry-After"] = _ref("Retry-After")
+                if path.startswith("/v1/") and status in ("401", "403"):
+                    headers["WWW-Authenticate"] = _ref("WWW-Authenticate")
+                if path.startswith("/v1/") and status not in ("400", "401", "500"):
+                    # authenticated answers; 400 and 500 may come before the key is counted
+                    headers.update({h: _ref(h) for h in RATE_HEADERS})
+    doc["paths"] = paths
+    doc["components"]["schemas"] = {name: _refs(schema, by_id, top=id(schema))
+                                    for name, schema in NAMED.items()}
+    return doc

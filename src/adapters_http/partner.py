@@ -90,15 +90,23 @@ ENDPOINTS: list[Endpoint] = [
 
 
 async def authenticate(deps: Deps, request: Request) -> ApiKey:
-    """Bearer key, then the per-key rate limit; the key id is kept for the access log."""
+    """Bearer key, then the per-key rate limit; the key id is kept for the access log and
+    what is left of the limit for the answer's headers."""
     plain, sent = bearer(request)
     request.state.credentials_sent = sent
     if plain is None:
         raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
     key = await device.authenticate(deps, plain)
     request.state.key_id = key.id
-    await limits.hit(deps, f"key:{key.id}", deps.settings.partner_rate_limit)
+    request.state.quota = await limits.hit(deps, f"key:{key.id}",
+                                           deps.settings.partner_rate_limit)
     return key
+
+
+def quota_headers(quota: limits.Quota) -> dict[str, str]:
+    """The IETF draft's names (RateLimit-*), which API clients and gateways read."""
+    return {"RateLimit-Limit": str(quota.limit), "RateLimit-Remaining": str(quota.remaining),
+            "RateLimit-Reset": str(quota.reset)}
 
 
 def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
@@ -112,7 +120,9 @@ def routes(deps: Deps, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
             key = await authenticate(deps, request)
             sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
             answer = await e.handler(deps, key, request)
-            return answer if isinstance(answer, Response) else JSONResponse(answer)
+            response = answer if isinstance(answer, Response) else JSONResponse(answer)
+            response.headers.update(quota_headers(request.state.quota))
+            return response
 
         return endpoint
 

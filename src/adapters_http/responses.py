@@ -30,6 +30,9 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
         body["interval"] = error.interval
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(error.retry_after)
+        if error.limit is not None:
+            headers.update({"RateLimit-Limit": str(error.limit), "RateLimit-Remaining": "0",
+                            "RateLimit-Reset": str(error.retry_after)})
     if isinstance(error, InvalidToken):
         # RFC 6750 section 3: no error attribute when the request carried no credentials.
         headers["WWW-Authenticate"] = (

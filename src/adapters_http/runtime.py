@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.bodies import read_bytes
+from adapters_http.observability import RUNTIME_OUTCOMES
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited
 from licore.services import runtime
 from licore.services.deps import Deps
@@ -34,24 +35,32 @@ def _json(body: dict[str, Any], status: int = 200,
                     headers=headers, media_type="application/json")
 
 
-def _endpoint(deps: Deps, call: Call, failure: dict[str, Any], malformed_status: int,
+def _endpoint(deps: Deps, name: str, call: Call, failure: dict[str, Any], malformed_status: int,
               max_body: int) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
+        outcome = RUNTIME_OUTCOMES.labels(name, "malformed")
         try:
             raw = await read_bytes(request, max_body)
             try:
                 body = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 return _json(failure, malformed_status)
-            return _json(await call(deps, body, ip))
+            answer = await call(deps, body, ip)
+            outcome = RUNTIME_OUTCOMES.labels(name, "success" if answer.get("success")
+                                              else "denied")
+            return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
             return _json(failure, malformed_status)
         except RateLimited as limited:
+            outcome = RUNTIME_OUTCOMES.labels(name, "rate_limited")
             return _json(failure, 429, {"Retry-After": str(limited.retry_after)})
         except Exception as exc:
+            outcome = RUNTIME_OUTCOMES.labels(name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
             return _json(failure, 500)
+        finally:
+            outcome.inc()
 
     return endpoint
 
@@ -66,5 +75,5 @@ def routes(deps: Deps) -> list[Route]:
         ("/verify-source", runtime.verify_source, runtime.FAIL, 400,
          6 * runtime.SOURCE_MAX + MAX_BODY),
     ]
-    return [Route(path, _endpoint(deps, call, failure, status, limit), methods=["POST"])
+    return [Route(path, _endpoint(deps, path[1:], call, failure, status, limit), methods=["POST"])
             for path, call, failure, status, limit in table]

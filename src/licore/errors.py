@@ -66,9 +66,10 @@ class RateLimited(LicoreError):
     code = "rate_limited"
     status = 429
 
-    def __init__(self, retry_after: int) -> None:
+    def __init__(self, retry_after: int, limit: int | None = None) -> None:
         super().__init__(f"too many requests; retry after {retry_after} seconds")
         self.retry_after = retry_after
+        self.limit = limit
 
 
 class ServerError(LicoreError):

@@ -12,14 +12,8 @@ from adapters_formats.codec import RobloxModelCodec
 from adapters_http.web import LocalAccounts, WebConfig
 from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
-from licore.services.deps import Deps, Settings
-
-DEFAULT_DATABASE = "sqlite:///licore.db"
-DEFAULT_DATA_DIR = "licore-data"
-
-
-def env(name: str, default: str) -> str:
-    return os.environ.get(f"LICORE_{name}", default)
+from licore.services.deps import Deps
+from licore_cli import settings
 
 
 def secret(name: str, size: int) -> bytes:
@@ -27,11 +21,15 @@ def secret(name: str, size: int) -> bytes:
     on first use with owner-only permissions. Never from the command line."""
     given = os.environ.get(f"LICORE_{name.upper()}")
     if given:
-        value = bytes.fromhex(given)
+        try:
+            value = bytes.fromhex(given)
+        except ValueError:
+            value = b""
         if len(value) != size:
-            raise SystemExit(f"LICORE_{name.upper()} must be {size} bytes of hex")
+            raise settings.SettingsError(f"LICORE_{name.upper()} must be {size} bytes written "
+                                         f"as {2 * size} hex digits")
         return value
-    directory = Path(env("DATA_DIR", DEFAULT_DATA_DIR))
+    directory = Path(settings.load().data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     try:
@@ -43,31 +41,17 @@ def secret(name: str, size: int) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
-def settings_from_env() -> Settings:
-    defaults = Settings()
-    return Settings(
-        public_url=env("PUBLIC_URL", defaults.public_url),
-        device_lifetime=int(env("DEVICE_LIFETIME", str(defaults.device_lifetime))),
-        device_interval=int(env("DEVICE_INTERVAL", str(defaults.device_interval))),
-        partner_rate_limit=int(env("PARTNER_RATE_LIMIT", str(defaults.partner_rate_limit))),
-        runtime_key_rate_limit=int(env("RUNTIME_KEY_RATE_LIMIT",
-                                       str(defaults.runtime_key_rate_limit))),
-        runtime_ip_rate_limit=int(env("RUNTIME_IP_RATE_LIMIT",
-                                      str(defaults.runtime_ip_rate_limit))),
-        max_upload_bytes=int(env("MAX_UPLOAD_BYTES", str(defaults.max_upload_bytes))),
-    )
-
-
 def deps_from_env() -> Deps:
+    loaded = settings.load()
     return Deps(
-        storage=open_storage(env("DATABASE_URL", DEFAULT_DATABASE)),
+        storage=open_storage(loaded.database_url),
         clock=SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
         models=RobloxModelCodec(),
         protector=LuauProtector(),
-        settings=settings_from_env(),
+        settings=loaded.core,
         offload=asyncio.to_thread,
     )
 

@@ -4,22 +4,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import getpass
+import logging
 import os
+import socket
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from adapters_storage.probe import problem
 from licore.errors import LicoreError
 from licore.scopes import Permission
 from licore.services import builds, operator
 from licore.services.deps import Deps
-from licore_cli.compose import DEFAULT_DATABASE, deps_from_env, secret
+from licore_cli import settings
+from licore_cli.compose import deps_from_env, secret
+
+
+class OperatorError(Exception):
+    """A mistake the operator can fix; the message is the one line they see."""
 
 
 def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
     async def run() -> Any:
+        loaded = settings.load()
+        wrong = await problem(loaded.database_url)
+        if wrong:
+            raise OperatorError(wrong)
         deps = deps_from_env()
         try:
             await deps.storage.migrate()
@@ -41,25 +56,56 @@ def _read_password(args: argparse.Namespace) -> str | None:
     return sys.stdin.readline().rstrip("\n") or None
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Hypercorn would report a taken port as a traceback after start-up messages; ask first.
+    SO_REUSEADDR as Hypercorn sets it, so a port left in TIME_WAIT does not count as taken."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OperatorError(f"port {port} on {host} is already in use: stop the other "
+                                    f"server or choose another --port") from None
+            raise OperatorError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     from hypercorn.config import Config
     from hypercorn.run import run
 
-    os.environ["LICORE_PUBLIC_URL"] = (args.public_url or os.environ.get("LICORE_PUBLIC_URL")
+    if args.workers < 1:
+        raise OperatorError("--workers must be 1 or more")
+    loaded = settings.load()
+    os.environ["LICORE_PUBLIC_URL"] = (args.public_url or loaded.public_url
                                        or f"http://{args.host}:{args.port}")
+    settings.load()  # the public URL given on the command line is checked like the others
     if args.only:
+        unknown = set(args.only.split(",")) - {"partner", "auth", "runtime", "web"}
+        if unknown:
+            raise OperatorError(f"--only knows partner, auth, runtime and web, not "
+                                f"{', '.join(sorted(unknown))}")
         os.environ["LICORE_ONLY"] = args.only
+    _check_port_free(args.host, args.port)
     _with_deps(lambda deps: deps.storage.migrate())
     secret("session_key", 32)  # made here, before the workers start, so they share one
+    if args.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # set before any worker imports prometheus_client, so /metrics sums all workers
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="licore-metrics-")
     config = Config()
     config.application_path = "licore_cli.asgi:app"
     config.bind = [f"{args.host}:{args.port}"]
     config.workers = 0 if args.workers <= 1 else args.workers
     config.accesslog = None  # licore writes its own access log, without secrets
-    config.errorlog = "-"
-    print(f"licore serving on http://{args.host}:{args.port} "
-          f"(database {os.environ.get('LICORE_DATABASE_URL', DEFAULT_DATABASE).split('@')[-1]})",
-          file=sys.stderr, flush=True)
+    config.errorlog = logging.getLogger("hypercorn.error")  # JSON lines like ours
+    config.backlog = 4096  # a burst of new connections waits in the kernel, not dropped
+    config.graceful_timeout = loaded.shutdown_grace  # in-flight requests finish on SIGTERM
+    from adapters_http.observability import configure_logging
+
+    configure_logging(loaded.log_level)
+    logging.getLogger("licore.serve").info(
+        "licore serving on http://%s:%s", args.host, args.port,
+        extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
     raise SystemExit(run(config))
 
 
@@ -107,7 +153,10 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
 
 def cmd_trace(args: argparse.Namespace) -> None:
     path = Path(args.file)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise OperatorError(f"cannot read {args.file}: {exc.strerror}") from None
     found = _with_deps(lambda d: builds.trace_leak(d, None, args.product, path.name, data))
     if found is None:
         raise SystemExit(f"licore: no license of product {args.product} matches {args.file}")
@@ -116,11 +165,40 @@ def cmd_trace(args: argparse.Namespace) -> None:
         print(f"  {line}")
 
 
+def _global_options() -> argparse.ArgumentParser:
+    """Options every verb takes, before or after the verb (SUPPRESS keeps a value given
+    before the verb when the verb's own parser does not see it again)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--database", default=argparse.SUPPRESS,
+                        help="sqlite:///path.db or postgresql://... (default "
+                             "sqlite:///licore.db, or LICORE_DATABASE_URL)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print results as JSON, for scripts")
+    return common
+
+
+class _Sub:
+    """add_parser with the global options attached, at every level."""
+
+    def __init__(self, action: Any, common: argparse.ArgumentParser) -> None:
+        self.action = action
+        self.common = common
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = self.action.add_parser(name, parents=[self.common],
+                                                               **kwargs)
+        return made
+
+    def group(self, name: str, **kwargs: Any) -> _Sub:
+        return _Sub(self.add_parser(name, **kwargs).add_subparsers(dest="verb", required=True),
+                    self.common)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="licore", description=__doc__)
-    p.add_argument("--database", help=f"sqlite:///path.db or postgresql://... "
-                   f"(default {DEFAULT_DATABASE}, or LICORE_DATABASE_URL)")
-    sub = p.add_subparsers(dest="command", required=True)
+    common = _global_options()
+    p = argparse.ArgumentParser(prog="licore", description=__doc__, parents=[common])
+    p.add_argument("--version", action="version", version=f"licore {version('licore')}")
+    sub = _Sub(p.add_subparsers(dest="command", required=True), common)
 
     s = sub.add_parser("serve", help="run the service with Hypercorn")
     s.add_argument("--host", default="127.0.0.1")
@@ -132,14 +210,14 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
 
-    account = sub.add_parser("account").add_subparsers(dest="verb", required=True)
+    account = sub.group("account", help="people: local accounts")
     a = account.add_parser("add", help="add a local account (password from stdin or prompt)")
     a.add_argument("username")
     a.add_argument("--platform-id", required=True)
     a.add_argument("--no-password", action="store_true", help="an account without sign-in")
     a.set_defaults(func=cmd_account_add)
 
-    studio = sub.add_parser("studio").add_subparsers(dest="verb", required=True)
+    studio = sub.group("studio", help="studios and their collaborators")
     st = studio.add_parser("add", help="add a studio owned by an account")
     st.add_argument("name")
     st.add_argument("--owner", required=True)
@@ -151,7 +229,7 @@ def parser() -> argparse.ArgumentParser:
     co.add_argument("--manage-licenses", action="store_true")
     co.set_defaults(func=cmd_studio_collaborator)
 
-    client = sub.add_parser("client").add_subparsers(dest="verb", required=True)
+    client = sub.group("client", help="registered apps")
     c = client.add_parser("add", help="register an app; prints its client_id")
     c.add_argument("name")
     c.add_argument("--description", required=True)
@@ -173,12 +251,22 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    if args.database:
+    if getattr(args, "database", None):
         os.environ["LICORE_DATABASE_URL"] = args.database
     try:
+        settings.load()  # every setting checked before any work starts
         args.func(args)
     except LicoreError as error:
         raise SystemExit(f"licore: {error.description}") from None
+    except (OperatorError, settings.SettingsError) as error:
+        raise SystemExit(f"licore: {error}") from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as error:
+        if os.environ.get("LICORE_DEBUG"):
+            raise
+        raise SystemExit(f"licore: unexpected {type(error).__name__}; run again with "
+                         f"LICORE_DEBUG=1 to see where") from None
 
 
 if __name__ == "__main__":

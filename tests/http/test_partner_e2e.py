@@ -249,11 +249,16 @@ def test_121st_request_in_a_minute_is_429_and_other_keys_are_unaffected(
     if time.time() % 60 > 45:  # the counter is a fixed minute window; don't straddle it
         time.sleep(61 - time.time() % 60)
     with httpx.Client(base_url=server.url, headers=auth(first)) as c:
-        statuses = [c.get("/v1/products").status_code for _ in range(120)]
+        answers = [c.get("/v1/products") for _ in range(120)]
         limited = c.get("/v1/products")
-    assert statuses == [200] * 120
+    assert [a.status_code for a in answers] == [200] * 120
+    # every answer tells the caller how much of the minute's allowance is left
+    assert [int(a.headers["ratelimit-remaining"]) for a in answers] == list(range(119, -1, -1))
+    assert {a.headers["ratelimit-limit"] for a in answers} == {"120"}
+    assert 1 <= int(answers[-1].headers["ratelimit-reset"]) <= 60
     assert limited.status_code == 429
     assert 1 <= int(limited.headers["retry-after"]) <= 60
+    assert limited.headers["ratelimit-remaining"] == "0"
     assert call(server, "GET", "/products", second).status_code == 200
 
 

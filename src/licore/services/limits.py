@@ -3,17 +3,30 @@ one database shares them."""
 
 from __future__ import annotations
 
+import attrs
+
 from licore.errors import RateLimited
 from licore.services.deps import Deps
 
 WINDOW = 60
 
 
-async def hit(deps: Deps, bucket: str, limit: int) -> None:
+@attrs.frozen
+class Quota:
+    """What is left of a limit after this request, for the caller to pace itself."""
+
+    limit: int
+    remaining: int
+    reset: int  # seconds until the window starts again
+
+
+async def hit(deps: Deps, bucket: str, limit: int) -> Quota:
     """Count one request in `bucket`; raise `RateLimited` past `limit` in this minute."""
     now = deps.clock.now()
     start = now - now % WINDOW
     async with deps.storage.unit_of_work() as uow:
         (count,) = await uow.counters.hit([bucket], start)
+    reset = max(1, start + WINDOW - now)
     if count > limit:
-        raise RateLimited(retry_after=max(1, start + WINDOW - now))
+        raise RateLimited(retry_after=reset, limit=limit)
+    return Quota(limit, limit - count, reset)

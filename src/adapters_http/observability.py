@@ -1,0 +1,139 @@
+"""What the service says about itself: one JSON log line a request with a request id, and
+Prometheus metrics at `/metrics`.
+
+The request id comes from `X-Request-ID` when the caller sends a sane one (so a trace can
+cross services) and is made here otherwise; it is returned on every answer and stamped on
+every log line written while the request runs, through a context variable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import re
+import secrets
+import time
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+access_log = logging.getLogger("licore.access")
+
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id",
+                                                                      default=None)
+
+# Printable and short: a caller's id is copied into logs and headers, so it must not carry
+# line breaks, quotes or a payload.
+_SANE_ID = re.compile(r"[A-Za-z0-9._:/+=-]{1,128}")
+
+REQUESTS = Counter("licore_http_requests", "HTTP requests answered",
+                   ["route", "method", "status"])
+LATENCY = Histogram("licore_http_request_duration_seconds", "Time to answer a request",
+                    ["route", "method"],
+                    buckets=(.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
+RATE_LIMITED = Counter("licore_rate_limit_refusals", "Requests refused with 429", ["route"])
+RUNTIME_OUTCOMES = Counter("licore_runtime_outcomes", "Runtime API answers by outcome",
+                           ["call", "outcome"])
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route as written in the route table (`/v1/licenses/{license_id}`), never
+    the concrete path: ids in label values would make one time series a request."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if not isinstance(path, str):
+        return "unmatched"
+    return f"{scope.get('root_path', '')}{path}" or "/"
+
+
+class RequestContext:
+    """Request id in and out, one access log line, request metrics."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        rid = given if _SANE_ID.fullmatch(given) else secrets.token_hex(8)
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        status = 500
+
+        async def stamped(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message,
+                           "headers": [*message.get("headers", []),
+                                       (b"x-request-id", rid.encode())]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, stamped)
+        finally:
+            elapsed = time.perf_counter() - start
+            route = route_template(scope)
+            REQUESTS.labels(route, scope["method"], str(status)).inc()
+            LATENCY.labels(route, scope["method"]).observe(elapsed)
+            if status == 429:
+                RATE_LIMITED.labels(route).inc()
+            state = scope.get("state", {})
+            access_log.info("request", extra={
+                "method": scope["method"], "path": scope["path"], "route": route,
+                "status": status, "duration_ms": round(elapsed * 1000, 2),
+                "key_id": state.get("key_id"),
+            })
+            request_id.reset(token)
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """JSON lines on stderr for every logger: timestamp, level, logger, message, request id,
+    and any `extra` fields the caller gave."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+        rename_fields={"asctime": "timestamp", "levelname": "level", "name": "logger"},
+        datefmt="%Y-%m-%dT%H:%M:%S%z"))
+    handler.addFilter(RequestIdFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+
+
+def metrics_registry() -> CollectorRegistry | None:
+    """With several worker processes each counts in its own memory; prometheus-client's
+    multiprocess mode (files in PROMETHEUS_MULTIPROC_DIR, set by `licore serve`) sums them so
+    any worker answers for all."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return registry
+
+
+async def metrics(request: Request) -> Response:
+    registry: Any = metrics_registry()
+    body = generate_latest(registry) if registry is not None else generate_latest()
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,149 @@
+"""The operator's settings: read once at start from the environment (`LICORE_*`) and an
+optional TOML file, every value checked, and every mistake reported as one line that names
+the setting, what was wrong and what to write instead.
+
+The environment wins over the file, so a container can override one value of a shared file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from licore.services.deps import Settings
+
+
+class SettingsError(Exception):
+    """An operator's mistake in a setting; the message is the whole answer."""
+
+
+def _whole(low: int, high: int | None = None) -> Callable[[str, object], int]:
+    def parse(name: str, raw: object) -> int:
+        value: int | None = None
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            value = raw
+        elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+            value = int(raw)
+        if value is None or value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"{low} or more"
+            raise SettingsError(f"{name} must be a whole number {bound} (got {raw!r})")
+        return value
+    return parse
+
+
+def _url(name: str, raw: object) -> str:
+    text = str(raw)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SettingsError(f"{name} must be an http:// or https:// origin, like "
+                            f"https://licore.example (got {text!r})")
+    return text.rstrip("/")
+
+
+def _level(name: str, raw: object) -> str:
+    text = str(raw).upper()
+    if text not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise SettingsError(f"{name} must be one of DEBUG, INFO, WARNING, ERROR (got {raw!r})")
+    return text
+
+
+def database_url(name: str, raw: object) -> str:
+    """Checked here so that a typo is one line at start, not a traceback from a driver."""
+    text = str(raw)
+    if text.startswith("sqlite:///"):
+        path = Path(text.removeprefix("sqlite:///"))
+        if text != "sqlite:///:memory:" and not path.parent.is_dir():
+            raise SettingsError(f"{name}: the folder {str(path.parent)!r} for the SQLite file "
+                                f"does not exist; create it or choose another path")
+        return text
+    if text.startswith(("postgresql://", "postgres://")):
+        if not urlsplit(text).netloc and "host=" not in text:
+            raise SettingsError(f"{name}: a PostgreSQL URL needs a host, like "
+                                f"postgresql://user@localhost:5432/licore")
+        return text
+    shown = text.split("@")[-1]  # never echo a password that may precede '@'
+    raise SettingsError(f"{name} must start with sqlite:/// or postgresql:// "
+                        f"(got {shown!r})")
+
+
+@attrs.frozen
+class Field:
+    env: str  # LICORE_<env>; the TOML key is the same name in lower case
+    parse: Callable[[str, object], Any]
+    default: object
+
+
+DEFAULTS = Settings()
+FIELDS: tuple[Field, ...] = (
+    Field("DATABASE_URL", database_url, "sqlite:///licore.db"),
+    Field("DATA_DIR", lambda _n, raw: str(raw), "licore-data"),
+    Field("PUBLIC_URL", _url, None),
+    Field("LOG_LEVEL", _level, "INFO"),
+    Field("PARTNER_RATE_LIMIT", _whole(1), DEFAULTS.partner_rate_limit),
+    Field("RUNTIME_KEY_RATE_LIMIT", _whole(1), DEFAULTS.runtime_key_rate_limit),
+    Field("RUNTIME_IP_RATE_LIMIT", _whole(1), DEFAULTS.runtime_ip_rate_limit),
+    Field("MAX_UPLOAD_BYTES", _whole(1024), DEFAULTS.max_upload_bytes),
+    Field("DEVICE_LIFETIME", _whole(1, 86400), DEFAULTS.device_lifetime),
+    Field("DEVICE_INTERVAL", _whole(1, 3600), DEFAULTS.device_interval),
+    Field("SHUTDOWN_GRACE", _whole(0, 3600), 30),
+)
+
+
+@attrs.frozen
+class ServerSettings:
+    database_url: str
+    data_dir: str
+    public_url: str | None
+    log_level: str
+    shutdown_grace: int
+    core: Settings
+
+
+def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
+    given = environ.get("LICORE_CONFIG")
+    path = Path(given) if given else Path("licore.toml")
+    if not path.exists():
+        if given:
+            raise SettingsError(f"LICORE_CONFIG names {given!r}, which does not exist")
+        return {}
+    try:
+        table = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{path}: not a readable TOML file ({exc})") from None
+    known = {f.env.lower() for f in FIELDS}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise SettingsError(f"{path}: unknown setting {unknown[0]!r}; known: "
+                            f"{', '.join(sorted(known))}")
+    return table
+
+
+def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
+    env = os.environ if environ is None else environ
+    from_file = _file_values(env)
+    values: dict[str, Any] = {}
+    for field in FIELDS:
+        name = f"LICORE_{field.env}"
+        if name in env and env[name] != "":
+            values[field.env] = field.parse(name, env[name])
+        elif field.env.lower() in from_file:
+            values[field.env] = field.parse(field.env.lower(), from_file[field.env.lower()])
+        else:
+            values[field.env] = field.default
+    public_url = values["PUBLIC_URL"]
+    core = Settings(
+        public_url=public_url or DEFAULTS.public_url,
+        device_lifetime=values["DEVICE_LIFETIME"], device_interval=values["DEVICE_INTERVAL"],
+        partner_rate_limit=values["PARTNER_RATE_LIMIT"],
+        runtime_key_rate_limit=values["RUNTIME_KEY_RATE_LIMIT"],
+        runtime_ip_rate_limit=values["RUNTIME_IP_RATE_LIMIT"],
+        max_upload_bytes=values["MAX_UPLOAD_BYTES"])
+    return ServerSettings(database_url=values["DATABASE_URL"], data_dir=values["DATA_DIR"],
+                          public_url=public_url, log_level=values["LOG_LEVEL"],
+                          shutdown_grace=values["SHUTDOWN_GRACE"], core=core)
