@@ -7,6 +7,7 @@ import struct
 from adapters_formats.binary_bytes import Cursor, read_refs
 from adapters_formats.binary_columns import CODECS, Context
 from adapters_formats.chunks import read_framing
+from adapters_formats.string_kinds import BINARY_STRING_NAMES
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
 
@@ -87,6 +88,8 @@ class _Reader:
         except (struct.error, ValueError, OverflowError) as err:
             raise ModelFormatError(f"{cur.what}: {err}") from None
         cur.end()
+        if type_name == "String" and name in BINARY_STRING_NAMES:
+            type_name = "BinaryString"  # bytes, as the XML form and the /update nodes say
         for inst, value in zip(members, values, strict=True):
             inst.properties[name] = Prop(type_name, value)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from adapters_formats.string_kinds import BINARY_STRING_NAMES
 from adapters_formats.xml_reader import RAW_MARK
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
@@ -25,11 +26,6 @@ HEADER = ('<roblox xmlns:xmime="http://www.w3.org/2005/05/xmlmime" '
           'xsi:noNamespaceSchemaLocation="http://www.roblox.com/roblox.xsd" version="4">\n')
 # Characters XML 1.0 cannot carry at all, not even escaped: such a string goes as base64.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-# Binary files spell these as plain strings; Studio's XML has them as BinaryString.
-_BINARY_NAMES = frozenset({"Tags", "AttributesSerialize", "MaterialColors", "PhysicsGrid",
-                           "SmoothGrid", "ChildData", "MeshData", "PhysicalConfigData",
-                           "ModelMeshData", "InitialSize", "CollisionGroupData",
-                           "RawMaterialColors"})
 
 
 def _esc(text: str) -> str:
@@ -136,7 +132,7 @@ class _Writer:
         except UnicodeDecodeError:
             text = None
         if t == "BinaryString" or text is None or _NOT_XML.search(text) or (
-                t == "String" and name in _BINARY_NAMES):
+                t == "String" and name in BINARY_STRING_NAMES):
             return f"<BinaryString name={attr}>{base64.b64encode(data).decode()}</BinaryString>"
         if t == "ProtectedString" or name == "Source":
             return f"<ProtectedString name={attr}>{_cdata(text)}</ProtectedString>"

@@ -18,9 +18,16 @@ Http = Callable[[str, str], tuple[bool, int, str]]
 class LuauSdk:
     """One Luau VM holding the SDK module; keep it alive while its functions are used."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str | None = None,
+                 before: Callable[[Any], None] | None = None) -> None:
         self.lua = pluau().Lua()
-        chunk = self.lua.load_chunk(SDK_SOURCE.read_text(encoding="utf-8"), "licore")
+        if before is not None:
+            before(self.lua)  # globals a test gives the VM (a stand-in `game`), set while writable
+        # Roblox runs every script sandboxed (read-only globals, "safe" environments), which is
+        # what lets Luau take its fast paths for builtins such as bit32 and buffer.
+        self.lua.sandbox(True)
+        text = SDK_SOURCE.read_text(encoding="utf-8") if source is None else source
+        chunk = self.lua.load_chunk(text, "licore")
         self.module = chunk()[0]
 
     def bytes_in(self, data: bytes) -> Any:

@@ -10,8 +10,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
+from adapters_formats.codec import RobloxModelCodec
 from licore.builds.nodes import to_nodes
 from licore.builds.tree import Instance, Model, Prop, Raw
 from tests.formats.test_binary import EXAMPLES
@@ -19,6 +21,7 @@ from tests.sdk.luau_sdk import LuauSdk
 from tests.support.models import product_model
 
 FAKE = Path(__file__).with_name("fake_roblox.luau")
+CODEC = RobloxModelCodec()
 UNSETTABLE = {"BinaryString", "SharedString", "NetAssetRef", "UniqueId",
               "SecurityCapabilities", "Raw"}
 
@@ -105,7 +108,7 @@ def _expected_prop(value: Any, paths: dict[str, str]) -> tuple[bool, Any]:
 def _expected(node: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
     props = {}
     for name, value in node["Properties"].items():
-        if name in ("Tags", "ReadOnlyThing"):
+        if name in ("Tags", "AttributesSerialize", "ReadOnlyThing"):
             continue
         kept, expected = _expected_prop(value, paths)
         if kept:
@@ -113,14 +116,15 @@ def _expected(node: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
     tags = node["Properties"].get("Tags")
     return {"ClassName": node["ClassName"], "Name": node["Name"], "Properties": props,
             "Children": [_expected(c, paths) for c in node["Children"]],
-            "Tags": base64.b64decode(tags["value"]).decode().split("\x00") if tags else []}
+            "Tags": base64.b64decode(tags["value"]).decode().split("\x00") if tags else [],
+            "Attributes": {}}
 
 
 def _normal(node: dict[str, Any]) -> dict[str, Any]:
     """The Luau JSON encoder writes an empty table as []; read both as empty."""
     return {**node, "Properties": node["Properties"] or {},
             "Children": [_normal(c) for c in node["Children"] or []],
-            "Tags": node.get("Tags") or []}
+            "Tags": node.get("Tags") or [], "Attributes": node.get("Attributes") or {}}
 
 
 def build(sdk: LuauSdk, nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -140,6 +144,43 @@ def test_every_property_encoding_builds_the_value_it_documents(sdk: LuauSdk) -> 
     assert "Root.Everything.ReadOnlyThing: read-only" in skipped
     assert "Root.Everything.Mystery: unsettable" in skipped
     assert "Root.Everything.SharedString0: unsettable" in skipped
+
+
+def _file_model(fmt: str) -> Model:
+    """The every-type model as a file of `fmt` can hold it: binary files have no
+    Vector2int16 type id, and a raw property of one format does not travel to the other."""
+    model = every_type_model()
+    holder = model.roots[0].children[1]
+    for name in ("Vector2int16", "Mystery"):
+        del holder.properties[name]
+    return attrs.evolve(model, format=fmt)
+
+
+@pytest.mark.parametrize("fmt", ["binary", "xml"])
+def test_every_property_type_read_from_either_file_format_builds(sdk: LuauSdk, fmt: str) -> None:
+    model = CODEC.read(CODEC.write(_file_model(fmt)))
+    assert model.format == fmt
+    nodes = to_nodes(model)
+    back, skipped = build(sdk, nodes)
+    assert back == [_normal(_expected(n, _paths(nodes))) for n in nodes]
+    everything = back[0]["Children"][1]
+    # Tags reach AddTag from .rbxm as from .rbxmx (binary files store them as plain strings).
+    assert everything["Tags"] == ["Enemy", "Boss"]
+    assert nodes[0]["Children"][1]["Properties"]["Tags"]["type"] == "BinaryString"
+    built = set(everything["Properties"]) | {p.split(": ")[0].rsplit(".", 1)[1] for p in skipped}
+    props = nodes[0]["Children"][1]["Properties"]
+    set_to_nil = {k for k, v in props.items() if isinstance(v, dict) and v["value"] is None
+                  and v["type"] in ("OptionalCFrame", "PhysicalProperties", "Ref")}
+    wanted = set(_file_model(fmt).roots[0].children[1].properties) - {
+        "Name", "Tags", "AttributesSerialize"}
+    assert built == wanted - set_to_nil  # every property either set or reported, none lost
+
+
+def test_tags_sent_as_a_plain_string_are_still_added(sdk: LuauSdk) -> None:
+    nodes = [{"ClassName": "Part", "Name": "P", "Properties": {"Tags": "Enemy\u0000Boss"},
+              "Children": []}]
+    back, skipped = build(sdk, nodes)
+    assert back[0]["Tags"] == ["Enemy", "Boss"] and skipped == []
 
 
 def test_a_product_build_rebuilds_with_its_tree_shape(sdk: LuauSdk) -> None:
@@ -193,3 +234,79 @@ def test_base64_decoding_matches_python(sdk: LuauSdk) -> None:
         text = base64.b64encode(data).decode()
         got = sdk.call("base64Decode", text)[0]
         assert (got if isinstance(got, bytes) else bytes(got.as_bytes())) == data
+
+
+def _attr_string(data: bytes) -> bytes:
+    return struct.pack("<I", len(data)) + data
+
+
+def _attributes(items: list[tuple[str, int, bytes]]) -> bytes:
+    """The attribute blob as rbx-dom's attribute format documents it."""
+    out = struct.pack("<I", len(items))
+    for name, kind, value in items:
+        out += _attr_string(name.encode()) + bytes([kind]) + value
+    return out
+
+
+ATTRIBUTES: list[tuple[str, int, bytes, Any]] = [
+    ("Label", 0x02, _attr_string(b"gold"), "gold"),
+    ("On", 0x03, b"\x01", True),
+    ("Half", 0x05, struct.pack("<f", 0.5), 0.5),
+    ("Pi", 0x06, struct.pack("<d", math.pi), math.pi),
+    ("Pad", 0x09, struct.pack("<fi", 0.25, -3), {"type": "UDim", "value": [0.25, -3]}),
+    ("Box", 0x0A, struct.pack("<fifi", 1.0, 2, 3.0, 4),
+     {"type": "UDim2", "value": [1, 2, 3, 4]}),
+    ("Brick", 0x0E, struct.pack("<I", 194), {"type": "BrickColor", "value": 194}),
+    ("Tint", 0x0F, struct.pack("<3f", 0.0, 0.5, 1.0), {"type": "Color3", "value": [0, 0.5, 1]}),
+    ("Flat", 0x10, struct.pack("<2f", 10, 20), {"type": "Vector2", "value": [10, 20]}),
+    ("Spot", 0x11, struct.pack("<3f", 1, 2, 3), {"type": "Vector3", "value": [1, 2, 3]}),
+    ("Turned", 0x14, struct.pack("<3fB9f", 1, 2, 3, 0, 0, 0, 1, 0, 1, 0, -1, 0, 0),
+     {"type": "CFrame", "value": [1, 2, 3, 0, 0, 1, 0, 1, 0, -1, 0, 0]}),
+    ("Upright", 0x14, struct.pack("<3fB", 4, 5, 6, 0x02),
+     {"type": "CFrame", "value": [4, 5, 6, 1, 0, 0, 0, 1, 0, 0, 0, 1]}),
+    # id 0x0E: +Z as the first column, +Y as the second (a quarter turn about Y)
+    ("Quarter", 0x14, struct.pack("<3fB", 0, 0, 0, 0x0E),
+     {"type": "CFrame", "value": [0, 0, 0, 0, 0, -1, 0, 1, 0, 1, 0, 0]}),
+    ("Fade", 0x17, struct.pack("<I6f", 2, 0.0, 0.0, 1.0, 0.5, 1.0, 0.0),
+     {"type": "NumberSequence", "value": [[0, 1, 0], [1, 0, 0.5]]}),
+    ("Glow", 0x19, struct.pack("<I10f", 2, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1),
+     {"type": "ColorSequence", "value": [[0, 1, 0, 0, 0], [1, 0, 0, 1, 0]]}),
+    ("Span", 0x1B, struct.pack("<2f", 5, 10), {"type": "NumberRange", "value": [5, 10]}),
+    ("Area", 0x1C, struct.pack("<4f", 1, 2, 3, 4), {"type": "Rect", "value": [1, 2, 3, 4]}),
+]
+
+
+def _with_attributes(blob: bytes) -> list[dict[str, Any]]:
+    return [{"ClassName": "Part", "Name": "P", "Children": [], "Properties": {
+        "AttributesSerialize": {"type": "BinaryString",
+                                "value": base64.b64encode(blob).decode()}}}]
+
+
+def test_attributes_are_set_with_their_roblox_types(sdk: LuauSdk) -> None:
+    blob = _attributes([(n, k, v) for n, k, v, _ in ATTRIBUTES])
+    back, skipped = build(sdk, _with_attributes(blob))
+    assert skipped == []
+    assert back[0]["Attributes"] == {n: want for n, _, _, want in ATTRIBUTES}
+
+
+def test_attributes_past_an_unknown_type_are_reported_not_guessed(sdk: LuauSdk) -> None:
+    blob = _attributes([("Label", 0x02, _attr_string(b"gold")), ("Odd", 0x7F, b"\x00"),
+                        ("Later", 0x03, b"\x01")])
+    back, skipped = build(sdk, _with_attributes(blob))
+    assert back[0]["Attributes"] == {"Label": "gold"}
+    assert skipped == ['P.AttributesSerialize: attribute "Odd" has type 0x7f,'
+                       " which the SDK does not read"]
+
+
+def test_a_truncated_attribute_blob_is_reported(sdk: LuauSdk) -> None:
+    blob = _attributes([("Label", 0x02, _attr_string(b"gold"))])[:-2]
+    back, skipped = build(sdk, _with_attributes(blob))
+    assert back[0]["Attributes"] == {}
+    assert skipped == ["P.AttributesSerialize: truncated"]
+
+
+def test_an_attribute_the_instance_refuses_is_reported(sdk: LuauSdk) -> None:
+    blob = _attributes([("Refused", 0x03, b"\x01"), ("On", 0x03, b"\x01")])
+    back, skipped = build(sdk, _with_attributes(blob))
+    assert back[0]["Attributes"] == {"On": True}
+    assert skipped == ["P.@Refused: refused"]
