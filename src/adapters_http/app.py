@@ -18,15 +18,14 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from adapters_http import device, partner, runtime, web
+from adapters_http.edge import Edge
 from adapters_http.observability import RequestContext, metrics
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
-from licore.errors import InvalidRequest, LicoreError, NotFound, ServerError
+from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.services import housekeeping
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
-
-error_log = logging.getLogger("licore.error")
 
 FAMILIES = ("partner", "auth", "runtime", "web")
 
@@ -46,16 +45,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response(NotFound("no such endpoint"))
     if exc.status_code == 405:
+        # Starlette's exception names the route's methods in `Allow` (RFC 9110 15.5.6).
         return JSONResponse({"error": "invalid_request",
-                             "error_description": "method not allowed here"}, status_code=405)
+                             "error_description": "method not allowed here"}, status_code=405,
+                            headers=dict(exc.headers or {}))
     return error_response(InvalidRequest(str(exc.detail)))
-
-
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    # The log gets the exception type and path only: a message could quote a secret.
-    error_log.error("unhandled %s on %s %s", type(exc).__name__, request.method,
-                    request.url.path)
-    return error_response(ServerError("the server failed; retry the request"))
 
 
 async def _sweep_forever(deps: Deps) -> None:
@@ -126,10 +120,13 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
                 await sweeper
             await deps.storage.close()
 
+    # No handler for Exception: `Edge` answers an unexpected one (Starlette's own handler of
+    # last resort would hand it on to Hypercorn, which logs the whole traceback).
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
-        LicoreError: _licore_error, HTTPException: _http_error, Exception: _unexpected}
+        LicoreError: _licore_error, HTTPException: _http_error}
     return Starlette(routes=routes, exception_handlers=handlers,
-                     middleware=[Middleware(RequestContext)], lifespan=lifespan)
+                     middleware=[Middleware(RequestContext), Middleware(Edge)],
+                     lifespan=lifespan)
 
 
 def _scopes() -> tuple[str, ...]:

@@ -9,10 +9,11 @@ from urllib.parse import parse_qsl, unquote
 
 from starlette.requests import Request
 
-from adapters_http.decoding import parse_json
+from adapters_http.decoding import MAX_STRING, check_text, parse_json
 from licore.errors import InvalidRequest, PayloadTooLarge
 
 MAX_JSON_BYTES = 1024 * 1024
+FORM = "application/x-www-form-urlencoded"
 
 
 async def read_bytes(request: Request, limit: int) -> bytes:
@@ -29,30 +30,60 @@ async def read_bytes(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json(request: Request) -> Any:
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def is_json(request: Request) -> bool:
+    """`application/json`, or a `+json` type (`application/merge-patch+json`, ...)."""
+    kind = media_type(request)
+    return kind == "application/json" or (kind.startswith("application/")
+                                          and kind.endswith("+json"))
+
+
+def require_json(request: Request) -> None:
+    """Checked before the body is read: a body of another type is not taken for JSON
+    (a browser's cross-site form post, for one, can only be `text/plain` or a form)."""
+    if not is_json(request):
+        raise InvalidRequest("the body must be JSON, sent as Content-Type: application/json")
+
+
+async def read_json(request: Request, limit: int = MAX_JSON_BYTES,
+                    max_string: int = MAX_STRING) -> Any:
     """The body as parsed JSON, through the one decoder's parser."""
-    return parse_json(await read_bytes(request, MAX_JSON_BYTES))
+    require_json(request)
+    return parse_json(await read_bytes(request, limit), max_string=max_string)
 
 
 def is_form(request: Request) -> bool:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower() == (
-        "application/x-www-form-urlencoded")
+    return media_type(request) == FORM
+
+
+def parse_form(raw: bytes) -> list[tuple[str, str]]:
+    """A url-encoded form's pairs, every name and value checked as text."""
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=True, strict_parsing=False,
+                          errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequest("the form must be UTF-8") from None
+    for name, value in pairs:
+        check_text("a form field name", name)
+        check_text(name, value)
+    return pairs
 
 
 async def read_json_or_form(request: Request) -> tuple[dict[str, Any], bool]:
     """The body as a dict, and whether it came as a form (which earns OAuth leniency)."""
     if is_form(request):
-        raw = await read_bytes(request, MAX_JSON_BYTES)
-        try:
-            pairs = parse_qsl(raw.decode(), keep_blank_values=True, strict_parsing=False)
-        except UnicodeDecodeError:
-            raise InvalidRequest("the form body must be UTF-8") from None
         form: dict[str, Any] = {}
-        for name, value in pairs:
+        for name, value in parse_form(await read_bytes(request, MAX_JSON_BYTES)):
             if name in form:
                 raise InvalidRequest(f"{name} is repeated", name)  # RFC 6749 section 3.2
             form[name] = value
         return form, True
+    if not is_json(request):
+        raise InvalidRequest("the body must be JSON (Content-Type: application/json) or a "
+                             "form (Content-Type: application/x-www-form-urlencoded)")
     body = await read_json(request)
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")

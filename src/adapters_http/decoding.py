@@ -7,15 +7,27 @@ the way contract 3 asks: a whole number is a JSON integer (not `true`, not `5.0`
 `"5"`), a boolean is a JSON boolean. The command's own validators check the bounds. Any
 refusal is `InvalidRequest` naming the field.
 
-Two policies: `strict` (Partner API, device flow) refuses unknown fields and `null` where a
-value is expected; `lenient` (Runtime API, whose failures all look alike anyway) ignores
-unknown fields and reads `null` as "not sent", as a Luau client writing `nil` expects.
+Three policies: `strict` (Partner API) refuses unknown fields and `null` where a value is
+expected; `oauth` (device flow) is as strict about the fields it knows but ignores the
+others, as RFC 6749 section 3.2 asks of an authorization server; `lenient` (Runtime API,
+whose failures all look alike anyway) ignores unknown fields and reads `null` as "not sent",
+as a Luau client writing `nil` expects.
+
+What `parse_json` refuses, each with `400 invalid_request` (docs/operators.md, "What is
+bounded"): text that is not UTF-8 JSON; nesting deeper than `MAX_DEPTH`; a string (or an
+object key) holding a lone surrogate (valid JSON, not valid Unicode: it would fail later,
+when written to the database or encoded again) or a zero byte (PostgreSQL cannot store it);
+a string longer than the caller's bound; an integer beyond 64 bits, a number literal longer
+than `MAX_NUMBER_CHARS`, `NaN` and the infinities; an object naming a key twice.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import json
+import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -33,19 +45,116 @@ T = TypeVar("T")
 
 class Policy(enum.Enum):
     STRICT = "strict"
+    OAUTH = "oauth"
     LENIENT = "lenient"
 
 
-STRICT, LENIENT = Policy.STRICT, Policy.LENIENT
+STRICT, OAUTH, LENIENT = Policy.STRICT, Policy.OAUTH, Policy.LENIENT
+
+MAX_DEPTH = 64  # arrays and objects inside each other; the deepest real body is about 8
+MAX_STRING = 64 * 1024  # code points in one string, unless the endpoint says otherwise
+MAX_NUMBER_CHARS = 64  # characters of one number literal
+_INT_BOUND = 1 << 63  # integers are 64-bit signed, what both databases store
+
+# A JSON string (the unrolled form: linear, no backtracking) and the brackets around them.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def parse_json(raw: bytes | str) -> object:
+def _depth(text: str) -> int:
+    """The deepest nesting of `text`, counted without recursion and without the strings
+    (brackets inside strings do not nest). On text that is not JSON the count may be off,
+    but only over a part that `json.loads` would refuse anyway."""
+    steps = (_STEP[m] for m in _BRACKET.findall(_STRING.sub("", text)))
+    return max(itertools.accumulate(steps, initial=0))
+
+
+def text_problem(value: str) -> str | None:
+    """Why a string cannot be taken as text, or None: a zero byte, or a lone surrogate."""
+    if "\x00" in value:
+        return "must not contain a zero byte"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be valid Unicode (it holds a lone surrogate)"
+    return None
+
+
+def check_text(name: str, value: str) -> str:
+    """`value` if it is acceptable text; a refusal naming `name` otherwise. Query strings,
+    form fields and paths pass here too."""
+    problem = text_problem(value)
+    if problem is not None:
+        raise InvalidRequest(f"{_shown(name)} {problem}", _shown(name))
+    return value
+
+
+def _int(literal: str) -> int:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise InvalidRequest("a number in the body is too long")
+    value = int(literal)
+    if not -_INT_BOUND <= value < _INT_BOUND:
+        raise InvalidRequest("a whole number in the body is out of range (64-bit)")
+    return value
+
+
+def _float(literal: str) -> float:
+    if len(literal) > MAX_NUMBER_CHARS:
+        raise InvalidRequest("a number in the body is too long")
+    value = float(literal)
+    if not math.isfinite(value):
+        raise InvalidRequest("a number in the body is out of range")
+    return value
+
+
+def _constant(literal: str) -> object:
+    raise InvalidRequest(f"{literal} is not a JSON number")
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for key, value in pairs:
+        check_text("a key", key)  # before the key is quoted in a refusal
+        if key in found:
+            raise InvalidRequest(f"duplicate key: {_shown(key)}", _shown(key))
+        found[key] = value
+    return found
+
+
+def _check_strings(value: object, max_string: int) -> None:
+    """Every string and key of a parsed value, without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) > max_string:
+                raise InvalidRequest(f"a string in the body is longer than {max_string:,} "
+                                     f"characters")
+            check_text("a string in the body", item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())  # keys were checked while parsing
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def parse_json(raw: bytes | str, *, max_string: int = MAX_STRING) -> object:
     """JSON text to Python values: the one parser of every JSON body, and of JSON a person
-    types into a form field."""
+    types into a form field. Raises `InvalidRequest` and nothing else."""
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        raise InvalidRequest("the body must be JSON in UTF-8") from None
+    if _depth(text) > MAX_DEPTH:
+        raise InvalidRequest(f"the body is nested more than {MAX_DEPTH} levels deep")
+    try:
+        value = json.loads(text, object_pairs_hook=_object, parse_int=_int,
+                           parse_float=_float, parse_constant=_constant)
+    except (ValueError, RecursionError):  # RecursionError: the depth count is the guard
         raise InvalidRequest("the body must be JSON") from None
+    _check_strings(value, max_string)
+    return value
 
 
 class _WrongType(Exception):
@@ -113,6 +222,10 @@ def _refusal(error: BaseException) -> LicoreError:
 
 
 def _shown(name: str) -> str:
+    """A client's name for a field, fit to quote in a refusal: short, and printable."""
+    if not name.isprintable() or text_problem(name) is not None:
+        name = name.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        name = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name)
     return name if len(name) <= 40 else name[:40] + "..."
 
 
@@ -129,10 +242,8 @@ def _allows(hint: Any, kind: type) -> bool:
     return False
 
 
-def structure(body: object, command: type[T], policy: Policy = STRICT,
-              extra: tuple[str, ...] = ()) -> T:
-    """A command from a parsed JSON body (or form). `extra` names fields that are
-    tolerated and dropped (stock OAuth 2.0 clients' extras on the device flow)."""
+def structure(body: object, command: type[T], policy: Policy = STRICT) -> T:
+    """A command from a parsed JSON body (or form)."""
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
     hints = _hints(command)
@@ -140,7 +251,7 @@ def structure(body: object, command: type[T], policy: Policy = STRICT,
     fields: dict[str, object] = {}
     for name, value in body.items():
         if name not in known:
-            if policy is STRICT and name not in extra:
+            if policy is STRICT:
                 raise InvalidRequest(f"unknown field: {_shown(name)}", _shown(name))
             continue
         if _allows(hints[name], JsonValue):
@@ -182,10 +293,12 @@ def from_query(query: Mapping[str, str], command: type[T], **given: object) -> T
         if field.name in given:
             continue
         if hint is Paging:
-            fields[field.name] = Paging(_whole(query, "limit"), query.get("cursor"))
+            cursor = query.get("cursor")
+            fields[field.name] = Paging(_whole(query, "limit"),
+                                        None if cursor is None else check_text("cursor", cursor))
         elif field.name in query:
             fields[field.name] = (_whole(query, field.name) if _allows(hint, int)
-                                  else query[field.name])
+                                  else check_text(field.name, query[field.name]))
         elif field.default is attrs.NOTHING:
             raise InvalidRequest(f"{field.name} is required", field.name)
     try:

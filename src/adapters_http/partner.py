@@ -216,7 +216,7 @@ def routes(deps: Deps, uc: UseCases, endpoints: list[Endpoint] = ENDPOINTS) -> l
 
     def make(methods: dict[str, Endpoint]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            e = methods[request.method]
+            e = methods["GET" if request.method == "HEAD" else request.method]
             key = await authenticate(deps, request)
             sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
             answer = await e.handler(uc, key, request)

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from adapters_http.bodies import read_bytes
-from adapters_http.decoding import LENIENT, parse_json, structure
+from adapters_http.bodies import read_json
+from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.observability import RUNTIME_OUTCOMES
 from licore import bounds
 from licore import commands as c
@@ -99,6 +99,7 @@ class RuntimeEndpoint:
     failure: J
     malformed_status: int
     max_body: int = MAX_BODY
+    max_string: int = MAX_STRING
 
     @property
     def name(self) -> str:
@@ -113,7 +114,7 @@ ENDPOINTS = [
     RuntimeEndpoint("/update", update, FAIL, 400),
     # a whole script rides in the body, JSON-escaped (up to 6 bytes a character)
     RuntimeEndpoint("/verify-source", verify_source, FAIL, 400,
-                    6 * bounds.SOURCE.max_len + MAX_BODY),
+                    6 * bounds.SOURCE.max_len + MAX_BODY, bounds.SOURCE.max_len),
 ]
 
 
@@ -122,7 +123,7 @@ def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Await
         ip = request.client.host if request.client else "unknown"
         outcome = RUNTIME_OUTCOMES.labels(e.name, "malformed")
         try:
-            body = parse_json(await read_bytes(request, e.max_body))
+            body = await read_json(request, e.max_body, e.max_string)
             answer = await e.call(runtime, body, ip)
             # /check answers `success`, the sealed calls and /verify-source answer `ok`
             passed = answer.get("success") or answer.get("ok")

@@ -104,7 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     config.workers = 0 if args.workers <= 1 else args.workers
     config.accesslog = None  # licore writes its own access log, without secrets
     config.errorlog = logging.getLogger("hypercorn.error")  # JSON lines like ours
-    config.backlog = 4096  # a burst of new connections waits in the kernel, not dropped
+    config.backlog = loaded.listen_backlog  # a burst of connections waits, is not dropped
     config.graceful_timeout = loaded.shutdown_grace  # in-flight requests finish on SIGTERM
     from adapters_http.observability import configure_logging
 

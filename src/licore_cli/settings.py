@@ -92,6 +92,8 @@ FIELDS: tuple[Field, ...] = (
     Field("DEVICE_LIFETIME", _whole(1, 86400), DEFAULTS.device_lifetime),
     Field("DEVICE_INTERVAL", _whole(1, 3600), DEFAULTS.device_interval),
     Field("SHUTDOWN_GRACE", _whole(0, 3600), 30),
+    # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
+    Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
 )
 
 
@@ -103,6 +105,7 @@ class ServerSettings:
     log_level: str
     shutdown_grace: int
     core: Settings
+    listen_backlog: int = 4096
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -146,4 +149,5 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         max_upload_bytes=values["MAX_UPLOAD_BYTES"])
     return ServerSettings(database_url=values["DATABASE_URL"], data_dir=values["DATA_DIR"],
                           public_url=public_url, log_level=values["LOG_LEVEL"],
-                          shutdown_grace=values["SHUTDOWN_GRACE"], core=core)
+                          shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
+                          listen_backlog=values["LISTEN_BACKLOG"])

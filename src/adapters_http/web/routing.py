@@ -4,7 +4,7 @@ first), the sign-in requirement, and errors answered as pages rather than JSON."
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from urllib.parse import parse_qsl, quote
+from urllib.parse import quote
 
 import attrs
 from starlette.formparsers import MultiPartException
@@ -13,7 +13,8 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Message
 
-from adapters_http.bodies import read_bytes
+from adapters_http.bodies import parse_form, read_bytes
+from adapters_http.decoding import check_text
 from adapters_http.web.render import error_page
 from adapters_http.web.session import Visitor, check_csrf, visitor
 from licore.errors import InvalidRequest, LicoreError
@@ -70,13 +71,8 @@ async def read_form(request: Request) -> dict[str, str]:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
         return {}  # no form, so no form token: refused as any post without one
-    raw = await read_bytes(request, FORM_LIMIT)
-    try:
-        pairs = parse_qsl(raw.decode(), keep_blank_values=True)
-    except UnicodeDecodeError:
-        raise InvalidRequest("the form must be UTF-8") from None
     form: dict[str, str] = {}
-    for name, value in pairs:
+    for name, value in parse_form(await read_bytes(request, FORM_LIMIT)):
         form.setdefault(name, value)
     return form
 
@@ -101,6 +97,7 @@ async def read_upload(request: Request, limit: int
     upload_name = ""
     for name, value in parsed.multi_items():
         if isinstance(value, str):
+            check_text(name, value)
             fields.setdefault(name, value)
         elif upload is None:
             upload = await value.read()
