@@ -67,3 +67,52 @@ def test_queries_fill_the_page_and_refuse_what_is_not_a_whole_number() -> None:
                          ({"limit": "1001"}, "limit"), ({"cursor": ""}, "cursor")]:
         assert refusal(lambda q=query: from_query(q, c.ListProducts)).field == field
     assert refusal(lambda: from_query({}, c.ListLicenses)).field == "product_id"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    (b'{"a": "\\ud800"}', "lone surrogate"),
+    (b'{"\\udc00": 1}', "lone surrogate"),
+    (b'["\\u0000"]', "zero byte"),
+    (b'{"a\\u0000": 1}', "zero byte"),
+    (b"[" * 3000 + b"]" * 3000, "nested"),
+    (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "nested"),
+    (b"[" * 65 + b"]" * 65, "nested"),
+    (b"1" + b"0" * 5000, "too long"),
+    (b"9223372036854775808", "64-bit"),
+    (b"1e999", "out of range"),
+    (b"NaN", "not a JSON number"),
+    (b"-Infinity", "not a JSON number"),
+    (b'{"title": 1, "title": 2}', "duplicate key: title"),
+    (b'["' + b"a" * 70_000 + b'"]', "longer than"),
+    (b'"caf\xe9"', "UTF-8"),
+    (b"[" * 10 + b'"unterminated', "JSON"),
+])
+def test_parse_json_refuses_hostile_text_and_raises_nothing_else(text: bytes,
+                                                                 words: str) -> None:
+    assert words in refusal(lambda: parse_json(text)).description
+
+
+def test_parse_json_takes_what_is_fine() -> None:
+    nested: object = 1
+    for _ in range(64):
+        nested = [nested]
+    assert parse_json(b"[" * 64 + b"1" + b"]" * 64) == nested
+    assert parse_json(b'{"a": "[[[[{{{{\\"]]"}') == {"a": '[[[[{{{{"]]'}  # not nesting
+    assert parse_json(b"-9223372036854775808") == -(1 << 63)
+    assert parse_json(b'"\\ud83d\\ude00"') == "\U0001f600"  # a surrogate pair is fine
+    assert parse_json(b'["' + b"a" * 70_000 + b'"]', max_string=80_000) == ["a" * 70_000]
+
+
+def test_device_flow_policy_ignores_unknown_fields_but_checks_known_ones() -> None:
+    from adapters_http.decoding import OAUTH
+
+    asked = structure({"scope": "library:read", "resource": "x", "audience": [1]},
+                      c.StartAuthorization, OAUTH)
+    assert asked.scope == "library:read"
+    assert refusal(lambda: structure({"scope": 5, "resource": "x"}, c.StartAuthorization,
+                                     OAUTH)).field == "scope"
+
+
+def test_zero_bytes_in_a_query_are_refused() -> None:
+    assert refusal(lambda: from_query({"product_id": "a\x00"}, c.ListLicenses)).field == (
+        "product_id")
