@@ -112,7 +112,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     logging.getLogger("licore.serve").info(
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
-    raise SystemExit(run(config))
+    if config.workers == 0:
+        raise SystemExit(run(config))  # one process: Hypercorn drains on SIGTERM itself
+    from licore_cli.supervisor import supervise
+
+    raise SystemExit(supervise(config, args.workers))
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:

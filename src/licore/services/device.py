@@ -50,6 +50,11 @@ async def _active_client(uow: UnitOfWork, client_id: str) -> Client:
     return client
 
 
+async def _client_disabled(uow: UnitOfWork, client_id: str) -> bool:
+    client = await uow.clients.by_id(client_id)
+    return client is None or client.disabled
+
+
 async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
     """POST /device/code."""
     requested = sc.parse_scope_string(scope_text)
@@ -106,6 +111,8 @@ async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResp
                            device.last_poll_at)
         state = df.effective_state(device.state, timing, now)
         event = df.poll_event(timing, now)
+        if await _client_disabled(uow, device.client_id):
+            event = DeviceEvent.POLL_CLIENT_DISABLED
         updated = attrs.evolve(device, state=state, last_poll_at=now)
         try:
             outcome = df.transition(state, event)
@@ -222,7 +229,9 @@ async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | 
     if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
         return None
     client = await uow.clients.by_id(device.client_id)
-    assert client is not None
+    if client is None or client.disabled:
+        # A clear page rather than a consent screen for an app that can get nothing.
+        raise df.refusal(DeviceState.PENDING, DeviceEvent.DECIDE_CLIENT_DISABLED)
     return ApprovalView(df.format_user_code(code), client.name, client.description,
                         sc.kind_of(device.requested_scopes), device.requested_scopes,
                         DeviceState.PENDING)
@@ -272,6 +281,8 @@ async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
                            device.last_poll_at)
         state = df.effective_state(device.state, timing, now)
         kind = sc.kind_of(device.requested_scopes)
+        if await _client_disabled(uow, device.client_id):
+            raise df.refusal(state, DeviceEvent.DECIDE_CLIENT_DISABLED)
         if not approve:
             denial = df.transition(state, DeviceEvent.DENY)
             assert not denial.effects  # denying only changes the state
