@@ -47,16 +47,20 @@ def key(server: Server, people: People) -> str:
 
 def burst(server: Server, path: str, bodies: list[dict[str, Any]],
           headers: dict[str, str] | None = None) -> list[httpx.Response]:
-    """Every body POSTed at once, each on a connection of its own."""
+    """Every body POSTed at once, each on a connection of its own. A request that got no
+    answer at all fails the test with the server's log."""
 
-    async def go() -> list[httpx.Response]:
+    async def go() -> list[httpx.Response | BaseException]:
         limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
         async with httpx.AsyncClient(base_url=server.url, limits=limits,
                                      timeout=httpx.Timeout(120)) as client:
             return await asyncio.gather(*(client.post(path, json=b, headers=headers)
-                                          for b in bodies))
+                                          for b in bodies), return_exceptions=True)
 
-    return asyncio.run(go())
+    answers = asyncio.run(go())
+    lost = Counter(repr(a) for a in answers if isinstance(a, BaseException))
+    assert not lost, (lost, server.log()[-4000:])
+    return [a for a in answers if isinstance(a, httpx.Response)]
 
 
 def statuses(answers: list[httpx.Response]) -> Counter[int]:
@@ -132,3 +136,23 @@ def test_one_nonce_a_thousand_times_unlocks_once(server: Server, key: str,
     assert sum(a.json()["ok"] is True for a in answers) == 1
     assert rows(server, "SELECT COUNT(*) FROM nonces WHERE nonce = ?",
                 (body["nonce"],)) == [(1,)]
+
+
+def test_a_fresh_server_takes_a_thousand_first_requests_without_a_5xx(server: Server,
+                                                                      key: str) -> None:
+    """Issue 13, case 9: each worker connects before it serves, so the first requests of a
+    fresh server do not race to open a pool."""
+    with running_server(server.database_url, workers="4", LICORE_PARTNER_RATE_LIMIT="100000",
+                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000") as fresh:
+        async def go() -> list[httpx.Response | BaseException]:
+            limits = httpx.Limits(max_connections=ATTEMPTS, max_keepalive_connections=0)
+            async with httpx.AsyncClient(base_url=fresh.url, limits=limits,
+                                         timeout=httpx.Timeout(120)) as client:
+                return await asyncio.gather(
+                    *(client.get("/v1/products", headers=auth(key)) for _ in range(ATTEMPTS)),
+                    return_exceptions=True)
+
+        answers = asyncio.run(go())
+        got = Counter(a.status_code if isinstance(a, httpx.Response) else repr(a)
+                      for a in answers)
+        assert got == {200: ATTEMPTS}, (got, fresh.log()[-3000:])
