@@ -22,7 +22,7 @@ MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurren
 # How long a request waits for a connection. While the database answers, a burst queues
 # patiently (a fresh server taking a thousand first requests must not fail them); once it has
 # stopped answering, requests fail fast with 503 and Retry-After instead of hanging.
-BUSY_WAIT = 15.0
+BUSY_WAIT = 30.0
 OUTAGE_WAIT = 0.5
 OPEN_WAIT = 10.0  # at start: connect before serving; past this, serve and keep trying
 CONNECT_TIMEOUT = 3  # seconds for one connection attempt (a host that drops packets)
@@ -86,9 +86,14 @@ class PostgresStorage:
             async with self.pool.connection(
                     timeout=OUTAGE_WAIT if self._down else BUSY_WAIT) as conn:
                 yield conn
+        except PoolTimeout as exc:
+            # No connection in time. Busy (every connection in use) is not an outage; a pool
+            # that holds no connection at all cannot reach the database.
+            if self.pool.get_stats().get("pool_size", 0) == 0:
+                self._down = True
+            raise Unavailable(RETRY_AFTER) from exc
         except psycopg.OperationalError as exc:
-            # Connection lost, server shutting down, no connection to be had in time: the
-            # database is away (PoolTimeout is an OperationalError too). Whatever the
+            # Connection lost, server shutting down: the database is away. Whatever the
             # transaction wrote was rolled back with it.
             self._down = True
             raise Unavailable(RETRY_AFTER) from exc

@@ -106,6 +106,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     config.errorlog = logging.getLogger("hypercorn.error")  # JSON lines like ours
     config.backlog = 4096  # a burst of new connections waits in the kernel, not dropped
     config.graceful_timeout = loaded.shutdown_grace  # in-flight requests finish on SIGTERM
+    # Hypercorn's idle timer also runs between accepting a connection and reading its
+    # request: at 5 s, a busy worker's burst of new connections was dropped unanswered.
+    config.keep_alive_timeout = 75
     from adapters_http.observability import configure_logging
 
     configure_logging(loaded.log_level)
