@@ -16,8 +16,7 @@ import httpx
 import psycopg
 import pytest
 
-from licore.services import device
-from tests.http.e2e import People, auth, cli, core, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, cli, decide, license_key, obtain_key, setup_people
 from tests.support.server import Server, running_server
 
 ATTEMPTS = 1000
@@ -109,8 +108,7 @@ def test_one_approved_code_claimed_a_thousand_times_gives_one_key(
                  "--description", "x", "--scopes", "library:read")
     flow = httpx.post(f"{server.url}/auth/device/code",
                       json={"client_id": client, "scope": "library:read"}).json()
-    core(server.database_url, lambda d: device.decide(d, people.buyer_id, flow["user_code"],
-                                                      True, None))
+    decide(server.database_url, people.buyer_id, flow["user_code"], True)
     answers = burst(server, "/auth/device/token",
                     [{"device_code": flow["device_code"],
                       "grant_type": "urn:ietf:params:oauth:grant-type:device_code"}] * ATTEMPTS)
