@@ -29,6 +29,9 @@ class AesGcmKeyVault:
             raise ValueError("the key-encryption key must be 32 bytes")
         self._aead = AESGCM(hmac.digest(kek, b"licore license-key encryption", "sha256"))
         self._digest_key = hmac.digest(kek, b"licore license-key lookup", "sha256")
+        # Stored copies carry a buyer's key inside them: a key of their own, so neither
+        # kind of ciphertext can be passed off as the other.
+        self._blobs = AESGCM(hmac.digest(kek, b"licore stored-copy encryption", "sha256"))
 
     def encrypt(self, license_key: str, license_id: str) -> bytes:
         nonce = os.urandom(NONCE_BYTES)
@@ -43,6 +46,19 @@ class AesGcmKeyVault:
 
     def lookup_digest(self, license_key: str) -> str:
         return hmac.new(self._digest_key, license_key.encode(), hashlib.sha256).hexdigest()
+
+    def encrypt_blob(self, data: bytes, context: str) -> bytes:
+        # One AES-GCM call over the whole blob; `context` (which copy of which license at
+        # which key generation) is the associated data, so a blob copied to another row
+        # does not decrypt.
+        nonce = os.urandom(NONCE_BYTES)
+        return KEY_VERSION + nonce + self._blobs.encrypt(nonce, data, context.encode())
+
+    def decrypt_blob(self, sealed: bytes, context: str) -> bytes:
+        if sealed[:1] != KEY_VERSION:
+            raise ValueError("unknown stored-copy encryption version")
+        nonce, body = sealed[1:1 + NONCE_BYTES], sealed[1 + NONCE_BYTES:]
+        return self._blobs.decrypt(nonce, body, context.encode())
 
 
 class Argon2Passwords:

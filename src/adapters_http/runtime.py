@@ -23,7 +23,7 @@ from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.observability import RUNTIME_OUTCOMES
 from licore import bounds
 from licore import commands as c
-from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited
+from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited, Unavailable
 from licore.services.runtime import Runtime
 
 MAX_BODY = 64 * 1024
@@ -134,6 +134,10 @@ def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Await
         except RateLimited as limited:
             outcome = RUNTIME_OUTCOMES.labels(e.name, "rate_limited")
             return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
+        except Unavailable as away:
+            # The database is away: the failure body, with when to try again.
+            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
+            return _json(e.failure, 503, {"Retry-After": str(away.retry_after)})
         except Exception as exc:
             outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)

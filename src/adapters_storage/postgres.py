@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -9,14 +10,23 @@ from functools import cache
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
+from licore.errors import Unavailable
 from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
+# How long a request waits for a connection. While the database answers, a burst queues
+# patiently (a fresh server taking a thousand first requests must not fail them); once it has
+# stopped answering, requests fail fast with 503 and Retry-After instead of hanging.
+BUSY_WAIT = 30.0
+OUTAGE_WAIT = 0.5
+OPEN_WAIT = 10.0  # at start: connect before serving; past this, serve and keep trying
+CONNECT_TIMEOUT = 3  # seconds for one connection attempt (a host that drops packets)
+RETRY_AFTER = 2  # seconds, told to callers during an outage
 
 
 @cache
@@ -41,27 +51,75 @@ class _Executor:
 class PostgresStorage:
     def __init__(self, url: str, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
-        self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False)
+        self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
+                                        timeout=BUSY_WAIT,
+                                        kwargs={"connect_timeout": CONNECT_TIMEOUT})
         self._opened = False
+        self._opening = asyncio.Lock()  # several first requests must not each open the pool
+        self._down = False  # the last attempt to use the database failed to reach it
         self._hot = HotPath(self._autocommit)
 
+    async def open(self) -> None:
+        """Connect at start (the server calls this before it serves)."""
+        await self._open()
+
     async def _open(self) -> None:
-        if not self._opened:
-            await self.pool.open(wait=True)
+        if self._opened:
+            return
+        async with self._opening:
+            if self._opened:
+                return
+            try:
+                await self.pool.open(wait=True, timeout=OPEN_WAIT)
+            except PoolTimeout:
+                # Open all the same: the pool keeps connecting in the background and the
+                # server answers 503 (and /readyz says so) until the database is back.
+                self._down = True
             self._opened = True
 
     @asynccontextmanager
-    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection; a database that cannot be reached is `Unavailable` (HTTP 503
+        with Retry-After), never a driver error, and never a thirty-second hang."""
         await self._open()
-        async with self.pool.connection() as conn, conn.transaction():
+        try:
+            async with self.pool.connection(
+                    timeout=OUTAGE_WAIT if self._down else BUSY_WAIT) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            # No connection in time. Busy (every connection in use) is not an outage; a pool
+            # that holds no connection at all cannot reach the database.
+            if self.pool.get_stats().get("pool_size", 0) == 0:
+                self._down = True
+            raise Unavailable(RETRY_AFTER) from exc
+        except psycopg.OperationalError as exc:
+            # Connection lost, server shutting down: the database is away. Whatever the
+            # transaction wrote was rolled back with it.
+            self._down = True
+            raise Unavailable(RETRY_AFTER) from exc
+        self._down = False
+
+    @asynccontextmanager
+    async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
+        async with self._connection() as conn, conn.transaction():
             yield SqlUnitOfWork(_Executor(conn))
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[_Executor]:
-        await self._open()
-        async with self.pool.connection() as conn:
+        async with self._connection() as conn:
             yield _Executor(conn)
             await conn.commit()
+
+    async def ready(self) -> bool:
+        """Whether the database answers a query right now, within about a second."""
+        try:
+            async with asyncio.timeout(1.0):
+                async with self._connection() as conn:
+                    await conn.execute("SELECT 1")
+                    await conn.rollback()
+        except (Unavailable, TimeoutError):
+            return False
+        return True
 
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:

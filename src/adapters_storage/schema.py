@@ -182,6 +182,16 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE prepared_copies ADD COLUMN nodes_compact {blob}",
         "ALTER TABLE prepared_copies ADD COLUMN nodes_tagged {blob}",
     ],
+    [
+        # Prepared copies are stored encrypted from now on (docs/operators.md); the cached
+        # plaintext ones go (they are remade on the next download or /update).
+        "DELETE FROM prepared_copies",
+        # How many products each slug base has handed out, so a twin's slug is one insert.
+        """CREATE TABLE slug_twins (
+            base TEXT PRIMARY KEY,
+            taken INTEGER NOT NULL)""",
+        "INSERT INTO slug_twins (base, taken) SELECT slug, 1 FROM products",
+    ],
 ]
 
 

@@ -19,9 +19,11 @@ import aiosqlite
 from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
+from licore.errors import Unavailable
 from licore.runtime import Facts as RuntimeFacts
 
 BUSY_TIMEOUT_MS = 30_000
+RETRY_AFTER = 2  # seconds, told to callers when the file stayed locked past the timeout
 WAL_ATTEMPTS = 600  # 30 seconds, like the busy timeout
 
 
@@ -62,6 +64,9 @@ class SqliteStorage:
         await self._use_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten, so a copy of the file shows nothing removed (a
+        # revoked license's rows, say).
+        await conn.execute("PRAGMA secure_delete = ON")
         return conn
 
     @staticmethod
@@ -101,6 +106,11 @@ class SqliteStorage:
                 await conn.execute("ROLLBACK")
                 raise
             await conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            # Another process held the file past the busy timeout: nothing was done.
+            raise Unavailable(RETRY_AFTER) from exc
         finally:
             self._idle.put_nowait(conn)
 
@@ -123,6 +133,18 @@ class SqliteStorage:
     async def migrate(self) -> None:
         async with self.unit_of_work() as uow:
             await apply_migrations(uow.db, "sqlite")
+
+    async def open(self) -> None:
+        async with self._autocommit():
+            pass
+
+    async def ready(self) -> bool:
+        try:
+            async with asyncio.timeout(1.0), self._autocommit() as db:
+                await db.rows("SELECT 1")
+        except (sqlite3.Error, TimeoutError):
+            return False
+        return True
 
     async def close(self) -> None:
         for conn in self._all:

@@ -10,7 +10,9 @@ from licore.errors import (
     AccessDenied,
     ApprovalRefused,
     AuthorizationPending,
+    ClientDisabled,
     ExpiredToken,
+    InvalidClient,
     LicoreError,
     NotFound,
 )
@@ -45,6 +47,11 @@ class DeviceEvent(Event):
     DENY = ("User denies",)
     TIME_PASSES = ("600 seconds pass",)
     BURN = ("5 wrong code entries",)
+    # The operator disabled the app since the code was issued (`licore client disable`).
+    # The guard is read with the record, in the same transaction as the poll or decision.
+    POLL_CLIENT_DISABLED = ("Poll `/device/token`", "The app is disabled")
+    DECIDE_CLIENT_DISABLED = ("User approves or denies, or opens the consent page",
+                              "The app is disabled")
 
 
 class DeviceEffect(enum.Enum):
@@ -86,6 +93,16 @@ def _not_pending() -> LicoreError:
     return ExpiredToken("this code is no longer waiting for approval")
 
 
+def _client_disabled() -> LicoreError:
+    return InvalidClient("the app this code was issued to has been disabled; the operator "
+                         "stopped it, so no key will be issued")
+
+
+def _client_disabled_page() -> LicoreError:
+    return ClientDisabled("this app has been disabled by the operator of this service, so "
+                          "it can no longer be approved; nothing was granted")
+
+
 S, E, Fx = DeviceState, DeviceEvent, DeviceEffect
 
 # Every cell is written. Approving, denying or burning is for a pending authorization only; a
@@ -100,6 +117,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.NONE,     E.DENY,                     Fail(_no_such_code)),
     (S.NONE,     E.TIME_PASSES,              Go(S.NONE)),
     (S.NONE,     E.BURN,                     Go(S.NONE)),
+    (S.NONE,     E.POLL_CLIENT_DISABLED,     Fail(_unknown)),
+    (S.NONE,     E.DECIDE_CLIENT_DISABLED,   Fail(_no_such_code)),
 
     (S.PENDING,  E.POLL,                     Fail(_pending)),
     (S.PENDING,  E.POLL_TOO_FAST,            Go(S.PENDING, (Fx.SLOW_DOWN,))),
@@ -108,6 +127,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.PENDING,  E.DENY,                     Go(S.DENIED)),
     (S.PENDING,  E.TIME_PASSES,              Go(S.EXPIRED)),
     (S.PENDING,  E.BURN,                     Go(S.BURNED)),
+    (S.PENDING,  E.POLL_CLIENT_DISABLED,     Fail(_client_disabled)),
+    (S.PENDING,  E.DECIDE_CLIENT_DISABLED,   Fail(_client_disabled_page)),
 
     (S.APPROVED, E.POLL,                     Go(S.CLAIMED, (Fx.ISSUE_KEY,))),
     # The key is ready, so even a hasty poll gets it rather than slow_down.
@@ -117,6 +138,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.APPROVED, E.DENY,                     Fail(_not_pending)),
     (S.APPROVED, E.TIME_PASSES,              Go(S.EXPIRED)),
     (S.APPROVED, E.BURN,                     Go(S.APPROVED)),
+    (S.APPROVED, E.POLL_CLIENT_DISABLED,     Fail(_client_disabled)),
+    (S.APPROVED, E.DECIDE_CLIENT_DISABLED,   Fail(_client_disabled_page)),
 
     (S.CLAIMED,  E.POLL,                     Fail(_expired)),
     (S.CLAIMED,  E.POLL_TOO_FAST,            Fail(_expired)),
@@ -125,6 +148,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.CLAIMED,  E.DENY,                     Fail(_not_pending)),
     (S.CLAIMED,  E.TIME_PASSES,              Go(S.CLAIMED)),
     (S.CLAIMED,  E.BURN,                     Go(S.CLAIMED)),
+    (S.CLAIMED,  E.POLL_CLIENT_DISABLED,     Fail(_expired)),
+    (S.CLAIMED,  E.DECIDE_CLIENT_DISABLED,   Fail(_not_pending)),
 
     (S.DENIED,   E.POLL,                     Fail(_denied)),
     (S.DENIED,   E.POLL_TOO_FAST,            Fail(_denied)),
@@ -133,6 +158,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.DENIED,   E.DENY,                     Fail(_not_pending)),
     (S.DENIED,   E.TIME_PASSES,              Go(S.DENIED)),
     (S.DENIED,   E.BURN,                     Go(S.DENIED)),
+    (S.DENIED,   E.POLL_CLIENT_DISABLED,     Fail(_client_disabled)),
+    (S.DENIED,   E.DECIDE_CLIENT_DISABLED,   Fail(_not_pending)),
 
     (S.EXPIRED,  E.POLL,                     Fail(_expired)),
     (S.EXPIRED,  E.POLL_TOO_FAST,            Fail(_expired)),
@@ -141,6 +168,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.EXPIRED,  E.DENY,                     Fail(_not_pending)),
     (S.EXPIRED,  E.TIME_PASSES,              Go(S.EXPIRED)),
     (S.EXPIRED,  E.BURN,                     Go(S.EXPIRED)),
+    (S.EXPIRED,  E.POLL_CLIENT_DISABLED,     Fail(_expired)),
+    (S.EXPIRED,  E.DECIDE_CLIENT_DISABLED,   Fail(_not_pending)),
 
     (S.BURNED,   E.POLL,                     Fail(_expired)),
     (S.BURNED,   E.POLL_TOO_FAST,            Fail(_expired)),
@@ -149,6 +178,8 @@ DEVICE_FLOW: Table[DeviceState, DeviceEvent, DeviceEffect] = table(
     (S.BURNED,   E.DENY,                     Fail(_not_pending)),
     (S.BURNED,   E.TIME_PASSES,              Go(S.BURNED)),
     (S.BURNED,   E.BURN,                     Go(S.BURNED)),
+    (S.BURNED,   E.POLL_CLIENT_DISABLED,     Fail(_expired)),
+    (S.BURNED,   E.DECIDE_CLIENT_DISABLED,   Fail(_not_pending)),
 )
 
 

@@ -77,6 +77,18 @@ class ServerError(LicoreError):
     status = 500
 
 
+class Unavailable(LicoreError):
+    """The database cannot be reached right now; nothing was done. Retry after a moment."""
+
+    code = "temporarily_unavailable"
+    status = 503
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the service cannot reach its database; retry in {retry_after} "
+                         "seconds")
+        self.retry_after = retry_after
+
+
 # The device flow (RFC 8628 shaped): status 400 unless marked.
 
 
@@ -117,6 +129,13 @@ class AccessDenied(LicoreError):
 class ExpiredToken(LicoreError):
     code = "expired_token"
     status = 400
+
+
+class ClientDisabled(LicoreError):
+    """An approval (or its consent page) for an app the operator has disabled."""
+
+    code = "access_denied"
+    status = 403
 
 
 class ApprovalRefused(LicoreError):

@@ -54,6 +54,16 @@ class KeyVault(Protocol):
 
     def lookup_digest(self, license_key: str) -> str: ...
 
+    def encrypt_blob(self, data: bytes, context: str) -> bytes:
+        """Anything stored that holds a license key (a buyer's prepared copy, its nodes),
+        bound to `context`: no database copy alone reveals a key."""
+        ...
+
+    def decrypt_blob(self, sealed: bytes, context: str) -> bytes:
+        """What `encrypt_blob` sealed under the same `context`; raises if it was altered or
+        belongs elsewhere."""
+        ...
+
 
 class PasswordHasher(Protocol):
     def hash(self, password: str) -> str: ...
@@ -167,7 +177,8 @@ class ApiKeys(Protocol):
 
 class Products(Protocol):
     async def add(self, product: Product, slug_base: str) -> Product:
-        """Insert with the first free slug of `slug_base`, `-2`, `-3`, ... and return it."""
+        """Insert with a free slug of `slug_base` (`slug_base`, then `-2`, `-3`, ... in the
+        order twins arrive) and return it, in constant time whatever the number of twins."""
         ...
     async def by_id(self, product_id: str) -> Product | None: ...
     async def save(self, product: Product) -> None: ...
@@ -365,5 +376,15 @@ class Storage(Protocol):
         ...
 
     async def migrate(self) -> None: ...
+
+    async def open(self) -> None:
+        """Connect now: a server calls it once before serving, so its first requests do not
+        race to connect. A database that is away is not an error here; requests answer
+        `Unavailable` until it is back."""
+        ...
+
+    async def ready(self) -> bool:
+        """Whether the database answers right now, known within about a second."""
+        ...
 
     async def close(self) -> None: ...

@@ -90,3 +90,9 @@ def slug_base(title: str) -> str:
 def slug_candidate(base: str, attempt: int) -> str:
     """`base`, then `base-2`, `base-3`, ... for de-duplication."""
     return base if attempt <= 1 else f"{base}-{attempt}"
+
+
+def unique_slug(base: str, product_id: str) -> str:
+    """The last resort when the numbered twin is taken by another title's slug: the
+    product id's random tail, in a slug's alphabet."""
+    return f"{base}-{product_id[-10:].lower()}"

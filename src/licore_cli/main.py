@@ -109,6 +109,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     config.errorlog = logging.getLogger("hypercorn.error")  # JSON lines like ours
     config.backlog = loaded.listen_backlog  # a burst of connections waits, is not dropped
     config.graceful_timeout = loaded.shutdown_grace  # in-flight requests finish on SIGTERM
+    # Hypercorn's idle timer also runs between accepting a connection and reading its
+    # request: at 5 s, a busy worker's burst of new connections was dropped unanswered.
+    config.keep_alive_timeout = 75
     from adapters_http.observability import configure_logging
 
     configure_logging(loaded.log_level)
@@ -116,7 +119,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
     try:
-        code = run(config)
+        if config.workers == 0:
+            code = run(config)  # one process: Hypercorn drains on SIGTERM itself
+        else:
+            from licore_cli.supervisor import supervise
+
+            code = supervise(config, args.workers)
     finally:
         if metrics_dir is not None:  # ours, made above: one per serve, so remove it
             shutil.rmtree(metrics_dir, ignore_errors=True)

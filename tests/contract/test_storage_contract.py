@@ -80,6 +80,57 @@ async def test_concurrent_creations_with_one_title_get_distinct_slugs(storage: S
     assert slugs == ["cafe-racer", "cafe-racer-2", "cafe-racer-3", "cafe-racer-4"]
 
 
+class CountingExecutor:
+    """The statements a repository sends, counted."""
+
+    def __init__(self, db: Any) -> None:
+        self.db, self.statements = db, 0
+
+    async def rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        self.statements += 1
+        return list(await self.db.rows(sql, params))
+
+    async def run(self, sql: str, params: Any = ()) -> int:
+        self.statements += 1
+        return int(await self.db.run(sql, params))
+
+
+@pytest.mark.parametrize("twins", [1, 60])
+async def test_a_slug_costs_the_same_whatever_the_number_of_twins(
+        storage: Storage, twins: int) -> None:
+    """Issue 13, case 11: the slug of a product whose title is taken by any number of
+    others is one counter bump and one insert; a number taken by another title's slug is
+    skipped, and the unique index is still the guard."""
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    for _ in range(twins):
+        await uc.products.create(studio, c.CreateProduct("Twin"))
+    if isinstance(storage, MemoryStorage):
+        made = await uc.products.create(studio, c.CreateProduct("Twin"))
+    else:
+        from adapters_storage.sql.catalog import SqlProducts
+
+        async with storage.unit_of_work() as uow:
+            counting = CountingExecutor(uow.db)  # type: ignore[attr-defined]
+            made = await SqlProducts(counting).add(
+                attrs.evolve(made_from(world.studio.id), id="prd_00000000twinlast"), "twin")
+        assert counting.statements == 2
+    assert made.slug == f"twin-{twins + 1}"
+    # "Twin 2" takes its own base's first number, which another title's twin already holds.
+    if twins >= 2:
+        other = await uc.products.create(studio, c.CreateProduct("Twin 2"))
+        assert other.slug == "twin-2-2"
+    again = await uc.products.create(studio, c.CreateProduct("Twin"))
+    assert again.slug == f"twin-{twins + 2}"
+
+
+def made_from(studio_id: str) -> Product:
+    return Product(id="", studio_id=studio_id, slug="", title="Twin", tagline="",
+                   description="", price_credit=0, discoverable=False,
+                   licensing_enabled=True, created_at=1, updated_at=1)
+
+
 async def test_concurrent_claims_of_one_approved_code_return_the_key_once(
         storage: Storage) -> None:
     deps = make_deps(storage)

@@ -3,6 +3,7 @@ counters, and what a studio seat may do."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 import pytest
@@ -55,6 +56,49 @@ async def test_five_failures_lock_a_name_until_the_window_ends(storage: Storage)
                              {**right, "username": world.owner.username.upper()}, "10.0.0.2")
     clock.advance(signin.FAILURE_WINDOW)
     assert await signin.sign_in(deps.storage, deps.clock, method, right, "10.0.0.2") == world.owner
+
+
+class SlowPasswords(Passwords):
+    """Counts the passwords it checks, and takes its time like a real hash does."""
+
+    checked = 0
+
+    async def identify(self, fields: Mapping[str, str]) -> Account | None:
+        self.checked += 1
+        await asyncio.sleep(0.05)
+        return await super().identify(fields)
+
+
+async def test_simultaneous_wrong_passwords_check_at_most_the_limit(storage: Storage) -> None:
+    """Issue 13, case 12: each attempt is counted before its password is checked, so 60
+    wrong passwords at once check at most 5, and every other one is told to wait."""
+    clock = FakeClock(t=1_800_000_000 - 1_800_000_000 % signin.FAILURE_WINDOW)
+    deps = make_deps(storage, clock)
+    world = await build_world(deps)
+    method = SlowPasswords(world.owner, "right")
+    wrong = {"username": world.owner.username, "password": "wrong"}
+
+    async def attempt(i: int) -> str:
+        try:
+            await signin.sign_in(deps.storage, deps.clock, method, wrong, f"10.1.0.{i}")
+        except signin.SignInRefused:
+            return "refused"
+        except signin.SignInLocked:
+            return "locked"
+        return "signed in"
+
+    answers = await asyncio.gather(*(attempt(i) for i in range(60)))
+    assert method.checked <= signin.FAILURES_PER_NAME
+    assert answers.count("refused") == method.checked
+    assert answers.count("locked") == 60 - method.checked
+    # A right password after them is locked out too, and a success is not a failure.
+    right = {**wrong, "password": "right"}
+    with pytest.raises(signin.SignInLocked):
+        await signin.sign_in(deps.storage, deps.clock, method, right, "10.2.0.1")
+    clock.advance(signin.FAILURE_WINDOW)
+    for _ in range(signin.FAILURES_PER_NAME + 2):
+        assert await signin.sign_in(deps.storage, deps.clock, method, right,
+                                    "10.2.0.1") == world.owner
 
 
 async def test_failures_from_one_address_lock_it_for_every_name(storage: Storage) -> None:

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from licore.device_flow import DeviceState
-from licore.errors import ApprovalRefused
+from licore.errors import ApprovalRefused, ClientDisabled
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from licore.tokens import device_code_digest
 from tests.http.e2e import (
     People,
@@ -248,3 +249,40 @@ def test_stock_oauth_client_completes_the_flow(server: Server, people: People) -
     assert token["token_type"] == "Bearer" and token["scope"] == "library:read library:download"
     lib = session.get(f"{server.url}/v1/library")
     assert lib.status_code == 200 and lib.json() == {"products": []}
+
+
+def test_disabling_an_app_fails_its_pending_flows_and_revokes_its_keys(
+        server: Server, people: People) -> None:
+    """Issue 13, case 4: a flow pending (or approved, not yet claimed) when the operator
+    disables the app gives no key: the poll is `invalid_client`, approval is refused, and
+    every key the app already had is revoked."""
+    app = cli(server.database_url, "client", "add", "Doomed", "--description", "x",
+              "--scopes", "library:read")
+    held = start_flow(server, app, "library:read")
+    decide(server.database_url, people.buyer_id, held["user_code"], True)
+    key = poll(server, held["device_code"]).json()["access_token"]
+    pending = start_flow(server, app, "library:read")
+    approved = start_flow(server, app, "library:read")
+    decide(server.database_url, people.buyer_id, approved["user_code"], True)
+    cli(server.database_url, "client", "disable", app)
+    for flow in (pending, approved):
+        r = poll(server, flow["device_code"])
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_client"), r.text
+        assert "disabled" in r.json()["error_description"]
+    with pytest.raises(ClientDisabled):
+        decide(server.database_url, people.buyer_id, pending["user_code"], True)
+    with pytest.raises(ClientDisabled):  # the consent screen is a refusal page too
+        core(server.database_url,
+             lambda d: UseCases.of(d).device.pending_view(pending["user_code"]))
+    assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401
+
+    async def states(d: Deps) -> list[DeviceState]:
+        async with d.storage.unit_of_work() as uow:
+            found = [await uow.devices.by_code_digest(device_code_digest(f["device_code"]))
+                     for f in (pending, approved)]
+        return [f.state for f in found if f is not None]
+
+    # Nothing was claimed: the approved one stays approved and can never be claimed.
+    assert core(server.database_url, states) == [DeviceState.PENDING, DeviceState.APPROVED]
+    cli(server.database_url, "client", "enable", app)
+    assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401

@@ -10,21 +10,27 @@ from adapters_storage.memory.tables import Repository, first, page, replace_if
 from licore.licenses import LicenseState
 from licore.model import License, Page, Product, Version, VersionScript
 from licore.ports import LibraryEntry
-from licore.products import slug_candidate
-
-SLUG_ATTEMPTS = 10_000
+from licore.products import slug_candidate, unique_slug
 
 
 class MemoryProducts(Repository):
     async def add(self, product: Product, slug_base: str) -> Product:
+        # The SQL adapter's way: the base's twin counter names the slug; a number taken by
+        # another title's slug is skipped once, then the id's tail decides.
         taken = {p.slug for p in self.t.products.values()}
-        for attempt in range(1, SLUG_ATTEMPTS):
-            slug = slug_candidate(slug_base, attempt)
-            if slug not in taken:
-                stored = attrs.evolve(product, slug=slug)
-                self.t.products[product.id] = stored
-                return stored
-        raise RuntimeError("no free slug")  # 10,000 products with one title
+        candidates = []
+        for _ in range(2):
+            self.t.slug_twins[slug_base] = self.t.slug_twins.get(slug_base, 0) + 1
+            candidates.append(slug_candidate(slug_base, self.t.slug_twins[slug_base]))
+            if candidates[-1] not in taken:
+                break
+        else:
+            candidates.append(unique_slug(slug_base, product.id))
+        if candidates[-1] in taken:
+            raise RuntimeError("no free slug")
+        stored = attrs.evolve(product, slug=candidates[-1])
+        self.t.products[product.id] = stored
+        return stored
 
     async def by_id(self, product_id: str) -> Product | None:
         return self.t.products.get(product_id)

@@ -93,5 +93,11 @@ class MemoryStorage:
     async def migrate(self) -> None:
         """Nothing to migrate: the tables are made with the store."""
 
+    async def open(self) -> None:
+        """Nothing to connect to."""
+
+    async def ready(self) -> bool:
+        return True
+
     async def close(self) -> None:
         """Nothing to release."""

@@ -36,6 +36,7 @@ class Tables:
     devices: dict[str, DeviceAuthorization] = attrs.Factory(dict)
     api_keys: dict[str, ApiKey] = attrs.Factory(dict)
     products: dict[str, Product] = attrs.Factory(dict)
+    slug_twins: dict[str, int] = attrs.Factory(dict)  # slug base -> numbers handed out
     blobs: dict[str, bytes] = attrs.Factory(dict)
     versions: dict[str, Version] = attrs.Factory(dict)
     scripts: dict[str, tuple[VersionScript, ...]] = attrs.Factory(dict)

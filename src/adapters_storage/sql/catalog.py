@@ -11,22 +11,30 @@ from adapters_storage.sql.common import Repository, insert, update, without_id
 from licore.licenses import LicenseState
 from licore.model import License, Page, Product, Version, VersionScript
 from licore.ports import LibraryEntry
-from licore.products import slug_candidate
-
-SLUG_ATTEMPTS = 10_000
+from licore.products import slug_candidate, unique_slug
 
 
 class SqlProducts(Repository):
     async def add(self, product: Product, slug_base: str) -> Product:
+        # Constant time whatever the number of twins: the base's twin counter, bumped in
+        # this transaction (PostgreSQL holds its row until commit, so concurrent twins
+        # queue on it and each gets its own number), names the slug. The unique index stays
+        # the guard: a number taken by another title's slug ("foo 2" took foo-2) is skipped
+        # once, then the product's own random id tail decides.
         sql = insert("products", Product, "(slug)")
         row = to_row(product)
         slug_at = columns(Product).index("slug")
-        for attempt in range(1, SLUG_ATTEMPTS):
-            slug = slug_candidate(slug_base, attempt)
-            row[slug_at] = slug
+        for _ in range(2):
+            twins = await self.db.rows(
+                "INSERT INTO slug_twins (base, taken) VALUES (?, 1) ON CONFLICT (base) "
+                "DO UPDATE SET taken = slug_twins.taken + 1 RETURNING taken", [slug_base])
+            row[slug_at] = slug_candidate(slug_base, int(twins[0][0]))
             if await self.db.rows(sql, row):
                 return from_row(Product, row)
-        raise RuntimeError("no free slug")  # 10,000 products with one title
+        row[slug_at] = unique_slug(slug_base, product.id)
+        if await self.db.rows(sql, row):
+            return from_row(Product, row)
+        raise RuntimeError("no free slug")  # an id tail already used as a slug suffix
 
     async def by_id(self, product_id: str) -> Product | None:
         return await self._one(Product, f"SELECT {column_list(Product)} FROM products "

@@ -54,6 +54,11 @@ class TokenResponse:
     studio_id: str | None
 
 
+async def _client_disabled(uow: UnitOfWork, client_id: str) -> bool:
+    client = await uow.clients.by_id(client_id)
+    return client is None or client.disabled
+
+
 async def _active_client(uow: UnitOfWork, client_id: str) -> Client:
     client = await uow.clients.by_id(client_id)
     if client is None or client.disabled:
@@ -164,6 +169,8 @@ class DeviceFlow:
                                device.last_poll_at)
             state = df.effective_state(device.state, timing, now)
             event = df.poll_event(timing, now)
+            if await _client_disabled(uow, device.client_id):
+                event = DeviceEvent.POLL_CLIENT_DISABLED
             updated = attrs.evolve(device, state=state, last_poll_at=now)
             try:
                 outcome = df.transition(state, event)
@@ -263,6 +270,8 @@ class DeviceFlow:
                                device.last_poll_at)
             state = df.effective_state(device.state, timing, now)
             kind = sc.kind_of(device.requested_scopes)
+            if await _client_disabled(uow, device.client_id):
+                raise df.refusal(state, DeviceEvent.DECIDE_CLIENT_DISABLED)
             if not approve:
                 denial = df.transition(state, DeviceEvent.DENY)
                 assert not denial.effects  # denying only changes the state
@@ -330,7 +339,9 @@ async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | 
     if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
         return None
     client = await uow.clients.by_id(device.client_id)
-    assert client is not None
+    if client is None or client.disabled:
+        # A clear page rather than a consent screen for an app that can get nothing.
+        raise df.refusal(DeviceState.PENDING, DeviceEvent.DECIDE_CLIENT_DISABLED)
     return ApprovalView(df.format_user_code(code), client.name, client.description,
                         sc.kind_of(device.requested_scopes), device.requested_scopes,
                         DeviceState.PENDING)

@@ -22,7 +22,7 @@ from licore.model import Alert, License, Product, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, UnitOfWork
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
-from licore.services.builds import Copies
+from licore.services.builds import Copies, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 
@@ -180,21 +180,24 @@ class Runtime:
     async def _nodes_json(self, lic: License, product: Product, version: Version, key: str,
                           compact: bool) -> bytes:
         """The copy's nodes as JSON text, in the form asked for, made once per copy and
-        form and kept beside the copy, so a repeat `/update` only seals."""
+        form and kept (encrypted, like the copy) beside the copy, so a repeat `/update` only
+        decrypts and seals."""
+        where = nodes_context(version.id, lic.id, lic.key_generation, compact)
         async with self.storage.unit_of_work() as uow:
             kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation, compact)
         if kept is not None:
-            return kept
-        copy = await self.copies.prepared(lic, product, version, key)
+            return await self.copies.decrypt(kept, where)
+        copy, stored = await self.copies.prepared_and_stored(lic, product, version, key)
 
         def make() -> bytes:
             nodes = to_nodes(self.models.read(copy), compact=compact)
             return json.dumps(nodes, separators=(",", ":"), ensure_ascii=False).encode()
 
         made = await self.offload(make)
+        sealed = await self.copies.encrypt(made, where)
         async with self.storage.unit_of_work() as uow:
-            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact, copy,
-                                       made)
+            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact, stored,
+                                       sealed)
         return made
 
     async def verify_source(self, command: VerifySource, ip: str) -> bool:

@@ -41,30 +41,40 @@ class SignInLocked(LicoreError):
         self.retry_after = retry_after
 
 
-def _failure_buckets(name: str, ip: str) -> tuple[str, str]:
-    return f"signin-fail:name:{name.casefold()}", f"signin-fail:ip:{ip}"
+def _buckets(kind: str, name: str, ip: str) -> tuple[str, str]:
+    return f"signin-{kind}:name:{name.casefold()}", f"signin-{kind}:ip:{ip}"
 
 
 async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mapping[str, str],
                   ip: str) -> Account:
     """The account the fields prove, within the failed-attempt limits (per name, per IP).
 
-    Two attempts racing past the check can each be counted only after their verdict, so the
-    limit may be overshot by the number of attempts in flight at once; no more.
+    Every attempt is counted in a committed step of its own BEFORE its password is checked,
+    and the counters answer with the new count atomically, so however many attempts arrive
+    at once, at most the limit of them are checked: the rest see the count over it. A
+    successful sign-in is counted too, and the failures are the attempts less the
+    successes. An attempt refused by the lock counts as an attempt (it changes nothing: the
+    name or address is locked for the rest of the window anyway).
     """
     now = clock.now()
     window = now - now % FAILURE_WINDOW
-    by_name, by_ip = _failure_buckets(fields.get("username", ""), ip)
+    name = fields.get("username", "")
+    tries = _buckets("try", name, ip)
+    oks = _buckets("ok", name, ip)
     async with storage.unit_of_work() as uow:
-        name_failures = await uow.counters.count(by_name, window)
-        ip_failures = await uow.counters.count(by_ip, window)
-    if name_failures >= FAILURES_PER_NAME or ip_failures >= FAILURES_PER_IP:
+        name_tries, ip_tries = await uow.counters.hit(list(tries), window)
+        name_oks = await uow.counters.count(oks[0], window)
+        ip_oks = await uow.counters.count(oks[1], window)
+    # Failures before this attempt: the attempts counted so far (this one included) less the
+    # successes, less this one.
+    if (name_tries - name_oks - 1 >= FAILURES_PER_NAME
+            or ip_tries - ip_oks - 1 >= FAILURES_PER_IP):
         raise SignInLocked(window + FAILURE_WINDOW - now)
     account = await method.identify(fields)
     if account is None:
-        async with storage.unit_of_work() as uow:
-            await uow.counters.hit([by_name, by_ip], window)
         raise SignInRefused()
+    async with storage.unit_of_work() as uow:
+        await uow.counters.hit(list(oks), window)
     return account
 
 

@@ -1,0 +1,96 @@
+"""`licore serve --workers N`: worker processes sharing the listening sockets, kept alive, and
+drained on shutdown.
+
+Hypercorn's own multi-worker runner stops the whole server when one worker dies (a `kill -9`,
+an out-of-memory kill) and, on SIGTERM, terminates the workers still draining as soon as the
+first one has exited, so in-flight requests were cut. This supervisor replaces a worker that
+dies while the server runs, and on SIGTERM or SIGINT asks every worker to stop accepting and
+finish its in-flight requests (Hypercorn's `graceful_timeout`), killing only the ones still
+busy after the grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections import deque
+from multiprocessing import get_context
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from hypercorn.asyncio.run import asyncio_worker
+from hypercorn.config import Config
+
+log = logging.getLogger("licore.serve")
+
+RESTART_WINDOW = 60.0  # seconds
+RESTARTS_PER_WINDOW = 10  # more deaths than this in a window: something is wrong, stop
+EXIT_SLACK = 5.0  # seconds past the grace period for a worker to close down
+
+
+def supervise(config: Config, workers: int) -> int:
+    ctx = get_context("spawn")
+    sockets = config.create_sockets()
+    shutdown = ctx.Event()
+    stopping = False
+
+    def stop(*_: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        shutdown.set()
+
+    def spawn() -> BaseProcess:
+        # Workers ignore SIGINT and SIGTERM (inherited across the spawn): a terminal's Ctrl-C
+        # or a service manager signalling the whole group reaches this process, which asks
+        # each worker to drain; a worker signalled directly would die mid-request.
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            process = ctx.Process(target=asyncio_worker,
+                                  kwargs={"config": config, "sockets": sockets,
+                                          "shutdown_event": shutdown})
+            process.start()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        assert isinstance(process, BaseProcess)
+        return process
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    processes = [spawn() for _ in range(workers)]
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    deaths: deque[float] = deque()
+    exitcode = 0
+    while not stopping:
+        wait([p.sentinel for p in processes], timeout=1.0)
+        for i, process in enumerate(processes):
+            if process.exitcode is None or stopping:
+                continue
+            process.join()
+            now = time.monotonic()
+            deaths.append(now)
+            while deaths and deaths[0] < now - RESTART_WINDOW:
+                deaths.popleft()
+            if len(deaths) > RESTARTS_PER_WINDOW:
+                log.error("workers keep dying (%d in %d s); stopping", len(deaths),
+                          RESTART_WINDOW)
+                exitcode = 1
+                stop()
+                break
+            log.error("worker %s exited with code %s; starting another", process.pid,
+                      process.exitcode)
+            processes[i] = spawn()
+    deadline = time.monotonic() + config.graceful_timeout + EXIT_SLACK
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            log.error("worker %s still busy after the grace period; killing it", process.pid)
+            process.kill()
+            process.join()
+    for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
+        sock.close()
+    return exitcode

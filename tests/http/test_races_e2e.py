@@ -1,0 +1,156 @@
+"""Races that really race (issue 13, cases 2 and 9): `licore serve --workers 4` on SQLite and
+PostgreSQL, a thousand simultaneous attempts at one thing each: the same grant, the same
+title (slug), the same device-code claim, the same nonce. Every answer is a clean status
+(never a 5xx), and the effect in the database happens exactly once (or exactly as many times
+as the requests that succeeded)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.http.e2e import People, auth, cli, decide, license_key, obtain_key, setup_people
+from tests.support.server import Server, running_server
+
+ATTEMPTS = 1000
+ALL = ("products:read products:write licenses:read licenses:write packages:read "
+       "packages:write")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(module_database_url: str) -> Iterator[Server]:
+    # Limits far above the burst, so every answer is about the race and not the pace.
+    with running_server(module_database_url, workers="4", LICORE_PARTNER_RATE_LIMIT="100000",
+                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000",
+                        LICORE_RUNTIME_IP_RATE_LIMIT="100000") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def people(server: Server) -> People:
+    return setup_people(server.database_url, "5")
+
+
+@pytest.fixture(scope="module")
+def key(server: Server, people: People) -> str:
+    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+
+
+def burst(server: Server, path: str, bodies: list[dict[str, Any]],
+          headers: dict[str, str] | None = None) -> list[httpx.Response]:
+    """Every body POSTed at once, each on a connection of its own. A request that got no
+    answer at all fails the test with the server's log."""
+
+    async def go() -> list[httpx.Response | BaseException]:
+        limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=server.url, limits=limits,
+                                     timeout=httpx.Timeout(120)) as client:
+            return await asyncio.gather(*(client.post(path, json=b, headers=headers)
+                                          for b in bodies), return_exceptions=True)
+
+    answers = asyncio.run(go())
+    lost = Counter(repr(a) for a in answers if isinstance(a, BaseException))
+    assert not lost, (lost, server.log()[-4000:])
+    return [a for a in answers if isinstance(a, httpx.Response)]
+
+
+def statuses(answers: list[httpx.Response]) -> Counter[int]:
+    return Counter(a.status_code for a in answers)
+
+
+def rows(server: Server, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    url = server.database_url
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        con = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            return list(con.execute(sql, params))
+        finally:
+            con.close()
+    with psycopg.connect(url) as conn:
+        return [tuple(r) for r in conn.execute(sql.replace("?", "%s"), params)]
+
+
+def test_one_title_a_thousand_times_gives_a_thousand_slugs(server: Server, key: str) -> None:
+    title = f"Same {secrets.token_hex(3)}"
+    answers = burst(server, "/v1/products", [{"title": title}] * ATTEMPTS, auth(key))
+    assert statuses(answers) == {200: ATTEMPTS}, [a.text for a in answers
+                                                  if a.status_code != 200][:3]
+    slugs = {a.json()["slug"] for a in answers}
+    assert len(slugs) == ATTEMPTS
+    stored = rows(server, "SELECT slug FROM products WHERE title = ?", (title,))
+    assert {r[0] for r in stored} == slugs
+
+
+def test_one_grant_a_thousand_times_gives_one_license(server: Server, key: str) -> None:
+    product = httpx.post(f"{server.url}/v1/products", json={"title": "Granted"},
+                         headers=auth(key)).json()["id"]
+    answers = burst(server, "/v1/licenses", [{"product_id": product, "user": "777"}] * ATTEMPTS,
+                    auth(key))
+    assert statuses(answers) == {200: 1, 409: ATTEMPTS - 1}, statuses(answers)
+    assert {a.json()["error"] for a in answers if a.status_code == 409} == {"already_owned"}
+    assert rows(server, "SELECT COUNT(*) FROM licenses WHERE product_id = ?",
+                (product,)) == [(1,)]
+
+
+def test_one_approved_code_claimed_a_thousand_times_gives_one_key(
+        server: Server, people: People) -> None:
+    client = cli(server.database_url, "client", "add", f"Racer {secrets.token_hex(2)}",
+                 "--description", "x", "--scopes", "library:read")
+    flow = httpx.post(f"{server.url}/auth/device/code",
+                      json={"client_id": client, "scope": "library:read"}).json()
+    decide(server.database_url, people.buyer_id, flow["user_code"], True)
+    answers = burst(server, "/auth/device/token",
+                    [{"device_code": flow["device_code"],
+                      "grant_type": "urn:ietf:params:oauth:grant-type:device_code"}] * ATTEMPTS)
+    assert statuses(answers) == {200: 1, 400: ATTEMPTS - 1}, statuses(answers)
+    assert {a.json()["error"] for a in answers if a.status_code == 400} <= {
+        "expired_token", "slow_down"}
+    assert rows(server, "SELECT COUNT(*) FROM api_keys WHERE client_id = ?",
+                (client,)) == [(1,)]
+
+
+def test_one_nonce_a_thousand_times_unlocks_once(server: Server, key: str,
+                                                 people: People) -> None:
+    product = httpx.post(f"{server.url}/v1/products", json={"title": "Nonce"},
+                         headers=auth(key)).json()["id"]
+    httpx.post(f"{server.url}/v1/packages/settings", headers=auth(key),
+               json={"product_id": product, "unlock_data": {"a": 1}}).raise_for_status()
+    httpx.post(f"{server.url}/v1/licenses", headers=auth(key),
+               json={"product_id": product, "user": "888"}).raise_for_status()
+    body = {"user_id": "888", "product_id": product,
+            "key": license_key(server, product, "888"), "nonce": secrets.token_hex(16)}
+    answers = burst(server, "/runtime/unlock", [body] * ATTEMPTS)
+    assert statuses(answers) == {200: ATTEMPTS}, statuses(answers)
+    assert sum(a.json()["ok"] is True for a in answers) == 1
+    assert rows(server, "SELECT COUNT(*) FROM nonces WHERE nonce = ?",
+                (body["nonce"],)) == [(1,)]
+
+
+def test_a_fresh_server_takes_a_thousand_first_requests_without_a_5xx(server: Server,
+                                                                      key: str) -> None:
+    """Issue 13, case 9: each worker connects before it serves, so the first requests of a
+    fresh server do not race to open a pool."""
+    with running_server(server.database_url, workers="4", LICORE_PARTNER_RATE_LIMIT="100000",
+                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000") as fresh:
+        async def go() -> list[httpx.Response | BaseException]:
+            limits = httpx.Limits(max_connections=ATTEMPTS, max_keepalive_connections=0)
+            async with httpx.AsyncClient(base_url=fresh.url, limits=limits,
+                                         timeout=httpx.Timeout(120)) as client:
+                return await asyncio.gather(
+                    *(client.get("/v1/products", headers=auth(key)) for _ in range(ATTEMPTS)),
+                    return_exceptions=True)
+
+        answers = asyncio.run(go())
+        got = Counter(a.status_code if isinstance(a, httpx.Response) else repr(a)
+                      for a in answers)
+        assert got == {200: ATTEMPTS}, (got, fresh.log()[-3000:])
