@@ -9,7 +9,14 @@ from typing import Any
 import cattrs
 from starlette.responses import Response
 
-from licore.errors import InsufficientScope, InvalidToken, LicoreError, RateLimited, SlowDown
+from licore.errors import (
+    InsufficientScope,
+    InvalidToken,
+    LicoreError,
+    PlatformUnavailable,
+    RateLimited,
+    SlowDown,
+)
 from licore.services.builds import Download
 
 converter = cattrs.Converter()
@@ -33,6 +40,8 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
         if error.limit is not None:
             headers.update({"RateLimit-Limit": str(error.limit), "RateLimit-Remaining": "0",
                             "RateLimit-Reset": str(error.retry_after)})
+    if isinstance(error, PlatformUnavailable):
+        headers["Retry-After"] = str(error.retry_after)
     if isinstance(error, InvalidToken):
         # RFC 6750 section 3: no error attribute when the request carried no credentials.
         headers["WWW-Authenticate"] = (

@@ -182,6 +182,10 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE prepared_copies ADD COLUMN nodes_compact {blob}",
         "ALTER TABLE prepared_copies ADD COLUMN nodes_tagged {blob}",
     ],
+    [
+        # The platform game pass whose owners may claim the product (docs/platform.md).
+        "ALTER TABLE products ADD COLUMN purchase_pass_id TEXT",
+    ],
 ]
 
 

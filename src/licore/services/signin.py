@@ -7,6 +7,7 @@ random id: its wrong user-code entries (contract 6) and whether it was signed ou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from licore import device_flow as df
@@ -14,6 +15,7 @@ from licore.errors import LicoreError
 from licore.model import Account
 from licore.ports import Clock, SignIn, Storage
 from licore.services.device import EntryAttempts
+from licore.services.ids import Ids
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
 FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
@@ -41,7 +43,11 @@ class SignInLocked(LicoreError):
         self.retry_after = retry_after
 
 
-def _failure_buckets(name: str, ip: str) -> tuple[str, str]:
+def _failure_buckets(name: str, ip: str) -> tuple[str, ...]:
+    # A sign-in without a username (the platform's) is counted per address only: one
+    # shared "no name" bucket would let five failures lock every platform sign-in out.
+    if not name:
+        return (f"signin-fail:ip:{ip}",)
     return f"signin-fail:name:{name.casefold()}", f"signin-fail:ip:{ip}"
 
 
@@ -54,18 +60,48 @@ async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mappin
     """
     now = clock.now()
     window = now - now % FAILURE_WINDOW
-    by_name, by_ip = _failure_buckets(fields.get("username", ""), ip)
+    buckets = _failure_buckets(fields.get("username", ""), ip)
     async with storage.unit_of_work() as uow:
-        name_failures = await uow.counters.count(by_name, window)
-        ip_failures = await uow.counters.count(by_ip, window)
-    if name_failures >= FAILURES_PER_NAME or ip_failures >= FAILURES_PER_IP:
+        failures = [await uow.counters.count(bucket, window) for bucket in buckets]
+    limits = (FAILURES_PER_NAME, FAILURES_PER_IP)[-len(buckets):]
+    if any(n >= limit for n, limit in zip(failures, limits, strict=True)):
         raise SignInLocked(window + FAILURE_WINDOW - now)
     account = await method.identify(fields)
     if account is None:
         async with storage.unit_of_work() as uow:
-            await uow.counters.hit([by_name, by_ip], window)
+            await uow.counters.hit(list(buckets), window)
         raise SignInRefused()
     return account
+
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _username_candidates(name: str, platform_id: str) -> list[str]:
+    """The platform's name, else with the platform id appended, else one made of the id:
+    never all digits (POST /licenses would read it as a platform id) and at most 64."""
+    base = _NOT_NAME.sub("", name)[:40]
+    if not base or base.isdigit():
+        base = "player"
+    return [base, f"{base}-{platform_id}"[:64], f"player-{platform_id}"[:64]]
+
+
+async def platform_account(storage: Storage, clock: Clock, ids: Ids, platform_id: str,
+                           name: str) -> Account | None:
+    """The account of a person the platform vouched for (the ID token's subject), made at
+    their first sign-in: no password (they always sign in through the platform), and the
+    platform's name as the username when no one has it. None when no free name was found."""
+    async with storage.unit_of_work() as uow:
+        found = await uow.accounts.by_platform_id(platform_id)
+        if found is not None:
+            return found
+        for username in _username_candidates(name, platform_id):
+            account = Account(ids.new("acc"), platform_id, username, None, clock.now())
+            if await uow.accounts.add(account):
+                return account
+    # A concurrent first sign-in of the same person may have made it meanwhile.
+    async with storage.unit_of_work() as uow:
+        return await uow.accounts.by_platform_id(platform_id)
 
 
 async def entry_attempts(storage: Storage, session_id: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 
 from licore.services.builds import Copies
+from licore.services.claims import Claims
 from licore.services.dashboard import Dashboard
 from licore.services.deps import Deps
 from licore.services.ids import Ids
@@ -29,6 +30,7 @@ class UseCases:
     dashboard: Dashboard
     people: People
     operator: Operator
+    claims: Claims
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -46,4 +48,6 @@ class UseCases:
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies),
                    People(storage, clock, library),
-                   Operator(storage, clock, ids, deps.passwords))
+                   Operator(storage, clock, ids, deps.passwords),
+                   Claims(storage, clock, licensing, deps.platform,
+                          settings.claim_rate_limit))
