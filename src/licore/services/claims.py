@@ -85,10 +85,8 @@ class Claims:
     async def _record(self, platform_id: str, product: Product) -> Claim:
         for _ in range(3):
             async with self.storage.unit_of_work() as uow:
-                before = await uow.licenses.for_user(product.id, platform_id)
-                state = before.state if before else LicenseState.NONE
                 try:
-                    license = await self.licensing.apply(
+                    state, license = await self.licensing.apply(
                         uow, product.id, platform_id, LicenseEvent.PURCHASE_PASS,
                         Source.PURCHASE_PASS)
                 except (AlreadyOwned, NotFound):

@@ -61,14 +61,15 @@ class Licensing:
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, target.product_id)
             platform_id = await resolve_user(uow, target.user)
-            return await self.apply(uow, target.product_id, platform_id, command.event,
-                                    command.source)
+            _, license = await self.apply(uow, target.product_id, platform_id,
+                                          command.event, command.source)
+            return license
 
     async def apply(self, uow: UnitOfWork, product_id: str, platform_id: str,
-                    event: LicenseEvent, source: Source) -> License:
+                    event: LicenseEvent, source: Source) -> tuple[LicenseState, License]:
         """`event` on the user's license of the product, in the caller's unit of work: the
         seller's grant and a buyer's purchase-pass claim both come through here, so both
-        mint a key and queue the same effects."""
+        mint a key and queue the same effects. The state it was in, and the license now."""
         now = self.clock.now()
         current = await uow.licenses.for_user(product_id, platform_id)
         state = current.state if current else LicenseState.NONE
@@ -83,14 +84,14 @@ class Licensing:
             # or claims give one license.
             if not await uow.licenses.add(fresh):
                 raise AlreadyOwned("the user already holds a license for this product")
-            return fresh
+            return state, fresh
         updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
                                     outcome.effects, source, now, prepared=True)
         if updated != current and not await uow.licenses.replace(updated, expected=state):
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")
             raise NotFound("the license changed while this request ran; try again")
-        return updated
+        return state, updated
 
     async def _apply(self, uow: UnitOfWork, license: License,
                      effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
