@@ -15,6 +15,7 @@ import pytest
 from licore.model import Account
 from licore.services.deps import Deps
 from tests.http.e2e import People, auth, core, obtain_key, setup_people
+from tests.http.test_openapi_e2e import check
 from tests.support.platform_standin import (
     CLIENT_SECRET,
     Platform,
@@ -198,20 +199,26 @@ def test_not_owned_and_platform_down_over_the_api(scene: Scene) -> None:
     assert account is not None
     lib = obtain_key(scene.server, scene.people, "library:read", account.id, None)
     url = f"{scene.server.url}/v1/library/claim"
-    r = httpx.post(url, headers=auth(lib), json={"product_id": scene.product_id})
+    doc = httpx.get(f"{scene.server.url}/openapi.json").json()
+
+    def claim(body: dict[str, object]) -> httpx.Response:
+        answer = httpx.post(url, headers=auth(lib), json=body)
+        check(doc, "POST", "/v1/library/claim", answer)  # every answer as documented
+        return answer
+
+    r = claim({"product_id": scene.product_id})
     assert r.status_code == 403 and r.json()["error"] == "pass_not_owned", r.text
     scene.platform.own(sub, PASS)
     scene.platform.fail(503, -1)
     try:
-        r = httpx.post(url, headers=auth(lib), json={"product_id": scene.product_id})
+        r = claim({"product_id": scene.product_id})
     finally:
         scene.platform.fail(503, 0)
     assert r.status_code == 503 and r.json()["error"] == "platform_unavailable", r.text
     assert int(r.headers["Retry-After"]) > 0
-    r = httpx.post(url, headers=auth(lib), json={"product_id": scene.product_id,
-                                                 "extra": 1})
+    r = claim({"product_id": scene.product_id, "extra": 1})
     assert r.status_code == 400, r.text
-    r = httpx.post(url, headers=auth(lib), json={"product_id": scene.product_id})
+    r = claim({"product_id": scene.product_id})
     assert r.status_code == 200 and r.json()["result"] == "granted", r.text
 
 
