@@ -252,9 +252,9 @@ def _document(server: str) -> J:
                 "platform (granted with source purchase_pass; a revoked license stays "
                 "revoked, a paused one paused)", "library:read", CLAIMED,
                 body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
-                extra=(404, 503)),
-                "description": "403 is also `pass_not_owned` when the platform says the "
-                               "person does not own the pass. See docs/platform.md."}},
+                extra=(404, 409, 503)),
+                "description": "409 is `pass_not_owned`: the platform says the person does "
+                               "not own the product's pass. See docs/platform.md."}},
             "/v1/library/download": {"get": {
                 **partner_op("The buyer's own copy of the live build or of version_id",
                              "library:download", {}, params=[q("product_id"),

@@ -76,8 +76,10 @@ class RateLimited(LicoreError):
 
 
 class PassNotOwned(LicoreError):
+    # 409, not 403: the key may do this; the platform's record of the person is what
+    # conflicts (and a 403 of the Partner API always names a missing scope).
     code = "pass_not_owned"
-    status = 403
+    status = 409
 
 
 class PlatformUnavailable(LicoreError):

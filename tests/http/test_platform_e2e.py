@@ -207,7 +207,7 @@ def test_not_owned_and_platform_down_over_the_api(scene: Scene) -> None:
         return answer
 
     r = claim({"product_id": scene.product_id})
-    assert r.status_code == 403 and r.json()["error"] == "pass_not_owned", r.text
+    assert r.status_code == 409 and r.json()["error"] == "pass_not_owned", r.text
     scene.platform.own(sub, PASS)
     scene.platform.fail(503, -1)
     try:
