@@ -28,6 +28,9 @@ from licore.services.deps import Deps
 from licore.services.ids import Ids
 
 log = logging.getLogger("licore.web.platform_signin")
+# Authlib logs each attempt's PKCE code verifier at DEBUG; keep it out of the logs even when
+# the operator turns DEBUG on for licore.
+logging.getLogger("authlib").setLevel(logging.INFO)
 
 ROBLOX_ISSUER = "https://apis.roblox.com/oauth/"
 
