@@ -9,6 +9,7 @@ from licore.services.builds import Copies
 from licore.services.claims import Claims
 from licore.services.dashboard import Dashboard
 from licore.services.deps import Deps
+from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.ids import Ids
 from licore.services.library import Library
 from licore.services.licensing import Licensing
@@ -30,6 +31,7 @@ class UseCases:
     dashboard: Dashboard
     people: People
     operator: Operator
+    device: DeviceFlow
     claims: Claims
 
     @classmethod
@@ -49,5 +51,8 @@ class UseCases:
                    Dashboard(storage, clock, products, licensing, packages, copies),
                    People(storage, clock, library),
                    Operator(storage, clock, ids, deps.passwords),
+                   DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
+                       settings.public_url, settings.device_lifetime, settings.device_interval,
+                       settings.device_code_rate_limit, settings.code_entry_rate_limit)),
                    Claims(storage, clock, licensing, deps.platform,
                           settings.claim_rate_limit))
