@@ -13,11 +13,11 @@ signed in. Any failure is a `None` from `identify`: the page says signing in fai
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from authlib.integrations.starlette_client import OAuth
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -60,6 +60,14 @@ class PlatformSignIn:
         self.deps = deps
         self.config = config
         self._ids = Ids(deps.clock, deps.random)
+        with warnings.catch_warnings():
+            # Authlib 1.9 warns at import that its httpx integration will move to `httpx2`;
+            # nothing an operator can act on, and the CLI's errors must stay one line. Its
+            # own module turns the warning on when imported, so the filter goes after that.
+            import authlib.deprecate  # noqa: F401
+
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from authlib.integrations.starlette_client import OAuth
         oauth = OAuth()
         oauth.register(
             name="platform", client_id=config.client_id, client_secret=config.client_secret,
