@@ -75,6 +75,9 @@ PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "publish
                        "created_at", "format"],
                       id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,
                       published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]})
+CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
+              result={"enum": ["granted", "already_held", "paused", "revoked"]},
+              product_id=STR, license=LICENSE)
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
 TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
@@ -105,6 +108,8 @@ _ERROR_TEXT = {
     413: "payload_too_large",
     429: "rate limited; Retry-After gives seconds",
     500: "server_error; retry",
+    503: "platform_unavailable: the game platform did not answer; nothing changed, retry "
+         "after Retry-After seconds",
 }
 PARTNER_ERRORS = (400, 401, 403, 429, 500)
 
@@ -209,10 +214,13 @@ def _document(server: str) -> J:
                 obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
                      "verify_scripts", "unlock_data", "protection"], ok=BOOL, product_id=STR,
                     slug=STR, title=STR, current_version=NSTR, placeholder=STR,
-                    verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
+                    verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
+                    purchase_pass_id=NSTR),
                 body=obj(["product_id"], product_id=STR,
                          placeholder=limited(bounds.PLACEHOLDER),
-                         verify_scripts=BOOL, unlock_data={}, protection={"type": "object"}),
+                         verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
+                         purchase_pass_id={"oneOf": [limited(bounds.PURCHASE_PASS_ID),
+                                                     {"type": "integer", "minimum": 1}]}),
                 extra=(404,))},
             "/v1/packages/versions": {
                 "get": partner_op(
@@ -239,6 +247,14 @@ def _document(server: str) -> J:
                     version=PACKAGE_VERSION),
                 body=obj(["product_id", "version_id"], product_id=STR, version_id=STR),
                 extra=(404,))},
+            "/v1/library/claim": {"post": {**partner_op(
+                "Extension: claim a product whose purchase pass the person owns on the "
+                "platform (granted with source purchase_pass; a revoked license stays "
+                "revoked, a paused one paused)", "library:read", CLAIMED,
+                body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
+                extra=(404, 409, 503)),
+                "description": "409 is `pass_not_owned`: the platform says the person does "
+                               "not own the product's pass. See docs/platform.md."}},
             "/v1/library/download": {"get": {
                 **partner_op("The buyer's own copy of the live build or of version_id",
                              "library:download", {}, params=[q("product_id"),
@@ -337,7 +353,7 @@ NAMED: dict[str, J] = {
     "Version": VERSION, "Alert": ALERT, "Package": PACKAGE, "PackageVersion": PACKAGE_VERSION,
     "Saved": SAVED, "Ok": OK, "LicenseTarget": TARGET, "ProductChange": PRODUCT_BODY,
     "RuntimeFailure": FAIL, "DeviceCodeRequest": DEVICE_CODE_BODY,
-    "TokenRequest": TOKEN_BODY,
+    "TokenRequest": TOKEN_BODY, "Claim": CLAIMED,
 }
 
 OPERATION_IDS: dict[tuple[str, str], str] = {
@@ -356,6 +372,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("/v1/packages/versions", "post"): "uploadPackageVersion",
     ("/v1/packages/publish", "post"): "publishPackageVersion",
     ("/v1/library/download", "get"): "downloadCopy",
+    ("/v1/library/claim", "post"): "claimPurchase",
     ("/auth/device/code", "post"): "startDeviceAuthorization",
     ("/auth/device/token", "post"): "pollDeviceToken",
     ("/auth/revoke", "post"): "revokeKey",

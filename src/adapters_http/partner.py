@@ -130,6 +130,12 @@ async def library(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]
                         lambda v: wire.library_version(v, found.product), asked.page.limit)
 
 
+async def claim(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    """Extension (docs/platform.md): "I bought this", for an app acting for the person."""
+    command = structure(await read_json(request), c.ClaimPurchase)
+    return wire.claimed(await uc.claims.claim(person_of(key), command))
+
+
 async def download(uc: UseCases, key: ApiKey, request: Request) -> Response:
     command = from_query(request.query_params, c.DownloadCopy)
     return file_response(await uc.library.download(person_of(key), command))
@@ -187,6 +193,9 @@ ENDPOINTS: list[Endpoint] = [
     Endpoint("POST", "/packages/versions", "packages:write", upload),
     Endpoint("POST", "/packages/publish", "packages:write", publish),
     Endpoint("GET", "/library/download", "library:download", download),
+    # Claiming adds only what the platform says the person already bought, so the person's
+    # read scope covers it (docs/platform.md): no new scope in the specification's table.
+    Endpoint("POST", "/library/claim", "library:read", claim),
 ]
 
 

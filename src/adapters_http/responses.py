@@ -13,6 +13,7 @@ from licore.errors import (
     InsufficientScope,
     InvalidToken,
     LicoreError,
+    PlatformUnavailable,
     RateLimited,
     SlowDown,
     Unavailable,
@@ -40,7 +41,7 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
         if error.limit is not None:
             headers.update({"RateLimit-Limit": str(error.limit), "RateLimit-Remaining": "0",
                             "RateLimit-Reset": str(error.retry_after)})
-    if isinstance(error, Unavailable):
+    if isinstance(error, (Unavailable, PlatformUnavailable)):
         headers["Retry-After"] = str(error.retry_after)
     if isinstance(error, InvalidToken):
         # RFC 6750 section 3: no error attribute when the request carried no credentials.

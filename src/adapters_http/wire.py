@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Product, Version
 from licore.ports import LibraryEntry
+from licore.services.claims import Claim
 
 J = dict[str, Any]
 T = TypeVar("T")
@@ -68,6 +69,12 @@ def library_product(entry: LibraryEntry) -> J:
             "current_version": p.current_version, "acquired_at": iso(entry.license.created_at)}
 
 
+def claimed(claim: Claim) -> J:
+    """Extension (docs/platform.md): what a purchase-pass claim did."""
+    return {"ok": True, "result": claim.result.value, "product_id": claim.product.id,
+            "license": license(claim.license)}
+
+
 def library_version(v: Version, of: Product) -> J:
     return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
             "live": v.id == of.current_version_id, "created_at": iso(v.created_at)}
@@ -97,7 +104,9 @@ def package_version(v: Version, of: Product) -> J:
 
 def package_settings(p: Product) -> J:
     return {"ok": True, **package(p), "unlock_data": json.loads(p.unlock_data),
-            "protection": json.loads(p.protection)}
+            "protection": json.loads(p.protection),
+            # extension (docs/platform.md)
+            "purchase_pass_id": p.purchase_pass_id}
 
 
 def published(p: Product, v: Version) -> J:

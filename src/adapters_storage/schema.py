@@ -192,6 +192,10 @@ MIGRATIONS: list[list[str]] = [
             taken INTEGER NOT NULL)""",
         "INSERT INTO slug_twins (base, taken) SELECT slug, 1 FROM products",
     ],
+    [
+        # The platform game pass whose owners may claim the product (docs/platform.md).
+        "ALTER TABLE products ADD COLUMN purchase_pass_id TEXT",
+    ],
 ]
 
 

@@ -73,6 +73,8 @@ NONCE = Text(min_len=16, max_len=128, pattern=r"[A-Za-z0-9]+",
 RUNTIME_TEXT = Text(min_len=1, max_len=200)  # product_id, key, current, script_name
 PLATFORM_ID = Text(min_len=1, max_len=20, pattern=r"[0-9]+", shape="a platform user id")
 GAME_ID = Text(min_len=1, max_len=200)
+# A game pass id on the platform; "" in a settings change clears it (docs/platform.md).
+PURCHASE_PASS_ID = Text(min_len=0, max_len=20, pattern=r"[0-9]*", shape="a game pass id (digits)")
 SOURCE = Text(max_len=4 * 1024 * 1024)  # a whole script rides in /verify-source
 
 # Ids a client names (product_id, version_id, ...) and who a license is for (contract 3).

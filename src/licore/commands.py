@@ -136,6 +136,14 @@ class DownloadCopy:
     version_id: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
 
 
+@attrs.frozen
+class ClaimPurchase:
+    """Extension (docs/platform.md): "I bought this" for one product. The platform is asked
+    whether the person owns the product's purchase pass."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
 # Packages (contract 4) --------------------------------------------------------------------
 
 
@@ -199,6 +207,10 @@ class ChangeSettings:
     verify_scripts: bool | None = None
     unlock_data: JsonValue | None = attrs.field(default=None, validator=_unlock_data)
     protection: JsonValue | None = attrs.field(default=None, validator=_protection)
+    # Extension (docs/platform.md): the game pass whose owners may claim the product, as
+    # digits (a JSON number is taken too); "" clears it.
+    purchase_pass_id: NumberOrText | None = attrs.field(default=None,
+                                                        validator=bounds.PURCHASE_PASS_ID)
 
 
 # Runtime (spec 4.5) -----------------------------------------------------------------------

@@ -72,6 +72,28 @@ class RateLimited(LicoreError):
         self.limit = limit
 
 
+# Purchase-pass claims (extension, docs/platform.md).
+
+
+class PassNotOwned(LicoreError):
+    # 409, not 403: the key may do this; the platform's record of the person is what
+    # conflicts (and a 403 of the Partner API always names a missing scope).
+    code = "pass_not_owned"
+    status = 409
+
+
+class PlatformUnavailable(LicoreError):
+    """The platform did not answer (down, timing out, rate limiting us): nothing was granted
+    and nothing was refused; the person may try again later."""
+
+    code = "platform_unavailable"
+    status = 503
+
+    def __init__(self, description: str, retry_after: int = 30) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+
 class ServerError(LicoreError):
     code = "server_error"
     status = 500

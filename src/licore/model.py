@@ -96,6 +96,8 @@ class Product:
     verify_scripts: bool = False
     unlock_data: str = "null"  # JSON text, the seller's sealed `data`
     protection: str = "{}"  # JSON text, the seller's rules
+    # The platform's game pass whose owners may claim a license (docs/platform.md).
+    purchase_pass_id: str | None = None
 
 
 @attrs.frozen

@@ -3,6 +3,7 @@ only through these, so a unit test drives it with fakes and no event loop tricks
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol, TypeVar
@@ -79,6 +80,39 @@ class SignIn(Protocol):
     async def identify(self, fields: Mapping[str, str]) -> Account | None:
         """The account these fields prove, or None when they prove nothing."""
         ...
+
+
+class Ownership(enum.Enum):
+    """What the platform answered about a purchase pass. `UNKNOWN` (down, timing out, an
+    answer of the wrong shape) is its own value so that no caller can read it as either
+    answer: only `OWNED` grants, only `NOT_OWNED` refuses."""
+
+    OWNED = "owned"
+    NOT_OWNED = "not_owned"
+    UNKNOWN = "unknown"
+
+
+class NoUser(enum.Enum):
+    """Why `Platform.who` has no user to answer."""
+
+    NO_SUCH_USER = "no_such_user"
+    UNKNOWN = "unknown"  # the platform did not answer
+
+
+@attrs.frozen
+class PlatformUser:
+    id: str
+    name: str
+    display_name: str
+
+
+class Platform(Protocol):
+    """The game platform's public answers about its users. Failures are values, never
+    exceptions: the adapter has already retried what was worth retrying."""
+
+    async def owns_pass(self, platform_id: str, pass_id: str) -> Ownership: ...
+
+    async def who(self, platform_id: str) -> PlatformUser | NoUser: ...
 
 
 @attrs.frozen

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
 from adapters_formats.codec import RobloxModelCodec
-from adapters_http.web import LocalAccounts, WebConfig
+from adapters_http.web import LocalAccounts, PlatformSignInConfig, WebConfig
+from adapters_platform import Retry, RobloxPlatform
 from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
 from licore.services.deps import Deps
@@ -43,6 +44,8 @@ def secret(name: str, size: int) -> bytes:
 
 def deps_from_env() -> Deps:
     loaded = settings.load()
+    platform = loaded.platform
+    assert platform is not None  # load() always reads them
     return Deps(
         storage=open_storage(loaded.database_url),
         clock=SystemClock(),
@@ -53,10 +56,21 @@ def deps_from_env() -> Deps:
         protector=LuauProtector(secret("watermark", 32)),
         settings=loaded.core,
         offload=asyncio.to_thread,
+        platform=RobloxPlatform(inventory_url=platform.inventory_url,
+                                users_url=platform.users_url,
+                                retry=Retry(timeout=float(platform.timeout))),
     )
 
 
 def web_config(deps: Deps) -> WebConfig:
     """Every process serving the pages signs session cookies with one key; people sign in
-    with local accounts (a single sign-on adapter would be chosen here)."""
-    return WebConfig(session_key=secret("session_key", 32), sign_in=LocalAccounts(deps))
+    with local accounts, and with the platform when its OAuth app is configured."""
+    platform = settings.load().platform
+    sso = None
+    if platform is not None and platform.oidc_client_id and platform.oidc_client_secret:
+        sso = PlatformSignInConfig(
+            client_id=platform.oidc_client_id, client_secret=platform.oidc_client_secret,
+            issuer=platform.oidc_issuer, metadata_url=platform.oidc_metadata_url,
+            label=platform.oidc_label)
+    return WebConfig(session_key=secret("session_key", 32), sign_in=LocalAccounts(deps),
+                     platform_sign_in=sso)

@@ -46,6 +46,28 @@ def _url(name: str, raw: object) -> str:
     return text.rstrip("/")
 
 
+def _issuer(name: str, raw: object) -> str:
+    """An issuer is compared exactly with the ID token's `iss`, so its trailing slash stays."""
+    text = str(raw)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SettingsError(f"{name} must be the provider's issuer URL, like "
+                            f"https://apis.roblox.com/oauth/ (got {text!r})")
+    return text
+
+
+def _text(name: str, raw: object) -> str:
+    return str(raw).strip()
+
+
+def _secret_text(name: str, raw: object) -> str:
+    # Never echoed in an error: it is a secret.
+    text = str(raw).strip()
+    if not text:
+        raise SettingsError(f"{name} is empty")
+    return text
+
+
 def _level(name: str, raw: object) -> str:
     text = str(raw).upper()
     if text not in ("DEBUG", "INFO", "WARNING", "ERROR"):
@@ -94,7 +116,30 @@ FIELDS: tuple[Field, ...] = (
     Field("SHUTDOWN_GRACE", _whole(0, 3600), 30),
     # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
     Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
+    # The game platform (docs/platform.md): its public APIs, and sign-in with it when an
+    # OAuth app is registered (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET both set).
+    Field("PLATFORM_INVENTORY_URL", _url, "https://inventory.roblox.com"),
+    Field("PLATFORM_USERS_URL", _url, "https://users.roblox.com"),
+    Field("PLATFORM_TIMEOUT", _whole(1, 60), 5),
+    Field("CLAIM_RATE_LIMIT", _whole(1), DEFAULTS.claim_rate_limit),
+    Field("OIDC_ISSUER", _issuer, "https://apis.roblox.com/oauth/"),
+    Field("OIDC_METADATA_URL", _url, None),
+    Field("OIDC_CLIENT_ID", _text, None),
+    Field("OIDC_CLIENT_SECRET", _secret_text, None),
+    Field("OIDC_LABEL", _text, "Roblox"),
 )
+
+
+@attrs.frozen
+class PlatformSettings:
+    inventory_url: str
+    users_url: str
+    timeout: int
+    oidc_issuer: str
+    oidc_metadata_url: str | None
+    oidc_client_id: str | None
+    oidc_client_secret: str | None = attrs.field(repr=False)
+    oidc_label: str = "Roblox"
 
 
 @attrs.frozen
@@ -106,6 +151,7 @@ class ServerSettings:
     shutdown_grace: int
     core: Settings
     listen_backlog: int = 4096
+    platform: PlatformSettings | None = None
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -146,8 +192,19 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         partner_rate_limit=values["PARTNER_RATE_LIMIT"],
         runtime_key_rate_limit=values["RUNTIME_KEY_RATE_LIMIT"],
         runtime_ip_rate_limit=values["RUNTIME_IP_RATE_LIMIT"],
-        max_upload_bytes=values["MAX_UPLOAD_BYTES"])
+        max_upload_bytes=values["MAX_UPLOAD_BYTES"],
+        claim_rate_limit=values["CLAIM_RATE_LIMIT"])
+    if (values["OIDC_CLIENT_ID"] is None) != (values["OIDC_CLIENT_SECRET"] is None):
+        raise SettingsError("LICORE_OIDC_CLIENT_ID and LICORE_OIDC_CLIENT_SECRET go together: "
+                            "set both to offer sign-in with the platform, or neither")
+    platform = PlatformSettings(
+        inventory_url=values["PLATFORM_INVENTORY_URL"], users_url=values["PLATFORM_USERS_URL"],
+        timeout=values["PLATFORM_TIMEOUT"], oidc_issuer=values["OIDC_ISSUER"],
+        oidc_metadata_url=values["OIDC_METADATA_URL"],
+        oidc_client_id=values["OIDC_CLIENT_ID"] or None,
+        oidc_client_secret=values["OIDC_CLIENT_SECRET"], oidc_label=values["OIDC_LABEL"])
     return ServerSettings(database_url=values["DATABASE_URL"], data_dir=values["DATA_DIR"],
                           public_url=public_url, log_level=values["LOG_LEVEL"],
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
-                          listen_backlog=values["LISTEN_BACKLOG"])
+                          listen_backlog=values["LISTEN_BACKLOG"],
+                          platform=platform)

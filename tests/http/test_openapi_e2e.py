@@ -72,6 +72,12 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("GET", "/v1/library", httpx.get(f"{u}/library", headers=auth(lib),
                                        params={"product_id": pid, "versions": "1"}))
     go("GET", "/v1/alerts", httpx.get(f"{u}/alerts", headers=h))
+    # A draft is not claimable (404), and the body is checked (400); the claim's other
+    # answers are checked against this document in tests/http/test_platform_e2e.py.
+    go("POST", "/v1/library/claim", httpx.post(f"{u}/library/claim", headers=auth(lib),
+                                               json={"product_id": pid}))
+    go("POST", "/v1/library/claim", httpx.post(f"{u}/library/claim", headers=auth(lib),
+                                               json={}))
     go("DELETE", "/v1/licenses", httpx.delete(f"{u}/licenses", headers=h, params=target))
     go("DELETE", "/v1/licenses", httpx.delete(f"{u}/licenses", headers=h,
                                               params={"product_id": pid, "user": "1"}))

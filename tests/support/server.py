@@ -32,6 +32,8 @@ class Server:
         self.database_url = database_url
         self.log_path = data_dir / f"server-{self.port}.log"
         workers = extra_env.pop("workers", "1")
+        # A setting may name the server's own address (its public URL, say) as "{url}".
+        extra_env = {k: v.replace("{url}", self.url) for k, v in extra_env.items()}
         env = {**os.environ, "LICORE_DATABASE_URL": database_url,
                "LICORE_DATA_DIR": str(data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()

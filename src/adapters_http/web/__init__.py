@@ -12,13 +12,14 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from adapters_http.web import approval, dashboard, person_pages, signin_pages
 from adapters_http.web.local_accounts import LocalAccounts
+from adapters_http.web.platform_signin import PlatformSignIn, PlatformSignInConfig
 from adapters_http.web.render import PageHeaders, stylesheet
 from adapters_http.web.session import COOKIE, MAX_AGE
 from licore.ports import SignIn
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 
-__all__ = ["LocalAccounts", "WebConfig", "mount"]
+__all__ = ["LocalAccounts", "PlatformSignInConfig", "WebConfig", "mount"]
 
 
 @attrs.frozen
@@ -28,15 +29,19 @@ class WebConfig:
 
     session_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32), repr=False)
     sign_in: SignIn | None = None  # None: local accounts
+    # Sign-in with the platform beside local accounts (docs/platform.md); None: not offered.
+    platform_sign_in: PlatformSignInConfig | None = None
 
 
 def mount(deps: Deps, uc: UseCases, config: WebConfig) -> Mount:
     """Every page, under one session middleware. Mounted last, at the root, so the API
     routes before it keep their paths and their JSON answers."""
     method = config.sign_in or LocalAccounts(deps)
+    platform = (PlatformSignIn(deps, config.platform_sign_in)
+                if config.platform_sign_in is not None else None)
     routes: list[BaseRoute] = [
         Route("/assets/web.css", stylesheet),
-        *signin_pages.routes(deps, method),
+        *signin_pages.routes(deps, method, platform),
         *approval.routes(deps, uc),
         *dashboard.routes(deps, uc),
         *person_pages.routes(deps, uc),

@@ -21,6 +21,7 @@ from licore.commands import (
     CreateProduct,
     JsonValue,
     LicenseTarget,
+    NumberOrText,
     PublishVersion,
     UploadVersion,
 )
@@ -105,7 +106,8 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
             product_id=ctx.param("product_id"), placeholder=ctx.field("placeholder"),
             verify_scripts=ctx.field("verify_scripts") == "on",
             unlock_data=_json_field(ctx, "unlock_data"),
-            protection=_json_field(ctx, "protection")))
+            protection=_json_field(ctx, "protection"),
+            purchase_pass_id=NumberOrText(ctx.field("purchase_pass_id").strip())))
         session.flash(ctx.request, "Settings saved.")
         return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
 

@@ -9,7 +9,8 @@ from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
-from licore.commands import DownloadCopy
+from licore.actors import ActingPerson
+from licore.commands import ClaimPurchase, DownloadCopy
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 
@@ -38,10 +39,18 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         listed = await people.storefront()
         return page(ctx.request, ctx.visitor, "store.html", listed=listed)
 
+    async def claim(ctx: Ctx) -> Response:
+        """"I bought this": the platform is asked; the page says what came of it."""
+        done = await uc.claims.claim(ActingPerson(ctx.account.id),
+                                     ClaimPurchase(ctx.param("product_id")))
+        return page(ctx.request, ctx.visitor, "claim.html", claim=done,
+                    result=done.result.value)
+
     return [
         page_route(deps, "/library", library),
         page_route(deps, "/library/{product_id}/download", download),
         page_route(deps, "/apps", apps),
         page_route(deps, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(deps, "/store", store, signed_in=False),
+        page_route(deps, "/store/{product_id}/claim", claim, method="POST"),
     ]

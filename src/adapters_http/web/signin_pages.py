@@ -6,6 +6,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.web import session
+from adapters_http.web.platform_signin import PlatformSignIn
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect, safe_next
 from licore.ports import SignIn
@@ -13,7 +14,8 @@ from licore.services import signin
 from licore.services.deps import Deps
 
 
-def routes(deps: Deps, method: SignIn) -> list[Route]:
+def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -> list[Route]:
+    label = platform.label if platform else None
     async def home(ctx: Ctx) -> Response:
         return page(ctx.request, ctx.visitor, "home.html")
 
@@ -22,7 +24,7 @@ def routes(deps: Deps, method: SignIn) -> list[Route]:
         if ctx.visitor.account is not None:
             return redirect(target)
         return page(ctx.request, ctx.visitor, "signin.html", next=target, username="",
-                    error=None)
+                    error=None, platform=label)
 
     async def signin_post(ctx: Ctx) -> Response:
         target = safe_next(ctx.field("next") or "/")
@@ -34,7 +36,7 @@ def routes(deps: Deps, method: SignIn) -> list[Route]:
                        if isinstance(refused, signin.SignInLocked) else None)
             return page(ctx.request, ctx.visitor, "signin.html", status=refused.status,
                         headers=headers, next=target, username=fields["username"][:64],
-                        error=refused.description)
+                        error=refused.description, platform=label)
         session.start(ctx.request, account, deps.clock.now())
         session.flash(ctx.request, f"Signed in as {account.username}.")
         return redirect(target)
@@ -46,7 +48,51 @@ def routes(deps: Deps, method: SignIn) -> list[Route]:
         session.flash(ctx.request, "Signed out.")
         return redirect("/")
 
+    async def platform_start(ctx: Ctx) -> Response:
+        assert platform is not None
+        target = safe_next(ctx.request.query_params.get("next", "/"))
+        if ctx.visitor.account is not None:
+            return redirect(target)
+        session.session(ctx.request)["signin_next"] = target
+        return await platform.begin(ctx.request,
+                                    f"{deps.settings.public_url}/signin/platform/callback")
+
+    def failed(ctx: Ctx, status: int, reason: str) -> Response:
+        assert platform is not None
+        return page(ctx.request, ctx.visitor, "signin_failed.html", status=status,
+                    platform=platform.label, reason=reason)
+
+    async def platform_callback(ctx: Ctx) -> Response:
+        assert platform is not None
+        query = ctx.request.query_params
+        data = session.session(ctx.request)
+        target = safe_next(str(data.pop("signin_next", "/")))
+        error = query.get("error")
+        if error is not None:
+            # Forget the attempt: its state must not be usable later.
+            for name in [k for k in data if k.startswith("_state_platform_")]:
+                data.pop(name)
+            return failed(ctx, 400, "cancelled" if error == "access_denied" else "refused")
+        fields = {"code": query.get("code", ""), "state": query.get("state", "")}
+        try:
+            account = await signin.sign_in(deps.storage, deps.clock,
+                                           platform.bound(ctx.request), fields, ctx.ip)
+        except signin.SignInLocked as locked:
+            return page(ctx.request, ctx.visitor, "signin_failed.html", status=429,
+                        headers={"Retry-After": str(locked.retry_after)},
+                        platform=platform.label, reason="locked")
+        except signin.SignInRefused:
+            return failed(ctx, 401, "failed")
+        session.start(ctx.request, account, deps.clock.now())
+        session.flash(ctx.request, f"Signed in as {account.username}.")
+        return redirect(target)
+
+    extra = [] if platform is None else [
+        page_route(deps, "/signin/platform", platform_start, signed_in=False),
+        page_route(deps, "/signin/platform/callback", platform_callback, signed_in=False),
+    ]
     return [
+        *extra,
         page_route(deps, "/", home, signed_in=False),
         page_route(deps, "/signin", signin_form, signed_in=False),
         page_route(deps, "/signin", signin_post, method="POST", signed_in=False),

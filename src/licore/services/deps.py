@@ -12,6 +12,7 @@ from licore.ports import (
     ModelCodec,
     Offload,
     PasswordHasher,
+    Platform,
     Randomness,
     Storage,
     run_inline,
@@ -32,6 +33,7 @@ class Settings:
     runtime_ip_rate_limit: int = 1200
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
+    claim_rate_limit: int = 10  # "I bought this" presses, a person, a minute
 
 
 @attrs.frozen
@@ -45,6 +47,7 @@ class Deps:
     protector: Protector
     settings: Settings = Settings()
     offload: Offload = run_inline
+    platform: Platform | None = None  # None: purchase-pass claims answer "not set up"
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

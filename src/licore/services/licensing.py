@@ -57,30 +57,41 @@ class Licensing:
 
     async def change(self, studio: ActingStudio, command: ChangeLicense) -> License:
         """One license transition as one unit of work, by the table in `licore.licenses`."""
-        target, event = command.target, command.event
-        now = self.clock.now()
+        target = command.target
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, target.product_id)
             platform_id = await resolve_user(uow, target.user)
-            current = await uow.licenses.for_user(target.product_id, platform_id)
-            state = current.state if current else LicenseState.NONE
-            outcome = lic.transition(state, event)
-            if current is None:
-                fresh = await self._apply(uow, License(
-                    id=self.ids.new("lic"), product_id=target.product_id,
-                    platform_id=platform_id, source=command.source, state=outcome.next,
-                    verified_at=now, created_at=now), outcome.effects, command.source, now,
-                    prepared=False)
-                if not await uow.licenses.add(fresh):
-                    raise AlreadyOwned("the user already holds a license for this product")
-                return fresh
-            updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
-                                        outcome.effects, command.source, now, prepared=True)
-            if updated != current and not await uow.licenses.replace(updated, expected=state):
-                if event is LicenseEvent.GRANT:
-                    raise AlreadyOwned("the user already holds a license for this product")
-                raise NotFound("the license changed while this request ran; try again")
-            return updated
+            _, license = await self.apply(uow, target.product_id, platform_id,
+                                          command.event, command.source)
+            return license
+
+    async def apply(self, uow: UnitOfWork, product_id: str, platform_id: str,
+                    event: LicenseEvent, source: Source) -> tuple[LicenseState, License]:
+        """`event` on the user's license of the product, in the caller's unit of work: the
+        seller's grant and a buyer's purchase-pass claim both come through here, so both
+        mint a key and queue the same effects. The state it was in, and the license now."""
+        now = self.clock.now()
+        current = await uow.licenses.for_user(product_id, platform_id)
+        state = current.state if current else LicenseState.NONE
+        outcome = lic.transition(state, event)
+        if current is None:
+            fresh = await self._apply(uow, License(
+                id=self.ids.new("lic"), product_id=product_id,
+                platform_id=platform_id, source=source, state=outcome.next,
+                verified_at=now, created_at=now), outcome.effects, source, now,
+                prepared=False)
+            # The (product, user) uniqueness of the table is what makes two racing grants
+            # or claims give one license.
+            if not await uow.licenses.add(fresh):
+                raise AlreadyOwned("the user already holds a license for this product")
+            return state, fresh
+        updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
+                                    outcome.effects, source, now, prepared=True)
+        if updated != current and not await uow.licenses.replace(updated, expected=state):
+            if event is LicenseEvent.GRANT:
+                raise AlreadyOwned("the user already holds a license for this product")
+            raise NotFound("the license changed while this request ran; try again")
+        return state, updated
 
     async def _apply(self, uow: UnitOfWork, license: License,
                      effects: tuple[LicenseEffect, ...], source: Source, now: int, *,

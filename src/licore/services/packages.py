@@ -167,6 +167,8 @@ class Packages:
             changes["verify_scripts"] = command.verify_scripts
         if command.unlock_data is not None:
             changes["unlock_data"] = compact_json(command.unlock_data)
+        if command.purchase_pass_id is not None:
+            changes["purchase_pass_id"] = command.purchase_pass_id or None  # "" clears it
         if command.protection is not None:
             # Stored as sent, keys sorted; the command checked it against the rule schema.
             changes["protection"] = json.dumps(command.protection.value,

@@ -7,6 +7,7 @@ random id: its wrong user-code entries (contract 6) and whether it was signed ou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from licore import device_flow as df
@@ -14,6 +15,7 @@ from licore.errors import LicoreError
 from licore.model import Account
 from licore.ports import Clock, SignIn, Storage
 from licore.services.device import EntryAttempts
+from licore.services.ids import Ids
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
 FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
@@ -41,7 +43,11 @@ class SignInLocked(LicoreError):
         self.retry_after = retry_after
 
 
-def _buckets(kind: str, name: str, ip: str) -> tuple[str, str]:
+def _buckets(kind: str, name: str, ip: str) -> tuple[str, ...]:
+    # A sign-in without a username (the platform's) is counted per address only: one
+    # shared "no name" bucket would let five failures lock every platform sign-in out.
+    if not name:
+        return (f"signin-{kind}:ip:{ip}",)
     return f"signin-{kind}:name:{name.casefold()}", f"signin-{kind}:ip:{ip}"
 
 
@@ -61,14 +67,13 @@ async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mappin
     name = fields.get("username", "")
     tries = _buckets("try", name, ip)
     oks = _buckets("ok", name, ip)
+    limits = (FAILURES_PER_NAME, FAILURES_PER_IP)[-len(tries):]
     async with storage.unit_of_work() as uow:
-        name_tries, ip_tries = await uow.counters.hit(list(tries), window)
-        name_oks = await uow.counters.count(oks[0], window)
-        ip_oks = await uow.counters.count(oks[1], window)
+        counted = await uow.counters.hit(list(tries), window)
+        succeeded = [await uow.counters.count(bucket, window) for bucket in oks]
     # Failures before this attempt: the attempts counted so far (this one included) less the
     # successes, less this one.
-    if (name_tries - name_oks - 1 >= FAILURES_PER_NAME
-            or ip_tries - ip_oks - 1 >= FAILURES_PER_IP):
+    if any(t - o - 1 >= limit for t, o, limit in zip(counted, succeeded, limits, strict=True)):
         raise SignInLocked(window + FAILURE_WINDOW - now)
     account = await method.identify(fields)
     if account is None:
@@ -76,6 +81,36 @@ async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mappin
     async with storage.unit_of_work() as uow:
         await uow.counters.hit(list(oks), window)
     return account
+
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def _username_candidates(name: str, platform_id: str) -> list[str]:
+    """The platform's name, else with the platform id appended, else one made of the id:
+    never all digits (POST /licenses would read it as a platform id) and at most 64."""
+    base = _NOT_NAME.sub("", name)[:40]
+    if not base or base.isdigit():
+        base = "player"
+    return [base, f"{base}-{platform_id}"[:64], f"player-{platform_id}"[:64]]
+
+
+async def platform_account(storage: Storage, clock: Clock, ids: Ids, platform_id: str,
+                           name: str) -> Account | None:
+    """The account of a person the platform vouched for (the ID token's subject), made at
+    their first sign-in: no password (they always sign in through the platform), and the
+    platform's name as the username when no one has it. None when no free name was found."""
+    async with storage.unit_of_work() as uow:
+        found = await uow.accounts.by_platform_id(platform_id)
+        if found is not None:
+            return found
+        for username in _username_candidates(name, platform_id):
+            account = Account(ids.new("acc"), platform_id, username, None, clock.now())
+            if await uow.accounts.add(account):
+                return account
+    # A concurrent first sign-in of the same person may have made it meanwhile.
+    async with storage.unit_of_work() as uow:
+        return await uow.accounts.by_platform_id(platform_id)
 
 
 async def entry_attempts(storage: Storage, session_id: str,

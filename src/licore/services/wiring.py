@@ -6,6 +6,7 @@ from __future__ import annotations
 import attrs
 
 from licore.services.builds import Copies
+from licore.services.claims import Claims
 from licore.services.dashboard import Dashboard
 from licore.services.deps import Deps
 from licore.services.device import DeviceFlow, DeviceSettings
@@ -31,6 +32,7 @@ class UseCases:
     people: People
     operator: Operator
     device: DeviceFlow
+    claims: Claims
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -51,4 +53,6 @@ class UseCases:
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
                        settings.public_url, settings.device_lifetime, settings.device_interval,
-                       settings.device_code_rate_limit, settings.code_entry_rate_limit)))
+                       settings.device_code_rate_limit, settings.code_entry_rate_limit)),
+                   Claims(storage, clock, licensing, deps.platform,
+                          settings.claim_rate_limit))
