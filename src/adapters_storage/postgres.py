@@ -54,7 +54,7 @@ class PostgresStorage:
     async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
         await self._open()
         async with self.pool.connection() as conn, conn.transaction():
-            yield SqlUnitOfWork(_Executor(conn))
+            yield SqlUnitOfWork(_Executor(conn), "postgresql")
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[_Executor]:

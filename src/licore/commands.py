@@ -306,3 +306,58 @@ class RevokeToken:
     """POST /revoke in the RFC 7009 shape (extension): the token in the body."""
 
     token: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)
+
+
+# Events leaving the service (docs/events.md, an extension) ---------------------------------
+
+
+def _topics(instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    from licore.events import TOPICS
+
+    if not value:
+        raise InvalidRequest("events must name at least one event type", attribute.name)
+    unknown = [t for t in value if t not in TOPICS]
+    if unknown:
+        raise InvalidRequest(f"unknown event type {unknown[0]!r}; known: "
+                             f"{', '.join(TOPICS)}", attribute.name)
+
+
+def _webhook_url(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if len(value) > 2000 or not value.startswith(("https://", "http://")) or " " in value:
+        raise InvalidRequest("url must be an http:// or https:// address of at most 2000 "
+                             "characters", attribute.name)
+
+
+def _snowflake(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not (value.isdigit() and 1 <= len(value) <= 20):
+        raise InvalidRequest(f"{attribute.name} must be a chat id (digits)", attribute.name)
+
+
+@attrs.frozen
+class AddWebhook:
+    url: str = attrs.field(validator=_webhook_url)
+    events: tuple[str, ...] = attrs.field(converter=tuple, validator=_topics)
+
+
+@attrs.frozen
+class WebhookTarget:
+    id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+@attrs.frozen
+class ListDeliveries:
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class RoleName:
+    guild_id: str = attrs.field(validator=_snowflake)
+    role_id: str = attrs.field(validator=_snowflake)
+
+
+@attrs.frozen
+class SetChatRoles:
+    """The whole list of roles owning the product earns (an empty list removes them)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    roles: tuple[RoleName, ...] = attrs.field(converter=tuple)

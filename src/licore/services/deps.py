@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import attrs
 
+from licore.events import Schedule
 from licore.ports import (
+    ChatService,
     Clock,
     KeyVault,
     ModelCodec,
@@ -14,6 +16,7 @@ from licore.ports import (
     PasswordHasher,
     Randomness,
     Storage,
+    WebhookSender,
     run_inline,
 )
 from licore.protection import Protector
@@ -32,6 +35,7 @@ class Settings:
     runtime_ip_rate_limit: int = 1200
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
+    outbox: Schedule = attrs.field(factory=Schedule)  # retries of outgoing messages (docs/events.md)
 
 
 @attrs.frozen
@@ -45,6 +49,8 @@ class Deps:
     protector: Protector
     settings: Settings = Settings()
     offload: Offload = run_inline
+    chat: ChatService | None = None  # None: no chat bot configured, hand-outs wait
+    webhooks: WebhookSender | None = None  # None: webhooks are kept, not sent
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

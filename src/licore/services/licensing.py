@@ -11,9 +11,11 @@ from licore import tokens
 from licore.actors import ActingStudio
 from licore.commands import ChangeLicense, ListAlerts, ListLicenses
 from licore.errors import AlreadyOwned, NotFound
+from licore.events import license_topic
 from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
 from licore.model import Alert, License, Page
 from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork
+from licore.services.announce import Announcer, license_data
 from licore.services.ids import Ids
 from licore.services.products import own_product
 
@@ -35,6 +37,7 @@ class Licensing:
     ids: Ids
     random: Randomness
     vault: KeyVault
+    announce: Announcer
 
     async def list(self, studio: ActingStudio, command: ListLicenses) -> Page[License]:
         async with self.storage.unit_of_work() as uow:
@@ -73,6 +76,7 @@ class Licensing:
                     prepared=False)
                 if not await uow.licenses.add(fresh):
                     raise AlreadyOwned("the user already holds a license for this product")
+                await self._tell(uow, studio, state, fresh, outcome.effects)
                 return fresh
             updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
                                         outcome.effects, command.source, now, prepared=True)
@@ -80,7 +84,26 @@ class Licensing:
                 if event is LicenseEvent.GRANT:
                     raise AlreadyOwned("the user already holds a license for this product")
                 raise NotFound("the license changed while this request ran; try again")
+            await self._tell(uow, studio, state, updated, outcome.effects)
             return updated
+
+    async def _tell(self, uow: UnitOfWork, studio: ActingStudio, before: LicenseState,
+                    license: License, effects: tuple[LicenseEffect, ...]) -> None:
+        """The change's outbox messages, in its unit of work (docs/events.md)."""
+        topic = license_topic(before, license.state)
+        if topic is not None:
+            await self.announce.event(uow, studio.studio_id, topic, license_data(license))
+        for effect in effects:
+            match effect:
+                case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT:
+                    await self.announce.chat_roles(uow, studio.studio_id, license, True)
+                case LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                    await self.announce.chat_roles(uow, studio.studio_id, license, False)
+                case (LicenseEffect.MINT_KEY | LicenseEffect.CLEAR_KEY
+                      | LicenseEffect.REVERIFY):
+                    pass  # changes to the record itself, made by `_apply`
+                case _:
+                    assert_never(effect)
 
     async def _apply(self, uow: UnitOfWork, license: License,
                      effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
@@ -100,7 +123,7 @@ class Licensing:
                 case LicenseEffect.REVERIFY:
                     license = attrs.evolve(license, verified_at=now)
                 case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT | LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
-                    pass  # the chat-role outbox (contract 8) is a later issue's work
+                    pass  # messages, written by `_tell` once the record is stored
                 case _:
                     assert_never(effect)
         return license

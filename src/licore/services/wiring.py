@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import attrs
 
+from licore.services.announce import Announcer
 from licore.services.builds import Copies
 from licore.services.dashboard import Dashboard
+from licore.services.delivery import Delivery
 from licore.services.deps import Deps
 from licore.services.ids import Ids
 from licore.services.library import Library
@@ -16,6 +18,7 @@ from licore.services.packages import Packages
 from licore.services.person import People
 from licore.services.products import Products
 from licore.services.runtime import Runtime, RuntimeLimits
+from licore.services.webhooks import Webhooks
 
 
 @attrs.frozen
@@ -29,21 +32,28 @@ class UseCases:
     dashboard: Dashboard
     people: People
     operator: Operator
+    webhooks: Webhooks
+    delivery: Delivery
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
         storage, clock, settings = deps.storage, deps.clock, deps.settings
         ids = Ids(clock, deps.random)
         copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
-        products = Products(storage, clock, ids)
-        licensing = Licensing(storage, clock, ids, deps.random, deps.vault)
+        announce = Announcer(clock, ids)
+        products = Products(storage, clock, ids, announce)
+        licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
         library = Library(storage, deps.vault, copies)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
-                            settings.max_upload_bytes)
+                            settings.max_upload_bytes, announce)
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
+                          announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window))
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies),
-                   People(storage, clock, library),
-                   Operator(storage, clock, ids, deps.passwords))
+                   People(storage, clock, library, announce),
+                   Operator(storage, clock, ids, deps.passwords),
+                   Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks),
+                   Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
+                            settings.outbox))
