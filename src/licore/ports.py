@@ -370,6 +370,15 @@ class ChatService(Protocol):
         """Give (`present`) or take away a member's role."""
         ...
 
+    def authorize_url(self, state: str, redirect_uri: str) -> str:
+        """Where a person signs in to the chat service to link their account (OAuth 2.0
+        authorization code, scope `identify`)."""
+        ...
+
+    async def identify(self, code: str, redirect_uri: str) -> str | None:
+        """The chat user id the authorization code proves, or None when it proves nothing."""
+        ...
+
 
 class WebhookSender(Protocol):
     async def send(self, url: str, message_id: str, timestamp: int, body: str,

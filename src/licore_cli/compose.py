@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
+from adapters_events import ChatClient, ChatConfig, SignedSender
 from adapters_formats.codec import RobloxModelCodec
 from adapters_http.web import LocalAccounts, WebConfig
 from adapters_protection.luau_protector import LuauProtector
@@ -53,6 +54,11 @@ def deps_from_env() -> Deps:
         protector=LuauProtector(secret("watermark", 32)),
         settings=loaded.core,
         offload=asyncio.to_thread,
+        chat=ChatClient(ChatConfig(
+            api_url=loaded.events.chat_api_url, authorize_url=loaded.events.chat_authorize_url,
+            bot_token=loaded.events.chat_bot_token, client_id=loaded.events.chat_client_id,
+            client_secret=loaded.events.chat_client_secret)),
+        webhooks=SignedSender(allow_private=loaded.events.webhook_allow_private),
     )
 
 

@@ -35,7 +35,8 @@ class Settings:
     runtime_ip_rate_limit: int = 1200
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
-    outbox: Schedule = attrs.field(factory=Schedule)  # retries of outgoing messages (docs/events.md)
+    # retries of outgoing messages (docs/events.md)
+    outbox: Schedule = attrs.field(factory=Schedule)
 
 
 @attrs.frozen
