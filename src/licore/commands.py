@@ -356,8 +356,19 @@ class RoleName:
 
 
 @attrs.frozen
+class ChatRolesOf:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+def _few_roles(instance: object, attribute: attrs.Attribute[Any], value: tuple[Any, ...]
+               ) -> None:
+    if len(value) > 25:
+        raise InvalidRequest("a product earns at most 25 chat roles", attribute.name)
+
+
+@attrs.frozen
 class SetChatRoles:
     """The whole list of roles owning the product earns (an empty list removes them)."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
-    roles: tuple[RoleName, ...] = attrs.field(converter=tuple)
+    roles: tuple[RoleName, ...] = attrs.field(converter=tuple, validator=_few_roles)
