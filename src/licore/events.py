@@ -131,7 +131,8 @@ def next_delay(schedule: Schedule, attempts: int, fraction: float,
     ceiling = min(schedule.cap, schedule.base * 2 ** min(attempts, 30))
     delay = max(1, int(ceiling * fraction))
     if retry_after is not None:
-        delay = max(delay, int(retry_after + 0.999))
+        # +1: times are whole seconds, so "now" may already be most of a second old.
+        delay = max(delay, int(retry_after + 0.999) + 1)
     return delay
 
 

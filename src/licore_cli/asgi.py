@@ -17,11 +17,13 @@ from licore_cli.worker import work_forever
 configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
 _deps = deps_from_env()
-_poll = settings.load().events.poll_ms / 1000
+_events = settings.load().events
+_poll = _events.poll_ms / 1000
 
 
 def _outbox() -> Coroutine[Any, Any, None]:
     return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set)
 
 
-app = create_app(_deps, only=_only, web_config=web_config(_deps), background=[_outbox])
+app = create_app(_deps, only=_only, web_config=web_config(_deps),
+                 background=[_outbox] * _events.workers)

@@ -118,6 +118,8 @@ FIELDS: tuple[Field, ...] = (
     Field("OUTBOX_RETRY_BASE", _whole(1, 3600), DEFAULTS.outbox.base),
     Field("OUTBOX_LEASE", _whole(1, 3600), DEFAULTS.outbox.lease),
     Field("OUTBOX_POLL_MS", _whole(10, 60000), 1000),
+    # delivery loops in each `licore serve` process; 0 leaves delivery to `licore worker`
+    Field("OUTBOX_WORKERS", _whole(0, 64), 1),
 )
 
 
@@ -132,6 +134,7 @@ class EventSettings:
     chat_client_secret: str = attrs.field(repr=False)
     webhook_allow_private: bool
     poll_ms: int
+    workers: int
 
 
 @attrs.frozen
@@ -189,7 +192,8 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         chat_api_url=values["CHAT_API_URL"], chat_authorize_url=values["CHAT_AUTHORIZE_URL"],
         chat_bot_token=values["CHAT_BOT_TOKEN"], chat_client_id=values["CHAT_CLIENT_ID"],
         chat_client_secret=values["CHAT_CLIENT_SECRET"],
-        webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"], poll_ms=values["OUTBOX_POLL_MS"])
+        webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"], poll_ms=values["OUTBOX_POLL_MS"],
+        workers=values["OUTBOX_WORKERS"])
     return ServerSettings(database_url=values["DATABASE_URL"], data_dir=values["DATA_DIR"],
                           public_url=public_url, log_level=values["LOG_LEVEL"],
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core, events=events)
