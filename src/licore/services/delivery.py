@@ -45,8 +45,23 @@ class Delivery:
         async with self.storage.unit_of_work() as uow:
             batch = await uow.outbox.claim(now, worker, now + self.schedule.lease, limit)
         for message in batch:
-            await self._one(message, worker)
+            renewed = await self._renew(message, worker)
+            if renewed is not None:
+                await self._one(renewed, worker)
         return len(batch)
+
+    async def _renew(self, message: Message, worker: str) -> Message | None:
+        """Extend the lease just before sending, or learn that it ran out while earlier
+        messages of the batch were sent and another worker took this one (then leave it)."""
+        now = self.clock.now()
+        renewed = attrs.evolve(message, claimed_until=now + self.schedule.lease)
+        async with self.storage.unit_of_work() as uow:
+            current = await uow.outbox.by_id(message.id)
+            if (current is None or current.state is not MessageState.PENDING
+                    or current.claimed_by != worker or not await uow.outbox.save(renewed,
+                                                                                  worker)):
+                return None
+        return renewed
 
     async def backlog(self) -> int:
         async with self.storage.unit_of_work() as uow:
