@@ -9,6 +9,7 @@ commands from their forms. `None` in an optional field means "not sent".
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, NewType
 
 import attrs
@@ -333,10 +334,18 @@ def _snowflake(instance: object, attribute: attrs.Attribute[str], value: str) ->
         raise InvalidRequest(f"{attribute.name} must be a chat id (digits)", attribute.name)
 
 
+def _texts(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _role_names(value: Iterable[RoleName]) -> tuple[RoleName, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class AddWebhook:
     url: str = attrs.field(validator=_webhook_url)
-    events: tuple[str, ...] = attrs.field(converter=tuple, validator=_topics)
+    events: tuple[str, ...] = attrs.field(converter=_texts, validator=_topics)
 
 
 @attrs.frozen
@@ -371,4 +380,4 @@ class SetChatRoles:
     """The whole list of roles owning the product earns (an empty list removes them)."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
-    roles: tuple[RoleName, ...] = attrs.field(converter=tuple, validator=_few_roles)
+    roles: tuple[RoleName, ...] = attrs.field(converter=_role_names, validator=_few_roles)
