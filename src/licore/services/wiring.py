@@ -10,6 +10,7 @@ from licore.services.builds import Copies
 from licore.services.dashboard import Dashboard
 from licore.services.delivery import Delivery
 from licore.services.deps import Deps
+from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.ids import Ids
 from licore.services.library import Library
 from licore.services.licensing import Licensing
@@ -32,6 +33,7 @@ class UseCases:
     dashboard: Dashboard
     people: People
     operator: Operator
+    device: DeviceFlow
     webhooks: Webhooks
     delivery: Delivery
 
@@ -54,6 +56,9 @@ class UseCases:
                    Dashboard(storage, clock, products, licensing, packages, copies),
                    People(storage, clock, library, announce),
                    Operator(storage, clock, ids, deps.passwords),
+                   DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
+                       settings.public_url, settings.device_lifetime, settings.device_interval,
+                       settings.device_code_rate_limit, settings.code_entry_rate_limit)),
                    Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks),
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
                             settings.outbox))
