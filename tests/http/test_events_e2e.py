@@ -4,6 +4,7 @@ on loopback, the receiver verifying every signature with `standardwebhooks`."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -92,18 +93,20 @@ def world(module_database_url: str, chat: ChatStandIn) -> Iterator[World]:
         yield make_world(server, chat, "55")
 
 
+def signed_in(world: World, username: str, password: str) -> httpx.Client:
+    web = httpx.Client(base_url=world.server.url, follow_redirects=True, timeout=30)
+    token = re.search(r'name="csrf" value="([^"]+)"', web.get("/signin").text)
+    assert token is not None
+    r = web.post("/signin", data={"csrf": token.group(1), "username": username,
+                                  "password": password})
+    assert r.status_code == 200, r.text
+    return web
+
+
 def link_chat(world: World, username: str, password: str, chat_user: str) -> None:
     """The person links their chat account on their library page (OAuth 2.0, `identify`)."""
     world.chat.oauth_user = chat_user
-    with httpx.Client(base_url=world.server.url, follow_redirects=True, timeout=30) as web:
-        page = web.get("/signin").text
-        import re
-
-        token = re.search(r'name="csrf" value="([^"]+)"', page)
-        assert token is not None
-        r = web.post("/signin", data={"csrf": token.group(1), "username": username,
-                                      "password": password})
-        assert r.status_code == 200, r.text
+    with signed_in(world, username, password) as web:
         r = web.get("/chat/link")
         assert r.status_code == 200 and str(r.url).endswith("/library"), r.text
         assert chat_user in r.text  # the library page names the linked account
@@ -187,3 +190,6 @@ def test_a_hand_out_to_someone_who_left_the_server_is_done(world: World) -> None
     wait_for("the hand-out settles", settled)
     mine = next(h for h in world.hand_outs() if h["event"] == "chat_role.add")
     assert mine["state"] == "delivered" and mine["last_status"] == 404
+    with signed_in(world, "owner55", "owner-password") as web:
+        board = web.get(f"/dashboard/{world.people.studio_id}").text
+    assert "Chat-role hand-outs" in board and "license.granted" in board
