@@ -86,13 +86,17 @@ PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE
 
 NTIME: J = {"type": ["string", "null"], "format": "date-time"}
 NINT: J = {"type": ["integer", "null"]}
+def _with(base: J, **more: J) -> J:
+    """`base` (an `obj`) with more required properties: `ok: true`, a secret, ..."""
+    return obj([*base["required"], *more], **base["properties"], **more)
+
+
 WEBHOOK = obj(["id", "url", "events", "created_at", "enabled", "disabled_at",
                "disabled_reason", "failing_since", "previous_secret_valid_until"],
               id=STR, url=STR, events={"type": "array", "items": STR}, created_at=TIME,
               enabled=BOOL, disabled_at=NTIME, disabled_reason=NSTR, failing_since=NTIME,
               previous_secret_valid_until=NTIME)
-WEBHOOK_SECRET = {"allOf": [WEBHOOK, obj(["ok", "secret"], ok=BOOL,
-                                         secret={"type": "string", "pattern": "^whsec_"})]}
+WEBHOOK_SECRET = _with(WEBHOOK, ok=BOOL, secret={"type": "string", "pattern": "^whsec_"})
 DELIVERY = obj(["id", "event", "state", "attempts", "created_at", "delivered_at",
                 "next_attempt_at", "last_status", "last_error", "last_duration_ms"],
                id=STR, event=STR,
@@ -225,20 +229,20 @@ def _document(server: str) -> J:
                 "licenses:write", WEBHOOK_SECRET, body=BY_ID, extra=(404,))},
             "/v1/webhooks/enable": {"post": partner_op(
                 "Turn a disabled endpoint back on (extension)", "licenses:write",
-                {"allOf": [OK, WEBHOOK]}, body=BY_ID, extra=(404,))},
+                _with(WEBHOOK, ok=BOOL), body=BY_ID, extra=(404,))},
             "/v1/webhooks/deliveries": {"get": partner_op(
                 "The delivery log, newest first (extension)", "licenses:read",
                 obj(["deliveries"], deliveries={"type": "array", "items": DELIVERY}, **NEXT),
                 params=PAGE_PARAMS)},
             "/v1/webhooks/resend": {"post": partner_op(
                 "Send a delivery again now, with the same id (extension)", "licenses:write",
-                {"allOf": [OK, DELIVERY]}, body=BY_ID, extra=(404,))},
+                _with(DELIVERY, ok=BOOL), body=BY_ID, extra=(404,))},
             "/v1/chat-roles": {
                 "get": partner_op("The chat roles owning a product earns (extension)",
                                   "products:read", ROLES, params=[q("product_id")],
                                   extra=(404,)),
                 "post": partner_op("Replace the chat roles owning a product earns "
-                                   "(extension)", "products:write", {"allOf": [OK, ROLES]},
+                                   "(extension)", "products:write", _with(ROLES, ok=BOOL),
                                    body=obj(["product_id", "roles"], product_id=STR, roles={
                                        "type": "array", "items": ROLE}), extra=(404,)),
             },
