@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -93,14 +94,18 @@ def world(module_database_url: str, chat: ChatStandIn) -> Iterator[World]:
         yield make_world(server, chat, "55")
 
 
-def signed_in(world: World, username: str, password: str) -> httpx.Client:
+@contextmanager
+def signed_in(world: World, username: str, password: str) -> Iterator[httpx.Client]:
     web = httpx.Client(base_url=world.server.url, follow_redirects=True, timeout=30)
     token = re.search(r'name="csrf" value="([^"]+)"', web.get("/signin").text)
     assert token is not None
     r = web.post("/signin", data={"csrf": token.group(1), "username": username,
                                   "password": password})
     assert r.status_code == 200, r.text
-    return web
+    try:
+        yield web
+    finally:
+        web.close()
 
 
 def link_chat(world: World, username: str, password: str, chat_user: str) -> None:
