@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -64,7 +64,11 @@ async def _sweep_forever(deps: Deps) -> None:
 
 def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
                extra_routes: list[Route | Mount] | None = None,
-               web_config: web.WebConfig | None = None) -> Starlette:
+               web_config: web.WebConfig | None = None,
+               background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
+               ) -> Starlette:
+    """`background`: long-running tasks the composition root adds (the outbox workers),
+    started with the application and cancelled when it stops."""
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
@@ -114,13 +118,16 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Connect before serving: the first requests of a fresh worker must not race to.
         await deps.storage.open()
-        sweeper = asyncio.create_task(_sweep_forever(deps))
+        tasks = [asyncio.create_task(_sweep_forever(deps))]
+        tasks += [asyncio.create_task(run()) for run in background]
         try:
             yield
         finally:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await deps.storage.close()
 
     # No handler for Exception: `Edge` answers an unexpected one (Starlette's own handler of

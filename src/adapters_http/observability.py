@@ -20,6 +20,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -43,6 +44,9 @@ LATENCY = Histogram("licore_http_request_duration_seconds", "Time to answer a re
                     ["route", "method"],
                     buckets=(.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
 RATE_LIMITED = Counter("licore_rate_limit_refusals", "Requests refused with 429", ["route"])
+# Every worker measures the same table, so across processes the largest recent value is it.
+OUTBOX_BACKLOG = Gauge("licore_outbox_backlog", "Outbox messages due and not yet delivered",
+                       multiprocess_mode="livemax")
 RUNTIME_OUTCOMES = Counter("licore_runtime_outcomes", "Runtime API answers by outcome",
                            ["call", "outcome"])
 

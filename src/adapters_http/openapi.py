@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from licore import bounds
+from licore.events import TOPICS
 from licore.scopes import DESCRIPTIONS
 
 J = dict[str, Any]
@@ -84,6 +85,31 @@ TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
 PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
                    tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
                    price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
+
+
+NTIME: J = {"type": ["string", "null"], "format": "date-time"}
+NINT: J = {"type": ["integer", "null"]}
+def _with(base: J, **more: J) -> J:
+    """`base` (an `obj`) with more required properties: `ok: true`, a secret, ..."""
+    return obj([*base["required"], *more], **base["properties"], **more)
+
+
+WEBHOOK = obj(["id", "url", "events", "created_at", "enabled", "disabled_at",
+               "disabled_reason", "failing_since", "previous_secret_valid_until"],
+              id=STR, url=STR, events={"type": "array", "items": STR}, created_at=TIME,
+              enabled=BOOL, disabled_at=NTIME, disabled_reason=NSTR, failing_since=NTIME,
+              previous_secret_valid_until=NTIME)
+WEBHOOK_SECRET = _with(WEBHOOK, ok=BOOL, secret={"type": "string", "pattern": "^whsec_"})
+DELIVERY = obj(["id", "event", "state", "attempts", "created_at", "delivered_at",
+                "next_attempt_at", "last_status", "last_error", "last_duration_ms"],
+               id=STR, event=STR,
+               state={"enum": ["pending", "delivered", "skipped", "dead"]}, attempts=INT,
+               created_at=TIME, delivered_at=NTIME, next_attempt_at=NTIME, last_status=NINT,
+               last_error=NSTR, last_duration_ms=NINT, endpoint_id=STR, license_id=STR,
+               guild_id=STR, role_id=STR)
+ROLE = obj(["guild_id", "role_id"], guild_id=STR, role_id=STR)
+ROLES = obj(["product_id", "roles"], product_id=STR, roles={"type": "array", "items": ROLE})
+BY_ID = obj(["id"], id=STR)
 
 
 def json_body(schema: J) -> J:
@@ -192,6 +218,43 @@ def _document(server: str) -> J:
             "/v1/licenses/resume": {"post": partner_op(
                 "Resume a paused license (extension)", "licenses:write", OK, body=TARGET,
                 extra=(404,))},
+            "/v1/webhooks": {
+                "get": partner_op("List the studio's webhook endpoints (extension)",
+                                  "licenses:read", obj(["webhooks"], webhooks={
+                                      "type": "array", "items": WEBHOOK})),
+                "post": partner_op("Add a webhook endpoint; the secret is shown once "
+                                   "(extension)", "licenses:write", WEBHOOK_SECRET,
+                                   body=obj(["url", "events"], url=STR, events={
+                                       "type": "array", "items": {"enum": list(TOPICS)}})),
+                "delete": partner_op("Remove a webhook endpoint (extension)", "licenses:write",
+                                     OK, params=[q("id")], extra=(404,)),
+            },
+            "/v1/webhooks/rotate": {"post": partner_op(
+                "A new secret; the old one still signs for 24 hours (extension)",
+                "licenses:write", WEBHOOK_SECRET, body=BY_ID, extra=(404,))},
+            "/v1/webhooks/enable": {"post": partner_op(
+                "Turn a disabled endpoint back on (extension)", "licenses:write",
+                _with(WEBHOOK, ok=BOOL), body=BY_ID, extra=(404,))},
+            "/v1/webhooks/deliveries": {"get": partner_op(
+                "The delivery log, newest first (extension)", "licenses:read",
+                obj(["deliveries"], deliveries={"type": "array", "items": DELIVERY}, **NEXT),
+                params=PAGE_PARAMS)},
+            "/v1/webhooks/resend": {"post": partner_op(
+                "Send a delivery again now, with the same id (extension)", "licenses:write",
+                _with(DELIVERY, ok=BOOL), body=BY_ID, extra=(404,))},
+            "/v1/chat-roles": {
+                "get": partner_op("The chat roles owning a product earns (extension)",
+                                  "products:read", ROLES, params=[q("product_id")],
+                                  extra=(404,)),
+                "post": partner_op("Replace the chat roles owning a product earns "
+                                   "(extension)", "products:write", _with(ROLES, ok=BOOL),
+                                   body=obj(["product_id", "roles"], product_id=STR, roles={
+                                       "type": "array", "items": ROLE}), extra=(404,)),
+            },
+            "/v1/chat-roles/hand-outs": {"get": partner_op(
+                "Chat-role hand-outs and removals, newest first (extension)", "licenses:read",
+                obj(["hand_outs"], hand_outs={"type": "array", "items": DELIVERY}, **NEXT),
+                params=PAGE_PARAMS)},
             "/v1/alerts": {"get": partner_op(
                 "List the studio's alerts (extension)", "licenses:read",
                 obj(["alerts"], alerts={"type": "array", "items": ALERT}, **NEXT),
@@ -365,6 +428,16 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("/v1/licenses/pause", "post"): "pauseLicense",
     ("/v1/licenses/resume", "post"): "resumeLicense",
     ("/v1/alerts", "get"): "listAlerts",
+    ("/v1/webhooks", "get"): "listWebhooks",
+    ("/v1/webhooks", "post"): "addWebhook",
+    ("/v1/webhooks", "delete"): "removeWebhook",
+    ("/v1/webhooks/rotate", "post"): "rotateWebhookSecret",
+    ("/v1/webhooks/enable", "post"): "enableWebhook",
+    ("/v1/webhooks/deliveries", "get"): "listWebhookDeliveries",
+    ("/v1/webhooks/resend", "post"): "resendWebhookDelivery",
+    ("/v1/chat-roles", "get"): "listChatRoles",
+    ("/v1/chat-roles", "post"): "setChatRoles",
+    ("/v1/chat-roles/hand-outs", "get"): "listChatRoleHandOuts",
     ("/v1/library", "get"): "getLibrary",
     ("/v1/packages", "get"): "listPackages",
     ("/v1/packages/settings", "post"): "setPackageSettings",

@@ -22,6 +22,7 @@ from licore import commands as c
 from licore import scopes as sc
 from licore.actors import ActingPerson, ActingStudio
 from licore.errors import InvalidRequest, InvalidToken
+from licore.events import MessageKind
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
 from licore.ports import Clock, Storage
@@ -177,6 +178,64 @@ async def settings(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any
     return wire.package_settings(await uc.packages.change_settings(studio_of(key), command))
 
 
+# events (docs/events.md, an extension) ----------------------------------------------------
+
+
+async def list_webhooks(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    return {"webhooks": [wire.webhook(e) for e in await uc.webhooks.list(studio_of(key))]}
+
+
+async def add_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    shown = await uc.webhooks.add(studio_of(key), structure(await read_json(request),
+                                                            c.AddWebhook))
+    return wire.webhook_secret(shown.endpoint, shown.secret)
+
+
+async def remove_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    await uc.webhooks.remove(studio_of(key), from_query(request.query_params, c.WebhookTarget))
+    return wire.OK
+
+
+async def rotate_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    shown = await uc.webhooks.rotate(studio_of(key), structure(await read_json(request),
+                                                               c.WebhookTarget))
+    return wire.webhook_secret(shown.endpoint, shown.secret)
+
+
+async def enable_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    done = await uc.webhooks.enable(studio_of(key), structure(await read_json(request),
+                                                              c.WebhookTarget))
+    return {"ok": True, **wire.webhook(done)}
+
+
+def log_of(kind: MessageKind, name: str) -> Handler:
+    async def listing(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+        command = from_query(request.query_params, c.ListDeliveries)
+        page = await uc.webhooks.deliveries(studio_of(key), kind, command)
+        return wire.listing(name, page, wire.delivery, command.page.limit)
+
+    return listing
+
+
+async def resend(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    again = await uc.webhooks.resend(studio_of(key), structure(await read_json(request),
+                                                               c.WebhookTarget))
+    return {"ok": True, **wire.delivery(again)}
+
+
+async def chat_roles(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    target = from_query(request.query_params, c.ChatRolesOf)
+    roles = await uc.webhooks.roles(studio_of(key), target.product_id)
+    return {"product_id": target.product_id, "roles": [wire.chat_role(r) for r in roles]}
+
+
+async def set_chat_roles(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+    command = structure(await read_json(request), c.SetChatRoles)
+    roles = await uc.webhooks.set_roles(studio_of(key), command)
+    return {"ok": True, "product_id": command.product_id,
+            "roles": [wire.chat_role(r) for r in roles]}
+
+
 ENDPOINTS: list[Endpoint] = [
     Endpoint("GET", "/products", "products:read", list_products),
     Endpoint("POST", "/products", "products:write", save_product),
@@ -196,6 +255,18 @@ ENDPOINTS: list[Endpoint] = [
     # Claiming adds only what the platform says the person already bought, so the person's
     # read scope covers it (docs/platform.md): no new scope in the specification's table.
     Endpoint("POST", "/library/claim", "library:read", claim),
+    Endpoint("GET", "/webhooks", "licenses:read", list_webhooks),
+    Endpoint("POST", "/webhooks", "licenses:write", add_webhook),
+    Endpoint("DELETE", "/webhooks", "licenses:write", remove_webhook),
+    Endpoint("POST", "/webhooks/rotate", "licenses:write", rotate_webhook),
+    Endpoint("POST", "/webhooks/enable", "licenses:write", enable_webhook),
+    Endpoint("GET", "/webhooks/deliveries", "licenses:read",
+             log_of(MessageKind.WEBHOOK, "deliveries")),
+    Endpoint("POST", "/webhooks/resend", "licenses:write", resend),
+    Endpoint("GET", "/chat-roles", "products:read", chat_roles),
+    Endpoint("POST", "/chat-roles", "products:write", set_chat_roles),
+    Endpoint("GET", "/chat-roles/hand-outs", "licenses:read",
+             log_of(MessageKind.CHAT_ROLE, "hand_outs")),
 ]
 
 

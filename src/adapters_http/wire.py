@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Product, Version
 from licore.ports import LibraryEntry
@@ -111,3 +112,38 @@ def package_settings(p: Product) -> J:
 
 def published(p: Product, v: Version) -> J:
     return {"ok": True, **package(p), "version": package_version(v, p)}
+
+
+# Events leaving the service (docs/events.md, an extension) ---------------------------------
+
+
+def webhook(e: WebhookEndpoint) -> J:
+    return {"id": e.id, "url": e.url, "events": list(e.topics), "created_at": iso(e.created_at),
+            "enabled": e.disabled_at is None, "disabled_at": iso(e.disabled_at),
+            "disabled_reason": e.disabled_reason or None,
+            "failing_since": iso(e.failing_since),
+            "previous_secret_valid_until": iso(e.previous_until)}
+
+
+def webhook_secret(e: WebhookEndpoint, secret: str) -> J:
+    """The one answer that shows the secret (creation, rotation)."""
+    return {"ok": True, **webhook(e), "secret": secret}
+
+
+def delivery(m: Message) -> J:
+    body: J = {"id": m.id, "event": m.topic, "state": m.state.value, "attempts": m.attempts,
+               "created_at": iso(m.created_at), "delivered_at": iso(m.delivered_at),
+               "next_attempt_at": (iso(m.next_attempt_at)
+                                   if m.state is MessageState.PENDING else None),
+               "last_status": m.last_status, "last_error": m.last_error or None,
+               "last_duration_ms": m.last_duration_ms}
+    if m.kind is MessageKind.WEBHOOK:
+        body["endpoint_id"] = m.target
+    else:
+        guild, _, role = m.target.partition("/")
+        body.update(license_id=m.subject, guild_id=guild, role_id=role)
+    return body
+
+
+def chat_role(r: ChatRole) -> J:
+    return {"guild_id": r.guild_id, "role_id": r.role_id}

@@ -102,7 +102,7 @@ class PostgresStorage:
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator[SqlUnitOfWork]:
         async with self._connection() as conn, conn.transaction():
-            yield SqlUnitOfWork(_Executor(conn))
+            yield SqlUnitOfWork(_Executor(conn), "postgresql")
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[_Executor]:

@@ -196,6 +196,53 @@ MIGRATIONS: list[list[str]] = [
         # The platform game pass whose owners may claim the product (docs/platform.md).
         "ALTER TABLE products ADD COLUMN purchase_pass_id TEXT",
     ],
+    [
+        # One outbox for everything that leaves the service (docs/events.md); it replaces
+        # the chat-role table that was never written.
+        "DROP TABLE chat_role_outbox",
+        """CREATE TABLE outbox (
+            id {id} PRIMARY KEY,
+            kind TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            studio_id {id} NOT NULL,
+            target TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_at {bigint} NOT NULL,
+            created_at {bigint} NOT NULL,
+            last_error TEXT NOT NULL,
+            last_status INTEGER,
+            last_duration_ms INTEGER,
+            delivered_at {bigint},
+            claimed_by TEXT,
+            claimed_until {bigint})""",
+        "CREATE INDEX outbox_due ON outbox(state, next_attempt_at)",
+        "CREATE INDEX outbox_studio ON outbox(studio_id, kind, id)",
+        """CREATE TABLE webhook_endpoints (
+            id {id} PRIMARY KEY,
+            studio_id {id} NOT NULL REFERENCES studios(id),
+            url TEXT NOT NULL,
+            topics TEXT NOT NULL,
+            secret_ciphertext {blob} NOT NULL,
+            created_at {bigint} NOT NULL,
+            previous_ciphertext {blob},
+            previous_until {bigint},
+            failing_since {bigint},
+            disabled_at {bigint},
+            disabled_reason TEXT NOT NULL)""",
+        "CREATE INDEX webhook_endpoints_studio ON webhook_endpoints(studio_id, id)",
+        """CREATE TABLE chat_roles (
+            product_id {id} NOT NULL REFERENCES products(id),
+            guild_id TEXT NOT NULL,
+            role_id TEXT NOT NULL,
+            PRIMARY KEY (product_id, guild_id, role_id))""",
+        """CREATE TABLE chat_links (
+            platform_id TEXT PRIMARY KEY,
+            chat_user_id TEXT NOT NULL,
+            linked_at {bigint} NOT NULL)""",
+    ],
 ]
 
 

@@ -9,6 +9,7 @@ commands from their forms. `None` in an optional field means "not sent".
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, NewType
 
 import attrs
@@ -318,3 +319,77 @@ class RevokeToken:
     """POST /revoke in the RFC 7009 shape (extension): the token in the body."""
 
     token: str = attrs.field(validator=bounds.OAUTH_REQUIRED, repr=False)
+
+
+# Events leaving the service (docs/events.md, an extension) ---------------------------------
+
+
+def _topics(instance: object, attribute: attrs.Attribute[Any], value: tuple[str, ...]) -> None:
+    from licore.events import TOPICS
+
+    if not value:
+        raise InvalidRequest("events must name at least one event type", attribute.name)
+    unknown = [t for t in value if t not in TOPICS]
+    if unknown:
+        raise InvalidRequest(f"unknown event type {unknown[0]!r}; known: "
+                             f"{', '.join(TOPICS)}", attribute.name)
+
+
+def _webhook_url(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if len(value) > 2000 or not value.startswith(("https://", "http://")) or " " in value:
+        raise InvalidRequest("url must be an http:// or https:// address of at most 2000 "
+                             "characters", attribute.name)
+
+
+def _snowflake(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if not (value.isdigit() and 1 <= len(value) <= 20):
+        raise InvalidRequest(f"{attribute.name} must be a chat id (digits)", attribute.name)
+
+
+def _texts(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _role_names(value: Iterable[RoleName]) -> tuple[RoleName, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class AddWebhook:
+    url: str = attrs.field(validator=_webhook_url)
+    events: tuple[str, ...] = attrs.field(converter=_texts, validator=_topics)
+
+
+@attrs.frozen
+class WebhookTarget:
+    id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+@attrs.frozen
+class ListDeliveries:
+    page: Paging = Paging()
+
+
+@attrs.frozen
+class RoleName:
+    guild_id: str = attrs.field(validator=_snowflake)
+    role_id: str = attrs.field(validator=_snowflake)
+
+
+@attrs.frozen
+class ChatRolesOf:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+def _few_roles(instance: object, attribute: attrs.Attribute[Any], value: tuple[Any, ...]
+               ) -> None:
+    if len(value) > 25:
+        raise InvalidRequest("a product earns at most 25 chat roles", attribute.name)
+
+
+@attrs.frozen
+class SetChatRoles:
+    """The whole list of roles owning the product earns (an empty list removes them)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    roles: tuple[RoleName, ...] = attrs.field(converter=_role_names, validator=_few_roles)

@@ -36,8 +36,9 @@ class LicenseEffect(enum.Enum):
     MINT_KEY = "A runtime key is minted (copies prepared with an earlier key are dropped)"
     CLEAR_KEY = "The runtime key is cleared (copies prepared with it are dropped)"
     REVERIFY = "`verified_at` is refreshed"
-    # Contract 8: a grant queues a chat-role hand-out and a revoke a removal, through an
-    # outbox that a later issue builds; until then these are dispatched to nothing.
+    # Contract 8: a grant queues a chat-role hand-out and a revoke a removal, as messages of
+    # the one outbox (docs/events.md); a pause takes the roles away and a resume gives them
+    # back, since a paused license earns nothing.
     QUEUE_CHAT_ROLE_HAND_OUT = "Community-chat roles earned by the product are handed out"
     QUEUE_CHAT_ROLE_REMOVAL = "Community-chat roles earned by the product are removed"
 
@@ -67,14 +68,14 @@ LICENSES: Table[LicenseState, LicenseEvent, LicenseEffect] = table(
     (S.ACTIVE,   E.GRANT,         Fail(_owned)),
     (S.ACTIVE,   E.PURCHASE_PASS, Go(S.ACTIVE, (Fx.REVERIFY,))),
     (S.ACTIVE,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
-    (S.ACTIVE,   E.PAUSE,         Go(S.PAUSED)),
+    (S.ACTIVE,   E.PAUSE,         Go(S.PAUSED, (Fx.QUEUE_CHAT_ROLE_REMOVAL,))),
     (S.ACTIVE,   E.RESUME,        Go(S.ACTIVE)),
 
     (S.PAUSED,   E.GRANT,         Fail(_owned)),
     (S.PAUSED,   E.PURCHASE_PASS, Go(S.PAUSED, (Fx.REVERIFY,))),
     (S.PAUSED,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
     (S.PAUSED,   E.PAUSE,         Go(S.PAUSED)),
-    (S.PAUSED,   E.RESUME,        Go(S.ACTIVE)),
+    (S.PAUSED,   E.RESUME,        Go(S.ACTIVE, (Fx.QUEUE_CHAT_ROLE_HAND_OUT,))),
 
     # The record is kept on purpose: a re-verified purchase pass cannot silently restore
     # revoked access; only the seller's grant re-activates it.

@@ -12,6 +12,7 @@ import attrs
 
 from licore.builds.tree import Model, Sources
 from licore.device_flow import DeviceState
+from licore.events import ChatRole, Delivered, Message, MessageKind, WebhookEndpoint
 from licore.licenses import LicenseState
 from licore.model import (
     Account,
@@ -327,6 +328,50 @@ class RateCounters(Protocol):
         ...
 
 
+class Outbox(Protocol):
+    """The one outbox (docs/events.md): messages written with the change they tell about,
+    claimed by workers under a lease so that many processes never send one twice at once."""
+
+    async def add(self, messages: Sequence[Message]) -> None: ...
+    async def claim(self, now: int, worker: str, lease_until: int,
+                    limit: int) -> Sequence[Message]:
+        """Take up to `limit` pending messages due by `now` whose lease (if any) ran out,
+        leasing them to `worker` until `lease_until`; others skip them meanwhile."""
+        ...
+    async def save(self, message: Message, worker: str) -> bool:
+        """Store an attempt's outcome; False (nothing stored) when `worker` lost the lease."""
+        ...
+    async def by_id(self, message_id: str) -> Message | None: ...
+    async def of_studio(self, studio_id: str, kind: MessageKind, limit: int | None,
+                        cursor: str | None) -> Page[Message]:
+        """The studio's messages of a kind, newest first, for the delivery log."""
+        ...
+    async def requeue(self, message_id: str, now: int) -> bool:
+        """Send again by hand: pending and due now, keeping its id. False when unknown."""
+        ...
+    async def backlog(self, now: int) -> int:
+        """Pending messages already due, for the backlog gauge."""
+        ...
+
+
+class Hooks(Protocol):
+    """Where messages go: webhook endpoints, the chat roles products earn, chat links."""
+
+    async def add_endpoint(self, endpoint: WebhookEndpoint) -> None: ...
+    async def endpoint(self, endpoint_id: str) -> WebhookEndpoint | None: ...
+    async def endpoints_of(self, studio_id: str) -> Sequence[WebhookEndpoint]: ...
+    async def save_endpoint(self, endpoint: WebhookEndpoint) -> None: ...
+    async def remove_endpoint(self, endpoint_id: str) -> bool: ...
+    async def set_roles(self, product_id: str, roles: Sequence[ChatRole]) -> None:
+        """Replace the product's roles with `roles`."""
+        ...
+    async def roles_of(self, product_id: str) -> Sequence[ChatRole]: ...
+    async def link_chat(self, platform_id: str, chat_user_id: str | None, now: int) -> None:
+        """Link (or, with None, unlink) a person's chat account."""
+        ...
+    async def chat_user(self, platform_id: str) -> str | None: ...
+
+
 class UnitOfWork(Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
@@ -356,6 +401,41 @@ class UnitOfWork(Protocol):
     def runtime(self) -> RuntimeRecords: ...
     @property
     def counters(self) -> RateCounters: ...
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def hooks(self) -> Hooks: ...
+
+
+class ChatService(Protocol):
+    """The community-chat service's REST API, acting as the operator's bot."""
+
+    async def set_role(self, guild_id: str, user_id: str, role_id: str,
+                       present: bool) -> Delivered:
+        """Give (`present`) or take away a member's role."""
+        ...
+
+    def authorize_url(self, state: str, redirect_uri: str) -> str:
+        """Where a person signs in to the chat service to link their account (OAuth 2.0
+        authorization code, scope `identify`)."""
+        ...
+
+    async def identify(self, code: str, redirect_uri: str) -> str | None:
+        """The chat user id the authorization code proves, or None when it proves nothing."""
+        ...
+
+
+class WebhookSender(Protocol):
+    async def send(self, url: str, message_id: str, timestamp: int, body: str,
+                   secrets: Sequence[str]) -> Delivered:
+        """POST `body` signed (Standard Webhooks) with each secret, `message_id` as the
+        `webhook-id`; refuses addresses the operator did not allow."""
+        ...
+
+    async def refusal(self, url: str) -> str | None:
+        """Why `url` may not receive webhooks (it resolves to a loopback, private or
+        link-local address the operator did not allow, or does not resolve), or None."""
+        ...
 
 
 class Offload(Protocol):

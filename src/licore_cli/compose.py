@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
+from adapters_events import ChatClient, ChatConfig, SignedSender
 from adapters_formats.codec import RobloxModelCodec
 from adapters_http.web import LocalAccounts, PlatformSignInConfig, WebConfig
 from adapters_platform import Retry, RobloxPlatform
@@ -59,6 +60,11 @@ def deps_from_env() -> Deps:
         platform=RobloxPlatform(inventory_url=platform.inventory_url,
                                 users_url=platform.users_url,
                                 retry=Retry(timeout=float(platform.timeout))),
+        chat=ChatClient(ChatConfig(
+            api_url=loaded.events.chat_api_url, authorize_url=loaded.events.chat_authorize_url,
+            bot_token=loaded.events.chat_bot_token, client_id=loaded.events.chat_client_id,
+            client_secret=loaded.events.chat_client_secret)),
+        webhooks=SignedSender(allow_private=loaded.events.webhook_allow_private),
     )
 
 

@@ -131,6 +131,25 @@ def cmd_serve(args: argparse.Namespace) -> None:
     raise SystemExit(code)
 
 
+def cmd_worker(args: argparse.Namespace) -> None:
+    """The outbox workers alone, without serving HTTP (docs/events.md)."""
+    from adapters_http.observability import configure_logging
+    from licore_cli.worker import work_forever
+
+    loaded = settings.load()
+    configure_logging(loaded.log_level)
+    if args.concurrency < 1:
+        raise OperatorError("--concurrency must be 1 or more")
+
+    async def run(deps: Deps) -> None:
+        delivery = UseCases.of(deps).delivery
+        await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000)
+                               for _ in range(args.concurrency)))
+
+    logging.getLogger("licore.serve").info("licore worker delivering the outbox")
+    _with_deps(run)
+
+
 def cmd_migrate(args: argparse.Namespace) -> None:
     _with_deps(lambda deps: deps.storage.migrate())
     print("migrated")
@@ -295,6 +314,10 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_serve)
 
     sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+    w = sub.add_parser("worker", help="deliver the outbox (webhooks, chat roles) without "
+                       "serving HTTP; `serve` runs the same workers")
+    w.add_argument("--concurrency", type=int, default=1, help="delivery loops to run")
+    w.set_defaults(func=cmd_worker)
 
     account = sub.group("account", help="people: local accounts")
     a = account.add_parser("add", help="add a local account (password from stdin or prompt)")

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from licore.events import Schedule
 from licore.services.deps import Settings
 
 
@@ -94,6 +95,17 @@ def database_url(name: str, raw: object) -> str:
                         f"(got {shown!r})")
 
 
+def _flag(name: str, raw: object) -> bool:
+    text = str(raw).strip().lower()
+    if isinstance(raw, bool):
+        return raw
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"{name} must be true or false (got {raw!r})")
+
+
 @attrs.frozen
 class Field:
     env: str  # LICORE_<env>; the TOML key is the same name in lower case
@@ -127,6 +139,18 @@ FIELDS: tuple[Field, ...] = (
     Field("OIDC_CLIENT_ID", _text, None),
     Field("OIDC_CLIENT_SECRET", _secret_text, None),
     Field("OIDC_LABEL", _text, "Roblox"),
+    # docs/events.md: the chat bot (its token from here or the environment, never argv)
+    Field("CHAT_API_URL", _url, "https://discord.com/api/v10"),
+    Field("CHAT_AUTHORIZE_URL", _url, "https://discord.com/oauth2/authorize"),
+    Field("CHAT_BOT_TOKEN", _text, ""),
+    Field("CHAT_CLIENT_ID", _text, ""),
+    Field("CHAT_CLIENT_SECRET", _text, ""),
+    Field("WEBHOOK_ALLOW_PRIVATE", _flag, False),
+    Field("OUTBOX_RETRY_BASE", _whole(1, 3600), DEFAULTS.outbox.base),
+    Field("OUTBOX_LEASE", _whole(1, 3600), DEFAULTS.outbox.lease),
+    Field("OUTBOX_POLL_MS", _whole(10, 60000), 1000),
+    # delivery loops in each `licore serve` process; 0 leaves delivery to `licore worker`
+    Field("OUTBOX_WORKERS", _whole(0, 64), 1),
 )
 
 
@@ -143,6 +167,20 @@ class PlatformSettings:
 
 
 @attrs.frozen
+class EventSettings:
+    """The chat bot and webhook sending (docs/events.md); secrets kept out of reprs."""
+
+    chat_api_url: str
+    chat_authorize_url: str
+    chat_bot_token: str = attrs.field(repr=False)
+    chat_client_id: str
+    chat_client_secret: str = attrs.field(repr=False)
+    webhook_allow_private: bool
+    poll_ms: int
+    workers: int
+
+
+@attrs.frozen
 class ServerSettings:
     database_url: str
     data_dir: str
@@ -150,6 +188,7 @@ class ServerSettings:
     log_level: str
     shutdown_grace: int
     core: Settings
+    events: EventSettings
     listen_backlog: int = 4096
     platform: PlatformSettings | None = None
 
@@ -193,7 +232,14 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         runtime_key_rate_limit=values["RUNTIME_KEY_RATE_LIMIT"],
         runtime_ip_rate_limit=values["RUNTIME_IP_RATE_LIMIT"],
         max_upload_bytes=values["MAX_UPLOAD_BYTES"],
-        claim_rate_limit=values["CLAIM_RATE_LIMIT"])
+        claim_rate_limit=values["CLAIM_RATE_LIMIT"],
+        outbox=Schedule(base=values["OUTBOX_RETRY_BASE"], lease=values["OUTBOX_LEASE"]))
+    events = EventSettings(
+        chat_api_url=values["CHAT_API_URL"], chat_authorize_url=values["CHAT_AUTHORIZE_URL"],
+        chat_bot_token=values["CHAT_BOT_TOKEN"], chat_client_id=values["CHAT_CLIENT_ID"],
+        chat_client_secret=values["CHAT_CLIENT_SECRET"],
+        webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"], poll_ms=values["OUTBOX_POLL_MS"],
+        workers=values["OUTBOX_WORKERS"])
     if (values["OIDC_CLIENT_ID"] is None) != (values["OIDC_CLIENT_SECRET"] is None):
         raise SettingsError("LICORE_OIDC_CLIENT_ID and LICORE_OIDC_CLIENT_SECRET go together: "
                             "set both to offer sign-in with the platform, or neither")
@@ -206,5 +252,5 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
     return ServerSettings(database_url=values["DATABASE_URL"], data_dir=values["DATA_DIR"],
                           public_url=public_url, log_level=values["LOG_LEVEL"],
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
-                          listen_backlog=values["LISTEN_BACKLOG"],
+                          events=events, listen_backlog=values["LISTEN_BACKLOG"],
                           platform=platform)

@@ -128,6 +128,28 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("POST", "/runtime/verify-source", httpx.post(f"{r}/verify-source", json={
         **base, "script_name": "Greeter", "source": "print()"}))
     go("POST", "/runtime/verify-source", httpx.post(f"{r}/verify-source", json=base))
+    # The events extension (docs/events.md). A public address literal: nothing is resolved,
+    # and no event it wants happens here, so nothing is sent to it.
+    hook = go("POST", "/v1/webhooks", httpx.post(f"{u}/webhooks", headers=h, json={
+        "url": "https://1.1.1.1/hook", "events": ["product.changed"]})).json()
+    go("POST", "/v1/webhooks", httpx.post(f"{u}/webhooks", headers=h, json={
+        "url": "http://127.0.0.1/hook", "events": ["product.changed"]}))
+    go("GET", "/v1/webhooks", httpx.get(f"{u}/webhooks", headers=h))
+    go("POST", "/v1/webhooks/rotate", httpx.post(f"{u}/webhooks/rotate", headers=h,
+                                                 json={"id": hook["id"]}))
+    go("POST", "/v1/webhooks/enable", httpx.post(f"{u}/webhooks/enable", headers=h,
+                                                 json={"id": hook["id"]}))
+    go("GET", "/v1/webhooks/deliveries", httpx.get(f"{u}/webhooks/deliveries", headers=h,
+                                                   params={"limit": "5"}))
+    go("POST", "/v1/webhooks/resend", httpx.post(f"{u}/webhooks/resend", headers=h,
+                                                 json={"id": "msg_none"}))
+    go("DELETE", "/v1/webhooks", httpx.delete(f"{u}/webhooks", headers=h,
+                                              params={"id": hook["id"]}))
+    roles = {"product_id": pid, "roles": [{"guild_id": "1", "role_id": "2"}]}
+    go("POST", "/v1/chat-roles", httpx.post(f"{u}/chat-roles", headers=h, json=roles))
+    go("GET", "/v1/chat-roles", httpx.get(f"{u}/chat-roles", headers=h,
+                                          params={"product_id": pid}))
+    go("GET", "/v1/chat-roles/hand-outs", httpx.get(f"{u}/chat-roles/hand-outs", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}

@@ -14,6 +14,7 @@ from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore import bounds
+from licore.actors import ActingStudio
 from licore.commands import (
     ChangeLicense,
     ChangeProduct,
@@ -21,11 +22,15 @@ from licore.commands import (
     CreateProduct,
     JsonValue,
     LicenseTarget,
+    ListDeliveries,
     NumberOrText,
+    Paging,
     PublishVersion,
     UploadVersion,
+    WebhookTarget,
 )
 from licore.errors import InvalidRequest
+from licore.events import MessageKind
 from licore.licenses import LicenseEvent
 from licore.scopes import Permission
 from licore.services.dashboard import Seat
@@ -77,8 +82,26 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         here = await seat(ctx)
         seen = await board.overview(here)
         titles = {p.id: p.title for p in seen.products}
+        events: dict[str, Any] | None = None
+        if here.may(Permission.MANAGE_LICENSES):  # events are mostly about licenses
+            acting, recent = ActingStudio(here.studio.id), ListDeliveries(Paging(20))
+            events = {
+                "endpoints": await uc.webhooks.list(acting),
+                "deliveries": (await uc.webhooks.deliveries(
+                    acting, MessageKind.WEBHOOK, recent)).items,
+                "hand_outs": (await uc.webhooks.deliveries(
+                    acting, MessageKind.CHAT_ROLE, recent)).items}
         return page(ctx.request, ctx.visitor, "dashboard_studio.html", seat=here,
-                    overview=seen, titles=titles, Permission=Permission)
+                    overview=seen, titles=titles, Permission=Permission, events=events)
+
+    async def resend(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        if not here.may(Permission.MANAGE_LICENSES):
+            raise InvalidRequest("resending needs the manage licenses permission")
+        await uc.webhooks.resend(ActingStudio(here.studio.id),
+                                 WebhookTarget(ctx.param("message_id")))
+        session.flash(ctx.request, "Queued to be sent again, with the same id.")
+        return redirect(studio_url(here, "#events"))
 
     async def create_product(ctx: Ctx) -> Response:
         here = await seat(ctx)
@@ -172,6 +195,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         page_route(deps, "/dashboard", studios),
         page_route(deps, base, studio),
         page_route(deps, base + "/products", create_product, method="POST"),
+        page_route(deps, base + "/deliveries/{message_id}/resend", resend, method="POST"),
         page_route(deps, product_path, product),
         page_route(deps, product_path, save_product, method="POST"),
         page_route(deps, product_path + "/settings", save_settings, method="POST"),

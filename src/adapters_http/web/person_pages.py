@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from starlette.responses import Response
+import hmac
+import secrets
+
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from adapters_http.responses import file_response
@@ -11,6 +14,7 @@ from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore.actors import ActingPerson
 from licore.commands import ClaimPurchase, DownloadCopy
+from licore.errors import InvalidRequest
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 
@@ -20,7 +24,9 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
 
     async def library(ctx: Ctx) -> Response:
         owned = await people.owned(ctx.account)
-        return page(ctx.request, ctx.visitor, "library.html", owned=owned)
+        return page(ctx.request, ctx.visitor, "library.html", owned=owned,
+                    chat_user=await people.chat_user(ctx.account),
+                    chat_enabled=deps.chat is not None)
 
     async def download(ctx: Ctx) -> Response:
         return file_response(await people.download(
@@ -34,6 +40,38 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         await people.revoke_own_app(ctx.account, ctx.param("key_id"))
         session.flash(ctx.request, "App disconnected: its key stops working now.")
         return redirect("/apps")
+
+    callback = f"{deps.settings.public_url.rstrip('/')}/chat/callback"
+
+    async def chat_link(ctx: Ctx) -> Response:
+        """Off to the chat service's sign-in (OAuth 2.0, scope `identify`); the state ties
+        the answer to this session so another site cannot link its account to ours."""
+        if deps.chat is None:
+            raise InvalidRequest("this server has no chat service configured")
+        state = secrets.token_urlsafe(24)
+        ctx.request.session["chat_state"] = state
+        return RedirectResponse(deps.chat.authorize_url(state, callback), status_code=303)
+
+    async def chat_callback(ctx: Ctx) -> Response:
+        expected = ctx.request.session.pop("chat_state", None)
+        given = ctx.request.query_params.get("state", "")
+        code = ctx.request.query_params.get("code", "")
+        if (deps.chat is None or not expected or not code
+                or not hmac.compare_digest(str(expected), given)):
+            raise InvalidRequest("the chat sign-in did not come back from this page; "
+                                 "start again")
+        user = await deps.chat.identify(code, callback)
+        if user is None:
+            raise InvalidRequest("the chat service did not confirm the account; start again")
+        await people.link_chat(ctx.account, user)
+        session.flash(ctx.request, "Chat account linked: the roles your products earn are "
+                      "on their way.")
+        return redirect("/library")
+
+    async def chat_unlink(ctx: Ctx) -> Response:
+        await people.link_chat(ctx.account, None)
+        session.flash(ctx.request, "Chat account unlinked.")
+        return redirect("/library")
 
     async def store(ctx: Ctx) -> Response:
         listed = await people.storefront()
@@ -53,4 +91,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         page_route(deps, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(deps, "/store", store, signed_in=False),
         page_route(deps, "/store/{product_id}/claim", claim, method="POST"),
+        page_route(deps, "/chat/link", chat_link),
+        page_route(deps, "/chat/callback", chat_callback),
+        page_route(deps, "/chat/unlink", chat_unlink, method="POST"),
     ]

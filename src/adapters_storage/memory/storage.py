@@ -19,6 +19,7 @@ from adapters_storage.memory.catalog import (
     MemoryProducts,
     MemoryVersions,
 )
+from adapters_storage.memory.events import MemoryHooks, MemoryOutbox
 from adapters_storage.memory.people import (
     MemoryAccounts,
     MemoryApiKeys,
@@ -50,6 +51,8 @@ class MemoryUnitOfWork:
         self.blacklist = MemoryBlacklist(tables)
         self.runtime = MemoryRuntimeRecords(tables)
         self.counters = MemoryRateCounters(tables)
+        self.outbox = MemoryOutbox(tables)
+        self.hooks = MemoryHooks(tables)
 
 
 class MemoryStorage:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from licore.events import ChatRole, Message, WebhookEndpoint
 from licore.model import (
     Account,
     Alert,
@@ -53,6 +54,11 @@ class Tables:
     places: dict[tuple[str, str], int] = attrs.Factory(dict)
     # (bucket, window start) -> count
     counters: dict[tuple[str, int], int] = attrs.Factory(dict)
+    outbox: dict[str, Message] = attrs.Factory(dict)
+    endpoints: dict[str, WebhookEndpoint] = attrs.Factory(dict)
+    chat_roles: dict[str, tuple[ChatRole, ...]] = attrs.Factory(dict)
+    # platform id -> chat user id
+    chat_links: dict[str, str] = attrs.Factory(dict)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

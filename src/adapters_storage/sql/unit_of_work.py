@@ -11,6 +11,7 @@ from adapters_storage.sql.catalog import (
     SqlVersions,
 )
 from adapters_storage.sql.common import Executor
+from adapters_storage.sql.events import SqlHooks, SqlOutbox
 from adapters_storage.sql.people import (
     SqlAccounts,
     SqlApiKeys,
@@ -22,7 +23,7 @@ from adapters_storage.sql.runtime import SqlRateCounters, SqlRuntimeRecords
 
 
 class SqlUnitOfWork:
-    def __init__(self, db: Executor) -> None:
+    def __init__(self, db: Executor, dialect: str = "sqlite") -> None:
         self.db = db
         self.accounts = SqlAccounts(db)
         self.studios = SqlStudios(db)
@@ -37,3 +38,5 @@ class SqlUnitOfWork:
         self.blacklist = SqlBlacklist(db)
         self.runtime = SqlRuntimeRecords(db)
         self.counters = SqlRateCounters(db)
+        self.outbox = SqlOutbox(db, dialect)
+        self.hooks = SqlHooks(db)

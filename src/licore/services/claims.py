@@ -87,7 +87,8 @@ class Claims:
             async with self.storage.unit_of_work() as uow:
                 try:
                     state, license = await self.licensing.apply(
-                        uow, product.id, platform_id, LicenseEvent.PURCHASE_PASS,
+                        uow, product.studio_id, product.id, platform_id,
+                        LicenseEvent.PURCHASE_PASS,
                         Source.PURCHASE_PASS)
                 except (AlreadyOwned, NotFound):
                     # A concurrent claim or a seller's change won the race: read it again.

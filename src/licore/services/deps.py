@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import attrs
 
+from licore.events import Schedule
 from licore.ports import (
+    ChatService,
     Clock,
     KeyVault,
     ModelCodec,
@@ -15,6 +17,7 @@ from licore.ports import (
     Platform,
     Randomness,
     Storage,
+    WebhookSender,
     run_inline,
 )
 from licore.protection import Protector
@@ -34,6 +37,8 @@ class Settings:
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
     claim_rate_limit: int = 10  # "I bought this" presses, a person, a minute
+    # retries of outgoing messages (docs/events.md)
+    outbox: Schedule = attrs.field(factory=Schedule)
 
 
 @attrs.frozen
@@ -48,6 +53,8 @@ class Deps:
     settings: Settings = Settings()
     offload: Offload = run_inline
     platform: Platform | None = None  # None: purchase-pass claims answer "not set up"
+    chat: ChatService | None = None  # None: no chat bot configured, hand-outs wait
+    webhooks: WebhookSender | None = None  # None: webhooks are kept, not sent
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

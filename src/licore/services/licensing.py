@@ -11,9 +11,11 @@ from licore import tokens
 from licore.actors import ActingStudio
 from licore.commands import ChangeLicense, ListAlerts, ListLicenses
 from licore.errors import AlreadyOwned, NotFound
+from licore.events import license_topic
 from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
 from licore.model import Alert, License, Page
 from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork
+from licore.services.announce import Announcer, license_data
 from licore.services.ids import Ids
 from licore.services.products import own_product
 
@@ -35,6 +37,7 @@ class Licensing:
     ids: Ids
     random: Randomness
     vault: KeyVault
+    announce: Announcer
 
     async def list(self, studio: ActingStudio, command: ListLicenses) -> Page[License]:
         async with self.storage.unit_of_work() as uow:
@@ -61,11 +64,11 @@ class Licensing:
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, target.product_id)
             platform_id = await resolve_user(uow, target.user)
-            _, license = await self.apply(uow, target.product_id, platform_id,
-                                          command.event, command.source)
+            _, license = await self.apply(uow, studio.studio_id, target.product_id,
+                                          platform_id, command.event, command.source)
             return license
 
-    async def apply(self, uow: UnitOfWork, product_id: str, platform_id: str,
+    async def apply(self, uow: UnitOfWork, studio_id: str, product_id: str, platform_id: str,
                     event: LicenseEvent, source: Source) -> tuple[LicenseState, License]:
         """`event` on the user's license of the product, in the caller's unit of work: the
         seller's grant and a buyer's purchase-pass claim both come through here, so both
@@ -84,6 +87,7 @@ class Licensing:
             # or claims give one license.
             if not await uow.licenses.add(fresh):
                 raise AlreadyOwned("the user already holds a license for this product")
+            await self._tell(uow, studio_id, state, fresh, outcome.effects)
             return state, fresh
         updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
                                     outcome.effects, source, now, prepared=True)
@@ -91,7 +95,26 @@ class Licensing:
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")
             raise NotFound("the license changed while this request ran; try again")
+        await self._tell(uow, studio_id, state, updated, outcome.effects)
         return state, updated
+
+    async def _tell(self, uow: UnitOfWork, studio_id: str, before: LicenseState,
+                    license: License, effects: tuple[LicenseEffect, ...]) -> None:
+        """The change's outbox messages, in its unit of work (docs/events.md)."""
+        topic = license_topic(before, license.state)
+        if topic is not None:
+            await self.announce.event(uow, studio_id, topic, license_data(license))
+        for effect in effects:
+            match effect:
+                case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT:
+                    await self.announce.chat_roles(uow, studio_id, license, True)
+                case LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                    await self.announce.chat_roles(uow, studio_id, license, False)
+                case (LicenseEffect.MINT_KEY | LicenseEffect.CLEAR_KEY
+                      | LicenseEffect.REVERIFY):
+                    pass  # changes to the record itself, made by `_apply`
+                case _:
+                    assert_never(effect)
 
     async def _apply(self, uow: UnitOfWork, license: License,
                      effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
@@ -111,7 +134,7 @@ class Licensing:
                 case LicenseEffect.REVERIFY:
                     license = attrs.evolve(license, verified_at=now)
                 case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT | LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
-                    pass  # the chat-role outbox (contract 8) is a later issue's work
+                    pass  # messages, written by `_tell` once the record is stored
                 case _:
                     assert_never(effect)
         return license

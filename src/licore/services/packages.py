@@ -21,6 +21,7 @@ from licore.commands import (
     compact_json,
 )
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
+from licore.events import Topic
 from licore.model import Page, Product, Version
 from licore.ports import Clock, ModelCodec, Offload, Storage, UnitOfWork
 from licore.protection import (
@@ -29,6 +30,7 @@ from licore.protection import (
     Protector,
     parse_protection_settings,
 )
+from licore.services.announce import Announcer, version_data
 from licore.services.ids import Ids
 from licore.services.library import VersionList
 from licore.services.products import own_product
@@ -73,6 +75,7 @@ class Packages:
     protector: Protector
     offload: Offload
     max_upload_bytes: int
+    announce: Announcer
 
     async def list(self, studio: ActingStudio, command: ListPackages) -> Page[Package]:
         async with self.storage.unit_of_work() as uow:
@@ -155,6 +158,8 @@ class Packages:
                                    current_version=version.label, updated_at=self.clock.now())
             await uow.products.save(product)
             await uow.versions.mark_published(version.id)
+            await self.announce.event(uow, studio.studio_id, Topic.VERSION_PUBLISHED,
+                                      version_data(product, version))
         return ProductVersion(product, attrs.evolve(version, published=True))
 
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:

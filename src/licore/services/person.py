@@ -10,6 +10,7 @@ from licore.errors import NotFound
 from licore.model import Account, Product
 from licore.ports import Clock, ConnectedApp, LibraryEntry, Storage
 from licore.services import device
+from licore.services.announce import Announcer
 from licore.services.builds import Download
 from licore.services.library import Library
 
@@ -27,6 +28,23 @@ class People:
     storage: Storage
     clock: Clock
     library: Library
+    announce: Announcer
+
+    async def link_chat(self, person: Account, chat_user_id: str | None) -> None:
+        """Link the person's chat account (proved by the chat service's OAuth sign-in), and
+        queue the roles every product they hold earns; unlinking takes nothing away."""
+        async with self.storage.unit_of_work() as uow:
+            await uow.hooks.link_chat(person.platform_id, chat_user_id, self.clock.now())
+            if chat_user_id is None:
+                return
+            owned = await uow.licenses.library_of(person.platform_id, None, None)
+            for entry in owned.items:
+                await self.announce.chat_roles(uow, entry.product.studio_id, entry.license,
+                                               True)
+
+    async def chat_user(self, person: Account) -> str | None:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.hooks.chat_user(person.platform_id)
 
     async def owned(self, person: Account) -> tuple[LibraryEntry, ...]:
         """Products the person holds an active license for: what they can download."""

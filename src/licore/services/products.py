@@ -11,8 +11,10 @@ from licore import products as prod
 from licore.actors import ActingStudio
 from licore.commands import ChangeProduct, CreateProduct, ListProducts
 from licore.errors import NotFound
+from licore.events import Topic
 from licore.model import Page, Product
 from licore.ports import Clock, Storage, UnitOfWork
+from licore.services.announce import Announcer, product_data
 from licore.services.ids import Ids
 
 
@@ -29,6 +31,7 @@ class Products:
     storage: Storage
     clock: Clock
     ids: Ids
+    announce: Announcer
 
     async def list(self, studio: ActingStudio, command: ListProducts) -> Page[Product]:
         async with self.storage.unit_of_work() as uow:
@@ -72,4 +75,6 @@ class Products:
                                    discoverable=outcome.next is prod.Visibility.LISTED,
                                    updated_at=self.clock.now())
             await uow.products.save(product)
+            await self.announce.event(uow, studio.studio_id, Topic.PRODUCT_CHANGED,
+                                      product_data(product))
         return product

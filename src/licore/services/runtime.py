@@ -18,10 +18,12 @@ from licore import runtime as rt
 from licore.builds.nodes import to_nodes
 from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
+from licore.events import Topic
 from licore.model import Alert, License, Product, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, UnitOfWork
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
+from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
@@ -74,6 +76,7 @@ class Runtime:
     copies: Copies
     models: ModelCodec
     offload: Offload
+    announce: Announcer
     limits: RuntimeLimits = RuntimeLimits()
 
     async def _store_alerts(self, uow: UnitOfWork, facts: Facts,
@@ -82,12 +85,16 @@ class Runtime:
             return
         now = self.clock.now()
         for d in drafts:
-            await uow.alerts.record(Alert(
-                id=self.ids.new("alr"), studio_id=facts.product.studio_id, kind=d.kind,
+            fresh = self.ids.new("alr")
+            stored = await uow.alerts.record(Alert(
+                id=fresh, studio_id=facts.product.studio_id, kind=d.kind,
                 product_id=facts.product.id, license_id=d.license_id,
                 platform_id=d.platform_id, key_owner_platform_id=d.key_owner_platform_id,
                 game_id=d.game_id, script_name=d.script_name, count=1, first_seen_at=now,
                 last_seen_at=now), self.limits.alert_window)
+            if stored.id == fresh:  # a new alert; a repeat only bumps the count
+                await self.announce.event(uow, stored.studio_id, Topic.ALERT_RAISED,
+                                          alert_data(stored))
 
     async def _count_and_read(self, caller: Caller, ip: str) -> Facts:
         """Count the request against the per-key and per-IP limits and load the key's

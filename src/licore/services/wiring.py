@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import attrs
 
+from licore.services.announce import Announcer
 from licore.services.builds import Copies
 from licore.services.claims import Claims
 from licore.services.dashboard import Dashboard
+from licore.services.delivery import Delivery
 from licore.services.deps import Deps
 from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.ids import Ids
@@ -18,6 +20,7 @@ from licore.services.packages import Packages
 from licore.services.person import People
 from licore.services.products import Products
 from licore.services.runtime import Runtime, RuntimeLimits
+from licore.services.webhooks import Webhooks
 
 
 @attrs.frozen
@@ -33,26 +36,33 @@ class UseCases:
     operator: Operator
     device: DeviceFlow
     claims: Claims
+    webhooks: Webhooks
+    delivery: Delivery
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
         storage, clock, settings = deps.storage, deps.clock, deps.settings
         ids = Ids(clock, deps.random)
         copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
-        products = Products(storage, clock, ids)
-        licensing = Licensing(storage, clock, ids, deps.random, deps.vault)
+        announce = Announcer(clock, ids)
+        products = Products(storage, clock, ids, announce)
+        licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
         library = Library(storage, deps.vault, copies)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
-                            settings.max_upload_bytes)
+                            settings.max_upload_bytes, announce)
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
+                          announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window))
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies),
-                   People(storage, clock, library),
+                   People(storage, clock, library, announce),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
                        settings.public_url, settings.device_lifetime, settings.device_interval,
                        settings.device_code_rate_limit, settings.code_entry_rate_limit)),
                    Claims(storage, clock, licensing, deps.platform,
-                          settings.claim_rate_limit))
+                          settings.claim_rate_limit),
+                   Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks),
+                   Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
+                            settings.outbox))

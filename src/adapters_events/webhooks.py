@@ -1,0 +1,107 @@
+"""Webhooks signed per the Standard Webhooks specification (the `standardwebhooks`
+package): headers `webhook-id` (the message id, the same on every retry), `webhook-timestamp`
+(this attempt's time) and `webhook-signature` (`v1,<base64>` for each secret in use, space
+separated, so a rotation overlaps without a gap).
+
+Server-side request forgery: the host is resolved at every send, every address it resolves
+to must be public unless the operator allows private ones, and the request then goes to
+the checked address itself (the `Host` header and TLS server name keep the original
+name), so a second lookup answering differently (DNS rebinding) cannot redirect it.
+Redirects are not followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from standardwebhooks.webhooks import Webhook
+
+from licore.events import Delivered
+
+TIMEOUT = 15.0
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _forbidden(address: Address) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return _forbidden(address.ipv4_mapped)
+    return (address.is_loopback or address.is_private or address.is_link_local
+            or address.is_multicast or address.is_reserved or address.is_unspecified)
+
+
+class SignedSender:
+    def __init__(self, allow_private: bool = False) -> None:
+        self.allow_private = allow_private
+
+    async def _resolve(self, url: str) -> tuple[list[Address], str | None]:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return [], "the webhook URL must be an http:// or https:// address"
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return [], "the webhook URL has an invalid port"
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                parts.hostname, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return [], f"the host {parts.hostname!r} does not resolve"
+        addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+        if not addresses:
+            return [], f"the host {parts.hostname!r} does not resolve"
+        if not self.allow_private and any(_forbidden(a) for a in addresses):
+            return [], (f"the host {parts.hostname!r} resolves to a loopback, private or "
+                        "link-local address; the operator has not allowed those "
+                        "(LICORE_WEBHOOK_ALLOW_PRIVATE)")
+        return addresses, None
+
+    async def refusal(self, url: str) -> str | None:
+        return (await self._resolve(url))[1]
+
+    async def send(self, url: str, message_id: str, timestamp: int, body: str,
+                   secrets: Sequence[str]) -> Delivered:
+        addresses, refused = await self._resolve(url)
+        if refused is not None:
+            return Delivered(False, error=refused)
+        at = datetime.fromtimestamp(timestamp, UTC)
+        signature = " ".join(Webhook(s).sign(message_id, at, body) for s in secrets)
+        parts = urlsplit(url)
+        host = parts.hostname
+        assert host is not None
+        pinned = str(addresses[0])
+        netloc = f"[{pinned}]" if ":" in pinned else pinned
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        target = urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+        headers = {"content-type": "application/json", "user-agent": "licore-webhooks/1",
+                   "host": parts.netloc.rsplit("@", 1)[-1], "webhook-id": message_id,
+                   "webhook-timestamp": str(timestamp), "webhook-signature": signature}
+        extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+        started = time.monotonic()
+        try:
+            async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
+                response = await http.post(target, content=body.encode(), headers=headers,
+                                           extensions=extensions)
+        except httpx.HTTPError as exc:
+            return Delivered(False, error=f"could not reach the endpoint "
+                             f"({type(exc).__name__})",
+                             duration_ms=int((time.monotonic() - started) * 1000))
+        took = int((time.monotonic() - started) * 1000)
+        status = response.status_code
+        if 200 <= status < 300:
+            return Delivered(True, status=status, duration_ms=took)
+        retry = None
+        if status == 429:
+            try:
+                retry = float(response.headers.get("retry-after", ""))
+            except ValueError:
+                retry = None
+        return Delivered(False, status=status, error=f"the endpoint answered {status}",
+                         duration_ms=took, retry_after=retry)

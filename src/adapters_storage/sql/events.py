@@ -1,0 +1,137 @@
+"""The outbox and where its messages go (webhook endpoints, chat roles, chat links).
+
+Claiming is one statement pair inside the caller's transaction. On PostgreSQL the candidate
+rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent workers each take different
+rows without waiting; on SQLite the unit of work already holds the database's write lock
+(`BEGIN IMMEDIATE`), so claims from many processes queue one after another. Either way the
+lease (`claimed_until`) is what keeps a message away from other workers while it is being
+sent, after the claiming transaction has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from adapters_storage.records import column_list, from_row, to_row
+from adapters_storage.sql.common import Executor, Repository, insert
+from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
+from licore.model import Page
+
+_PENDING = MessageState.PENDING.value
+
+
+class SqlOutbox(Repository):
+    def __init__(self, db: Executor, dialect: str) -> None:
+        super().__init__(db)
+        self.dialect = dialect
+
+    async def add(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            await self.db.run(insert("outbox", Message), to_row(message))
+
+    async def claim(self, now: int, worker: str, lease_until: int,
+                    limit: int) -> Sequence[Message]:
+        lock = " FOR UPDATE SKIP LOCKED" if self.dialect == "postgresql" else ""
+        rows = await self.db.rows(
+            f"SELECT {column_list(Message)} FROM outbox WHERE state = ? "
+            "AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?) "
+            f"ORDER BY next_attempt_at, id LIMIT ?{lock}", [_PENDING, now, now, limit])
+        taken = [from_row(Message, r) for r in rows]
+        for message in taken:
+            await self.db.run("UPDATE outbox SET claimed_by = ?, claimed_until = ? "
+                              "WHERE id = ?", [worker, lease_until, message.id])
+        return [attrs.evolve(m, claimed_by=worker, claimed_until=lease_until) for m in taken]
+
+    async def save(self, message: Message, worker: str) -> bool:
+        row = to_row(message)
+        sets = ", ".join(f"{c} = ?" for c in _COLUMNS[1:])
+        done = await self.db.run(f"UPDATE outbox SET {sets} WHERE id = ? AND claimed_by = ?",
+                                 [*row[1:], message.id, worker])
+        return done > 0
+
+    async def by_id(self, message_id: str) -> Message | None:
+        return await self._one(Message, f"SELECT {column_list(Message)} FROM outbox "
+                               "WHERE id = ?", [message_id])
+
+    async def of_studio(self, studio_id: str, kind: MessageKind, limit: int | None,
+                        cursor: str | None) -> Page[Message]:
+        sql = (f"SELECT {column_list(Message)} FROM outbox WHERE studio_id = ? AND kind = ?")
+        params: list[Any] = [studio_id, kind.value]
+        if cursor is not None:
+            sql += " AND id < ?"
+            params.append(cursor)
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit + 1)
+        found = [from_row(Message, r) for r in await self.db.rows(sql, params)]
+        if limit is not None and len(found) > limit:
+            found = found[:limit]
+            return Page(tuple(found), found[-1].id)
+        return Page(tuple(found), None)
+
+    async def requeue(self, message_id: str, now: int) -> bool:
+        done = await self.db.run(
+            "UPDATE outbox SET state = ?, next_attempt_at = ?, claimed_by = NULL, "
+            "claimed_until = NULL WHERE id = ?", [_PENDING, now, message_id])
+        return done > 0
+
+    async def backlog(self, now: int) -> int:
+        rows = await self.db.rows("SELECT COUNT(*) FROM outbox WHERE state = ? "
+                                  "AND next_attempt_at <= ?", [_PENDING, now])
+        return int(rows[0][0])
+
+
+_COLUMNS = tuple(c.strip() for c in column_list(Message).split(","))
+
+
+class SqlHooks(Repository):
+    async def add_endpoint(self, endpoint: WebhookEndpoint) -> None:
+        await self.db.run(insert("webhook_endpoints", WebhookEndpoint), to_row(endpoint))
+
+    async def endpoint(self, endpoint_id: str) -> WebhookEndpoint | None:
+        return await self._one(WebhookEndpoint, f"SELECT {column_list(WebhookEndpoint)} "
+                               "FROM webhook_endpoints WHERE id = ?", [endpoint_id])
+
+    async def endpoints_of(self, studio_id: str) -> Sequence[WebhookEndpoint]:
+        rows = await self.db.rows(f"SELECT {column_list(WebhookEndpoint)} FROM "
+                                  "webhook_endpoints WHERE studio_id = ? ORDER BY id",
+                                  [studio_id])
+        return [from_row(WebhookEndpoint, r) for r in rows]
+
+    async def save_endpoint(self, endpoint: WebhookEndpoint) -> None:
+        cols = column_list(WebhookEndpoint).split(", ")[1:]
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        await self.db.run(f"UPDATE webhook_endpoints SET {sets} WHERE id = ?",
+                          [*to_row(endpoint)[1:], endpoint.id])
+
+    async def remove_endpoint(self, endpoint_id: str) -> bool:
+        return await self.db.run("DELETE FROM webhook_endpoints WHERE id = ?",
+                                 [endpoint_id]) > 0
+
+    async def set_roles(self, product_id: str, roles: Sequence[ChatRole]) -> None:
+        await self.db.run("DELETE FROM chat_roles WHERE product_id = ?", [product_id])
+        for role in roles:
+            await self.db.run("INSERT INTO chat_roles (product_id, guild_id, role_id) "
+                              "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                              [product_id, role.guild_id, role.role_id])
+
+    async def roles_of(self, product_id: str) -> Sequence[ChatRole]:
+        rows = await self.db.rows("SELECT product_id, guild_id, role_id FROM chat_roles "
+                                  "WHERE product_id = ? ORDER BY guild_id, role_id",
+                                  [product_id])
+        return [ChatRole(str(r[0]), str(r[1]), str(r[2])) for r in rows]
+
+    async def link_chat(self, platform_id: str, chat_user_id: str | None, now: int) -> None:
+        await self.db.run("DELETE FROM chat_links WHERE platform_id = ?", [platform_id])
+        if chat_user_id is not None:
+            await self.db.run("INSERT INTO chat_links (platform_id, chat_user_id, linked_at) "
+                              "VALUES (?, ?, ?)", [platform_id, chat_user_id, now])
+
+    async def chat_user(self, platform_id: str) -> str | None:
+        rows = await self.db.rows("SELECT chat_user_id FROM chat_links WHERE platform_id = ?",
+                                  [platform_id])
+        return str(rows[0][0]) if rows else None

@@ -1,0 +1,81 @@
+"""Writing outbox messages inside the caller's unit of work (docs/events.md), so a change
+and the news of it commit or roll back together. Delivery is someone else's job
+(`licore.services.delivery`); nothing here talks to the outside."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from licore.events import Message, MessageKind, MessageState, Topic, envelope
+from licore.model import Alert, License, Product, Version
+from licore.ports import Clock, UnitOfWork
+from licore.services.ids import Ids
+
+
+def iso(at: int | None) -> str | None:
+    return None if at is None else datetime.fromtimestamp(at, UTC).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def license_data(lc: License) -> dict[str, Any]:
+    return {"license_id": lc.id, "product_id": lc.product_id, "platform_id": lc.platform_id,
+            "state": lc.state.value, "source": lc.source.value}
+
+
+def product_data(p: Product) -> dict[str, Any]:
+    return {"product_id": p.id, "slug": p.slug, "title": p.title,
+            "discoverable": p.discoverable, "licensing_enabled": p.licensing_enabled,
+            "current_version": p.current_version}
+
+
+def version_data(p: Product, v: Version) -> dict[str, Any]:
+    return {"product_id": p.id, "version_id": v.id, "label": v.label, "format": v.format,
+            "size_bytes": v.size_bytes, "sha256": v.sha256}
+
+
+def alert_data(a: Alert) -> dict[str, Any]:
+    return {"alert_id": a.id, "kind": a.kind, "product_id": a.product_id,
+            "license_id": a.license_id, "platform_id": a.platform_id,
+            "key_owner_platform_id": a.key_owner_platform_id, "game_id": a.game_id,
+            "script_name": a.script_name, "first_seen_at": iso(a.first_seen_at)}
+
+
+@attrs.frozen
+class Announcer:
+    clock: Clock
+    ids: Ids
+
+    async def event(self, uow: UnitOfWork, studio_id: str, topic: Topic,
+                    data: dict[str, Any]) -> None:
+        """One webhook message per enabled endpoint of the studio that wants `topic`."""
+        now = self.clock.now()
+        messages = []
+        for endpoint in await uow.hooks.endpoints_of(studio_id):
+            if endpoint.disabled_at is not None or topic.value not in endpoint.topics:
+                continue
+            messages.append(Message(
+                id=self.ids.new("msg"), kind=MessageKind.WEBHOOK, topic=topic.value,
+                studio_id=studio_id, target=endpoint.id, subject="",
+                payload=envelope(topic, now, data), state=MessageState.PENDING, attempts=0,
+                next_attempt_at=now, created_at=now))
+        await uow.outbox.add(messages)
+
+    async def chat_roles(self, uow: UnitOfWork, studio_id: str, license: License,
+                         present: bool) -> None:
+        """One message per role the product names. The worker gives or takes the role by the
+        license's state when it sends, so messages that overtake each other (a grant retried
+        after a later revoke) still end in the state the license is in."""
+        now = self.clock.now()
+        messages = [Message(
+            id=self.ids.new("msg"), kind=MessageKind.CHAT_ROLE,
+            topic="chat_role.add" if present else "chat_role.remove", studio_id=studio_id,
+            target=f"{role.guild_id}/{role.role_id}", subject=license.id,
+            payload=json.dumps({"guild_id": role.guild_id, "role_id": role.role_id,
+                                "platform_id": license.platform_id}),
+            state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)
+            for role in await uow.hooks.roles_of(license.product_id)]
+        await uow.outbox.add(messages)

@@ -1,0 +1,136 @@
+"""The outbox's workers (docs/events.md): claim due messages under a lease, send each one,
+and store what came of it. At-least-once: a worker that dies mid-send leaves its lease to
+run out, and another worker sends the message again with the same id.
+
+A failed send never touches the change it tells about: that committed long before."""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+
+from licore.events import (
+    Delivered,
+    Message,
+    MessageKind,
+    MessageState,
+    Schedule,
+    WebhookEndpoint,
+    settle,
+)
+from licore.licenses import LicenseState
+from licore.ports import ChatService, Clock, KeyVault, Randomness, Storage, WebhookSender
+
+DISABLE_AFTER = 5 * 86400  # an endpoint failing this long is disabled, with a notice
+NOT_LINKED = "the buyer has not linked a chat account"
+
+
+@attrs.frozen
+class Delivery:
+    storage: Storage
+    clock: Clock
+    random: Randomness
+    vault: KeyVault
+    chat: ChatService | None
+    sender: WebhookSender | None
+    schedule: Schedule = attrs.field(factory=Schedule)
+
+    def _fraction(self) -> float:
+        return int.from_bytes(self.random.token_bytes(4), "big") / 2**32
+
+    async def run_once(self, worker: str, limit: int = 20) -> int:
+        """Claim and send one batch; how many messages were claimed."""
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            batch = await uow.outbox.claim(now, worker, now + self.schedule.lease, limit)
+        for message in batch:
+            renewed = await self._renew(message, worker)
+            if renewed is not None:
+                await self._one(renewed, worker)
+        return len(batch)
+
+    async def _renew(self, message: Message, worker: str) -> Message | None:
+        """Extend the lease just before sending, or learn that it ran out while earlier
+        messages of the batch were sent and another worker took this one (then leave it)."""
+        now = self.clock.now()
+        renewed = attrs.evolve(message, claimed_until=now + self.schedule.lease)
+        async with self.storage.unit_of_work() as uow:
+            current = await uow.outbox.by_id(message.id)
+            if (current is None or current.state is not MessageState.PENDING
+                    or current.claimed_by != worker or not await uow.outbox.save(renewed,
+                                                                                  worker)):
+                return None
+        return renewed
+
+    async def backlog(self) -> int:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.outbox.backlog(self.clock.now())
+
+    async def _one(self, message: Message, worker: str) -> None:
+        endpoint: WebhookEndpoint | None = None
+        skipped = False
+        match message.kind:
+            case MessageKind.WEBHOOK:
+                endpoint, result = await self._webhook(message)
+            case MessageKind.CHAT_ROLE:
+                result = await self._chat(message)
+                skipped = result.done and result.error == NOT_LINKED
+        now = self.clock.now()
+        settled = settle(message, result, now, self.schedule, self._fraction())
+        if skipped:
+            settled = attrs.evolve(settled, state=MessageState.SKIPPED)
+        async with self.storage.unit_of_work() as uow:
+            await uow.outbox.save(settled, worker)
+            if endpoint is not None:
+                health = _health(endpoint, result.done, now)
+                if health != endpoint:
+                    stored = await uow.hooks.endpoint(endpoint.id)
+                    if stored is not None:
+                        await uow.hooks.save_endpoint(attrs.evolve(
+                            stored, failing_since=health.failing_since,
+                            disabled_at=health.disabled_at,
+                            disabled_reason=health.disabled_reason))
+
+    async def _webhook(self, message: Message) -> tuple[WebhookEndpoint | None, Delivered]:
+        async with self.storage.unit_of_work() as uow:
+            endpoint = await uow.hooks.endpoint(message.target)
+        if endpoint is None:
+            return None, Delivered(False, error="the endpoint was removed", permanent=True)
+        if endpoint.disabled_at is not None:
+            return None, Delivered(False, error="the endpoint is disabled", permanent=True)
+        if self.sender is None:
+            return None, Delivered(False, error="this server sends no webhooks")
+        now = self.clock.now()
+        secrets = [self.vault.decrypt(endpoint.secret_ciphertext, endpoint.id)]
+        if (endpoint.previous_ciphertext is not None and endpoint.previous_until is not None
+                and endpoint.previous_until > now):
+            secrets.append(self.vault.decrypt(endpoint.previous_ciphertext, endpoint.id))
+        return endpoint, await self.sender.send(endpoint.url, message.id, now,
+                                                message.payload, secrets)
+
+    async def _chat(self, message: Message) -> Delivered:
+        """Give or take the role by the license's state now, whichever message this is."""
+        body = json.loads(message.payload)
+        async with self.storage.unit_of_work() as uow:
+            license = await uow.licenses.by_id(message.subject)
+            user = await uow.hooks.chat_user(str(body["platform_id"]))
+        if user is None:
+            return Delivered(True, error=NOT_LINKED)
+        if self.chat is None:
+            return Delivered(False, error="no chat bot is configured on this server")
+        present = license is not None and license.state is LicenseState.ACTIVE
+        return await self.chat.set_role(str(body["guild_id"]), user, str(body["role_id"]),
+                                        present)
+
+
+def _health(endpoint: WebhookEndpoint, ok: bool, now: int) -> WebhookEndpoint:
+    """An endpoint after one send: failures counted from the first of a run; one success
+    ends the run; failing for `DISABLE_AFTER` disables it."""
+    if ok:
+        return attrs.evolve(endpoint, failing_since=None)
+    since = endpoint.failing_since if endpoint.failing_since is not None else now
+    if now - since >= DISABLE_AFTER:
+        return attrs.evolve(endpoint, failing_since=since, disabled_at=now,
+                            disabled_reason="every delivery failed for 5 days")
+    return attrs.evolve(endpoint, failing_since=since)

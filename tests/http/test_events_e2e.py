@@ -1,0 +1,200 @@
+"""Events leaving the service, end to end (docs/events.md): a real `licore serve` whose
+outbox workers reach a chat-service stand-in and a webhook receiver, both real HTTP servers
+on loopback, the receiver verifying every signature with `standardwebhooks`."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+
+from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.support.server import Server, running_server
+from tests.support.standins import ChatStandIn, WebhookReceiver, running
+
+SCOPES = "products:read products:write licenses:read licenses:write"
+GUILD, ROLE = "111222333", "444555666"
+
+
+def wait_for(what: str, done: Callable[[], bool], timeout: float = 90.0) -> None:
+    """A deadline, not a timing assertion: the outbox retries with back-off."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.1)
+
+
+def outbox_env(chat: ChatStandIn, **more: str) -> dict[str, str]:
+    return {"LICORE_CHAT_API_URL": f"{chat.url}/api",
+            "LICORE_CHAT_AUTHORIZE_URL": f"{chat.url}/oauth2/authorize",
+            "LICORE_CHAT_BOT_TOKEN": chat.bot_token, "LICORE_CHAT_CLIENT_ID": chat.client_id,
+            "LICORE_CHAT_CLIENT_SECRET": chat.client_secret,
+            "LICORE_WEBHOOK_ALLOW_PRIVATE": "true", "LICORE_OUTBOX_RETRY_BASE": "1",
+            "LICORE_OUTBOX_LEASE": "3", "LICORE_OUTBOX_POLL_MS": "100", **more}
+
+
+@attrs.frozen
+class World:
+    server: Server
+    chat: ChatStandIn
+    people: People
+    key: str
+    product_id: str
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        r = httpx.request(method, f"{self.server.url}/v1{path}", headers=auth(self.key),
+                          timeout=30, **kwargs)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def deliveries(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.api("GET", "/webhooks/deliveries")["deliveries"]
+        return found
+
+    def hand_outs(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.api("GET", "/chat-roles/hand-outs")["hand_outs"]
+        return found
+
+    def hook(self, receiver: WebhookReceiver, *events: str) -> str:
+        made = self.api("POST", "/webhooks", json={"url": receiver.url, "events": list(events)})
+        assert made["secret"].startswith("whsec_")
+        receiver.secrets.append(made["secret"])
+        endpoint_id: str = made["id"]
+        return endpoint_id
+
+
+def make_world(server: Server, chat: ChatStandIn, tag: str) -> World:
+    people = setup_people(server.database_url, tag)
+    key = obtain_key(server, people, SCOPES, people.owner_id, people.studio_id)
+    r = httpx.post(f"{server.url}/v1/products", headers=auth(key), json={"title": "Gun Kit"})
+    assert r.status_code == 200, r.text
+    world = World(server, chat, people, key, r.json()["id"])
+    world.api("POST", "/chat-roles", json={"product_id": world.product_id,
+                                            "roles": [{"guild_id": GUILD, "role_id": ROLE}]})
+    return world
+
+
+@pytest.fixture(scope="module")
+def chat() -> Iterator[ChatStandIn]:
+    stand_in = ChatStandIn()
+    with running(stand_in):
+        yield stand_in
+
+
+@pytest.fixture(scope="module")
+def world(module_database_url: str, chat: ChatStandIn) -> Iterator[World]:
+    with running_server(module_database_url, **outbox_env(chat)) as server:
+        yield make_world(server, chat, "55")
+
+
+@contextmanager
+def signed_in(world: World, username: str, password: str) -> Iterator[httpx.Client]:
+    web = httpx.Client(base_url=world.server.url, follow_redirects=True, timeout=30)
+    token = re.search(r'name="csrf" value="([^"]+)"', web.get("/signin").text)
+    assert token is not None
+    r = web.post("/signin", data={"csrf": token.group(1), "username": username,
+                                  "password": password})
+    assert r.status_code == 200, r.text
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+def link_chat(world: World, username: str, password: str, chat_user: str) -> None:
+    """The person links their chat account on their library page (OAuth 2.0, `identify`)."""
+    world.chat.oauth_user = chat_user
+    with signed_in(world, username, password) as web:
+        r = web.get("/chat/link")
+        assert r.status_code == 200 and str(r.url).endswith("/library"), r.text
+        assert chat_user in r.text  # the library page names the linked account
+
+
+def test_a_grant_ends_in_a_role_and_a_verified_webhook_and_a_revoke_undoes_it(
+        world: World) -> None:
+    receiver = WebhookReceiver()
+    with running(receiver):
+        world.hook(receiver, "license.granted", "license.revoked")
+        world.chat.members.add("90001")
+        link_chat(world, "buyer55", "buyer-password", "90001")
+        world.api("POST", "/licenses", json={"product_id": world.product_id, "user": "255"})
+        wait_for("the role is handed out", lambda: (GUILD, "90001", ROLE) in world.chat.roles)
+        wait_for("the grant's webhook", lambda: len(receiver.ids()) == 1)
+        granted = receiver.received[0]
+        assert granted.type == "license.granted"
+        assert granted.data["platform_id"] == "255" and granted.data["state"] == "active"
+        assert "key" not in str(granted.data).lower()  # no license key leaves the service
+
+        world.api("DELETE", "/licenses", params={"product_id": world.product_id,
+                                                 "user": "255"})
+        wait_for("the role is removed", lambda: (GUILD, "90001", ROLE) not in world.chat.roles)
+        wait_for("the revoke's webhook", lambda: len(receiver.ids()) == 2)
+        assert [r.type for r in receiver.received] == ["license.granted", "license.revoked"]
+        assert len(set(receiver.ids())) == 2 and receiver.invalid == 0  # each once, verified
+        log = world.deliveries()
+        assert {d["id"] for d in log} == set(receiver.ids())
+        assert {(d["state"], d["last_status"], d["attempts"]) for d in log} == {
+            ("delivered", 204, 1)}
+        wait_for("the hand-outs are settled", lambda: all(
+            h["state"] == "delivered" for h in world.hand_outs()))
+        assert {h["event"] for h in world.hand_outs()} == {"chat_role.add", "chat_role.remove"}
+        # no secret reached the server's log
+        assert world.chat.bot_token not in world.server.log()
+        assert receiver.secrets[0] not in world.server.log()
+
+
+def test_a_receiver_down_then_up_gets_the_message_later_and_once(world: World) -> None:
+    receiver = WebhookReceiver()  # its port is chosen, nothing listens yet
+    endpoint = world.hook(receiver, "license.granted")
+    world.api("POST", "/licenses", json={"product_id": world.product_id, "user": "7001"})
+
+    def failed_once() -> bool:
+        mine = [d for d in world.deliveries() if d.get("endpoint_id") == endpoint]
+        return bool(mine) and mine[0]["attempts"] >= 1
+    wait_for("a failed attempt", failed_once)
+    mine = [d for d in world.deliveries() if d.get("endpoint_id") == endpoint]
+    assert mine[0]["state"] == "pending" and mine[0]["last_error"]
+    with running(receiver):
+        wait_for("the late delivery", lambda: len(receiver.ids()) == 1)
+        wait_for("the log says delivered", lambda: [
+            d["state"] for d in world.deliveries() if d.get("endpoint_id") == endpoint]
+            == ["delivered"])
+        assert receiver.ids() == [mine[0]["id"]]
+    world.api("DELETE", "/webhooks", params={"id": endpoint})
+
+
+def test_the_chat_services_429_is_honoured(world: World) -> None:
+    # The buyer of the first test is linked; pausing and resuming moves their role.
+    world.api("POST", "/licenses", json={"product_id": world.product_id, "user": "255"})
+    wait_for("the role is back", lambda: (GUILD, "90001", ROLE) in world.chat.roles)
+    world.chat.rate_limit_next = 1
+    world.api("POST", "/licenses/pause", json={"product_id": world.product_id, "user": "255"})
+    wait_for("the role is removed after the 429",
+             lambda: (GUILD, "90001", ROLE) not in world.chat.roles)
+    statuses = [s for (m, p, s) in world.chat.requests if m == "DELETE"]
+    assert 429 in statuses and statuses[-1] == 204
+    assert world.chat.early == 0  # nothing came before `retry_after` had passed
+    world.api("POST", "/licenses/resume", json={"product_id": world.product_id, "user": "255"})
+    wait_for("the role is back after resume",
+             lambda: (GUILD, "90001", ROLE) in world.chat.roles)
+
+
+def test_a_hand_out_to_someone_who_left_the_server_is_done(world: World) -> None:
+    link_chat(world, "owner55", "owner-password", "90003")  # not a member of the guild
+    world.api("POST", "/licenses", json={"product_id": world.product_id, "user": "155"})
+
+    def settled() -> bool:
+        return all(h["state"] != "pending" for h in world.hand_outs())
+    wait_for("the hand-out settles", settled)
+    mine = next(h for h in world.hand_outs() if h["event"] == "chat_role.add")
+    assert mine["state"] == "delivered" and mine["last_status"] == 404
+    with signed_in(world, "owner55", "owner-password") as web:
+        board = web.get(f"/dashboard/{world.people.studio_id}").text
+    assert "Chat-role hand-outs" in board and "license.granted" in board
