@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from adapters_http.bodies import read_bytes
 from adapters_http.decoding import LENIENT, parse_json, structure
-from adapters_http.observability import RUNTIME_OUTCOMES
+from adapters_http.observability import runtime_outcome
 from licore import bounds
 from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited
@@ -120,21 +120,21 @@ ENDPOINTS = [
 def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
-        outcome = RUNTIME_OUTCOMES.labels(e.name, "malformed")
+        outcome = runtime_outcome(e.name, "malformed")
         try:
             body = parse_json(await read_bytes(request, e.max_body))
             answer = await e.call(runtime, body, ip)
             # /check answers `success`, the sealed calls and /verify-source answer `ok`
             passed = answer.get("success") or answer.get("ok")
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if passed else "denied")
+            outcome = runtime_outcome(e.name, "success" if passed else "denied")
             return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
             return _json(e.failure, e.malformed_status)
         except RateLimited as limited:
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "rate_limited")
+            outcome = runtime_outcome(e.name, "rate_limited")
             return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
         except Exception as exc:
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
+            outcome = runtime_outcome(e.name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
             return _json(e.failure, 500)
         finally:
