@@ -84,6 +84,8 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
 
     base = deps.settings.public_url.rstrip("/")
     uc = UseCases.of(deps)
+    authenticate = partner.Authenticate(uc.device, deps.storage, deps.clock,
+                                        deps.settings.partner_rate_limit)
 
     async def discovery(request: Request) -> Response:
         return JSONResponse({
@@ -105,9 +107,9 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         Route("/openapi.json", openapi), Route("/metrics", metrics),
     ]
     if "partner" in only:
-        routes.append(Mount("/v1", routes=partner.routes(deps, uc)))
+        routes.append(Mount("/v1", routes=partner.routes(authenticate, uc)))
     if "auth" in only:
-        routes.append(Mount("/auth", routes=device.routes(deps)))
+        routes.append(Mount("/auth", routes=device.routes(uc.device, authenticate)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     if "runtime" in only:
         routes.append(Mount("/runtime", routes=runtime.routes(uc.runtime)))

@@ -10,13 +10,12 @@ from starlette.routing import Route
 
 from adapters_http.bodies import basic_client_id, read_json_or_form
 from adapters_http.decoding import structure
-from adapters_http.partner import authenticate
+from adapters_http.partner import Authenticate
 from adapters_http.responses import JSONResponse
 from licore import tokens
 from licore.commands import PollToken, RevokeToken, StartAuthorization
 from licore.errors import InvalidRequest, InvalidToken, UnsupportedGrantType
-from licore.services import device
-from licore.services.deps import Deps
+from licore.services.device import DeviceFlow
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 # Stock OAuth 2.0 clients send these beside the specification's fields (contract 6); a
@@ -29,14 +28,14 @@ def _client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def routes(deps: Deps) -> list[Route]:
+def routes(flow: DeviceFlow, authenticate: Authenticate) -> list[Route]:
     async def device_code(request: Request) -> Response:
         body, form = await read_json_or_form(request)
         asked = structure(body, StartAuthorization, extra=OAUTH_EXTRAS if form else ())
         client_id = asked.client_id or basic_client_id(request)
         if not client_id:
             raise InvalidRequest("client_id is required", "client_id")
-        started = await device.start(deps, client_id, asked.scope, _client_ip(request))
+        started = await flow.start(client_id, asked.scope, _client_ip(request))
         return JSONResponse(started, headers={"Cache-Control": "no-store"})
 
     async def device_token(request: Request) -> Response:
@@ -46,13 +45,12 @@ def routes(deps: Deps) -> list[Route]:
         if poll.grant_type is not None and poll.grant_type != DEVICE_GRANT:
             raise UnsupportedGrantType(f"grant_type must be {DEVICE_GRANT}")
         client_id = poll.client_id or basic_client_id(request)
-        token = await device.poll(deps, poll.device_code, client_id)
+        token = await flow.poll(poll.device_code, client_id)
         return JSONResponse(token, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
     async def revoke(request: Request) -> Response:
         if request.headers.get("authorization", "").lower().startswith("bearer"):
-            key = await authenticate(deps, request)
-            await device.revoke_key(deps, key)
+            await flow.revoke_key(await authenticate(request))
             return JSONResponse({"ok": True})
         # RFC 7009 shape (extension): `token` in a form body; 200 whatever the token.
         body, _ = await read_json_or_form(request)
@@ -61,7 +59,7 @@ def routes(deps: Deps) -> list[Route]:
         # Unknown or revoked tokens answer 200 too (RFC 7009 section 2.2).
         with contextlib.suppress(InvalidToken):
             if tokens.api_key_shape_ok(asked.token):
-                await device.revoke_key(deps, await device.authenticate(deps, asked.token))
+                await flow.revoke_key(await flow.authenticate(asked.token))
         return JSONResponse({"ok": True})
 
     return [

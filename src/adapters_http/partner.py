@@ -24,8 +24,9 @@ from licore.actors import ActingPerson, ActingStudio
 from licore.errors import InvalidRequest, InvalidToken
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
-from licore.services import device, limits
-from licore.services.deps import Deps
+from licore.ports import Clock, Storage
+from licore.services import limits
+from licore.services.device import DeviceFlow
 from licore.services.wiring import UseCases
 
 Handler = Callable[[UseCases, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
@@ -189,18 +190,26 @@ ENDPOINTS: list[Endpoint] = [
 ]
 
 
-async def authenticate(deps: Deps, request: Request) -> ApiKey:
+@attrs.frozen
+class Authenticate:
     """Bearer key, then the per-key rate limit; the key id is kept for the access log and
     what is left of the limit for the answer's headers."""
-    plain, sent = bearer(request)
-    request.state.credentials_sent = sent
-    if plain is None:
-        raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
-    key = await device.authenticate(deps, plain)
-    request.state.key_id = key.id
-    request.state.quota = await limits.hit(deps.storage, deps.clock, f"key:{key.id}",
-                                           deps.settings.partner_rate_limit)
-    return key
+
+    flow: DeviceFlow
+    storage: Storage
+    clock: Clock
+    rate_limit: int  # a key, a minute
+
+    async def __call__(self, request: Request) -> ApiKey:
+        plain, sent = bearer(request)
+        request.state.credentials_sent = sent
+        if plain is None:
+            raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
+        key = await self.flow.authenticate(plain)
+        request.state.key_id = key.id
+        request.state.quota = await limits.hit(self.storage, self.clock, f"key:{key.id}",
+                                               self.rate_limit)
+        return key
 
 
 def quota_headers(quota: limits.Quota) -> dict[str, str]:
@@ -209,7 +218,8 @@ def quota_headers(quota: limits.Quota) -> dict[str, str]:
             "RateLimit-Reset": str(quota.reset)}
 
 
-def routes(deps: Deps, uc: UseCases, endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
+def routes(authenticate: Authenticate, uc: UseCases,
+           endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
     by_path: dict[str, dict[str, Endpoint]] = {}
     for e in endpoints:
         by_path.setdefault(e.path, {})[e.method] = e
@@ -217,7 +227,7 @@ def routes(deps: Deps, uc: UseCases, endpoints: list[Endpoint] = ENDPOINTS) -> l
     def make(methods: dict[str, Endpoint]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             e = methods[request.method]
-            key = await authenticate(deps, request)
+            key = await authenticate(request)
             sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
             answer = await e.handler(uc, key, request)
             response = answer if isinstance(answer, Response) else JSONResponse(answer)

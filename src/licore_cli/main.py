@@ -9,6 +9,7 @@ import getpass
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -95,9 +96,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     _check_port_free(args.host, args.port)
     _with_deps(lambda deps: deps.storage.migrate())
     secret("session_key", 32)  # made here, before the workers start, so they share one
+    metrics_dir: str | None = None
     if args.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # set before any worker imports prometheus_client, so /metrics sums all workers
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="licore-metrics-")
+        metrics_dir = tempfile.mkdtemp(prefix="licore-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     config = Config()
     config.application_path = "licore_cli.asgi:app"
     config.bind = [f"{args.host}:{args.port}"]
@@ -112,7 +115,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
     logging.getLogger("licore.serve").info(
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
-    raise SystemExit(run(config))
+    try:
+        code = run(config)
+    finally:
+        if metrics_dir is not None:  # ours, made above: one per serve, so remove it
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    raise SystemExit(code)
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:

@@ -15,7 +15,6 @@ from adapters_formats.codec import RobloxModelCodec
 from licore.commands import DownloadCopy
 from licore.model import Client, Studio
 from licore.scopes import Permission
-from licore.services import device
 from licore.services.wiring import UseCases
 from tests.browser.site import (
     Person,
@@ -28,7 +27,7 @@ from tests.browser.site import (
     sign_in,
     start_flow,
 )
-from tests.http.e2e import core, license_key
+from tests.http.e2e import core, decide, license_key
 from tests.support.models import product_model
 from tests.support.server import Server
 
@@ -71,8 +70,7 @@ def page(browser: Any, site: Server) -> Iterator[Any]:
 def obtain_key(site: Server, world: World, scope: str, who: Person,
                studio_id: str | None) -> str:
     flow = start_flow(site, world.app, scope)
-    core(site.database_url, lambda d: device.decide(d, who.account.id, flow["user_code"], True,
-                                                    studio_id))
+    decide(site.database_url, who.account.id, flow["user_code"], True, studio_id)
     r = httpx.post(f"{site.url}/auth/device/token", json={"device_code": flow["device_code"]})
     assert r.status_code == 200, r.text
     token: str = r.json()["access_token"]

@@ -84,10 +84,10 @@ async def test_concurrent_claims_of_one_approved_code_return_the_key_once(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    start = await device.start(deps, world.client.id, ALL_STUDIO, "10.0.0.1")
-    await device.decide(deps, world.owner.id, start.user_code, True, world.studio.id)
+    start = await UseCases.of(deps).device.start(world.client.id, ALL_STUDIO, "10.0.0.1")
+    await UseCases.of(deps).device.decide(world.owner.id, start.user_code, True, world.studio.id)
     results = await asyncio.gather(
-        *(device.poll(deps, start.device_code, None) for _ in range(3)),
+        *(UseCases.of(deps).device.poll(start.device_code, None) for _ in range(3)),
         return_exceptions=True)
     tokens = [r for r in results if isinstance(r, device.TokenResponse)]
     refused = [r for r in results if isinstance(r, ExpiredToken)]

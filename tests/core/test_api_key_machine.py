@@ -43,7 +43,7 @@ class ApiKeyMachine(StorageMachine):
     def issue(self) -> Key:
         plain = self.w.run(obtain_key(self.w.deps, self.client, "products:read", self.owner,
                                       self.studio.id))
-        record = self.w.run(device.authenticate(self.w.deps, plain))
+        record = self.w.run(UseCases.of(self.w.deps).device.authenticate(plain))
         key = Key(plain, record.id, self.now())
         self.all.append(key)
         return key
@@ -51,7 +51,7 @@ class ApiKeyMachine(StorageMachine):
     @rule(key=keys)
     def use(self, key: Key) -> None:
         try:
-            self.w.run(device.authenticate(self.w.deps, key.plain))
+            self.w.run(UseCases.of(self.w.deps).device.authenticate(key.plain))
         except InvalidToken:
             assert not self.alive(key)
             key.revoked = True  # idle expiry is permanent
@@ -63,8 +63,8 @@ class ApiKeyMachine(StorageMachine):
     @rule(key=keys)
     def holder_revokes(self, key: Key) -> None:
         if self.alive(key):
-            record = self.w.run(device.authenticate(self.w.deps, key.plain))
-            self.w.run(device.revoke_key(self.w.deps, record))
+            record = self.w.run(UseCases.of(self.w.deps).device.authenticate(key.plain))
+            self.w.run(UseCases.of(self.w.deps).device.revoke_key(record))
             key.revoked = True
 
     @rule(key=keys)
@@ -83,7 +83,7 @@ class ApiKeyMachine(StorageMachine):
     @rule(junk=st.text(min_size=0, max_size=50))
     def unknown_keys_never_authenticate(self, junk: str) -> None:
         try:
-            self.w.run(device.authenticate(self.w.deps, junk))
+            self.w.run(UseCases.of(self.w.deps).device.authenticate(junk))
         except InvalidToken:
             return
         raise AssertionError("an unknown key authenticated")

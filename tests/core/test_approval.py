@@ -8,6 +8,7 @@ import pytest
 from licore.errors import ExpiredToken
 from licore.ports import Storage
 from licore.services import device
+from licore.services.wiring import UseCases
 from tests.support.fakes import make_deps
 from tests.support.scenario import ALL_LIBRARY, build_world
 
@@ -16,9 +17,10 @@ async def test_entering_the_right_code_shows_the_app_and_never_the_device_code(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    started = await device.start(deps, world.client.id, "library:read", "1.1.1.1")
-    view, attempts = await device.look_up(deps, started.user_code.lower().replace("-", " "),
-                                          device.EntryAttempts(), "1.1.1.1")
+    flow = UseCases.of(deps).device
+    started = await flow.start(world.client.id, "library:read", "1.1.1.1")
+    view, attempts = await flow.look_up(started.user_code.lower().replace("-", " "),
+                                        device.EntryAttempts(), "1.1.1.1")
     assert view is not None and attempts.wrong == 0
     assert view.client_name == "Installer" and view.requested == ("library:read",)
     assert view.user_code == started.user_code
@@ -29,26 +31,28 @@ async def test_five_wrong_codes_burn_the_session_and_its_linked_authorization(
         storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    started = await device.start(deps, world.client.id, ALL_LIBRARY, "1.1.1.1")
+    flow = UseCases.of(deps).device
+    started = await flow.start(world.client.id, ALL_LIBRARY, "1.1.1.1")
     attempts = device.EntryAttempts(linked_user_code=started.user_code)
     for wrong in ("BBBB-BBBB", "CCCC-CCCC", "nonsense", "DDDD-DDDD", "FFFF-FFFF"):
-        view, attempts = await device.look_up(deps, wrong, attempts, "1.1.1.1")
+        view, attempts = await flow.look_up(wrong, attempts, "1.1.1.1")
         assert view is None
     assert attempts.burned
     with pytest.raises(device.SessionBurned):
-        await device.look_up(deps, started.user_code, attempts, "1.1.1.1")
+        await flow.look_up(started.user_code, attempts, "1.1.1.1")
     with pytest.raises(ExpiredToken):
-        await device.poll(deps, started.device_code, None)
+        await flow.poll(started.device_code, None)
     with pytest.raises(ExpiredToken):
-        await device.decide(deps, world.buyer.id, started.user_code, True)
+        await flow.decide(world.buyer.id, started.user_code, True)
 
 
 async def test_four_wrong_codes_do_not_burn(storage: Storage) -> None:
     deps = make_deps(storage)
     world = await build_world(deps)
-    started = await device.start(deps, world.client.id, ALL_LIBRARY, "1.1.1.1")
+    flow = UseCases.of(deps).device
+    started = await flow.start(world.client.id, ALL_LIBRARY, "1.1.1.1")
     attempts = device.EntryAttempts(linked_user_code=started.user_code)
     for _ in range(4):
-        _, attempts = await device.look_up(deps, "BBBB-BBBB", attempts, "1.1.1.1")
-    view, attempts = await device.look_up(deps, started.user_code, attempts, "1.1.1.1")
+        _, attempts = await flow.look_up("BBBB-BBBB", attempts, "1.1.1.1")
+    view, attempts = await flow.look_up(started.user_code, attempts, "1.1.1.1")
     assert view is not None and not attempts.burned

@@ -19,7 +19,6 @@ from licore.errors import (
     SlowDown,
 )
 from licore.scopes import Permission
-from licore.services import device
 from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 
@@ -48,6 +47,7 @@ class DeviceFlowMachine(StorageMachine):
     def __init__(self) -> None:
         super().__init__()
         d = self.w.deps
+        self.flow = UseCases.of(d).device
         owner = self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
         helper = self.w.run(UseCases.of(d).operator.add_account("helper", "2", None))
         self.outsider = self.w.run(UseCases.of(d).operator.add_account("outsider", "3", None))
@@ -70,7 +70,7 @@ class DeviceFlowMachine(StorageMachine):
         requested = data.draw(st.lists(st.sampled_from(family), min_size=1, unique=True))
         usable = [s for s in requested if s in REGISTERED]
         try:
-            out = self.w.run(device.start(self.w.deps, self.client.id, " ".join(requested),
+            out = self.w.run(self.flow.start(self.client.id, " ".join(requested),
                                           f"10.0.0.{len(self.all_flows) % 250}"))
         except LicoreError as e:
             assert not usable and e.code == "invalid_scope"
@@ -94,7 +94,7 @@ class DeviceFlowMachine(StorageMachine):
         too_fast = flow.last_poll is not None and now - flow.last_poll < flow.interval - 1
         flow.last_poll = now
         try:
-            token = self.w.run(device.poll(self.w.deps, flow.device_code, None))
+            token = self.w.run(self.flow.poll(flow.device_code, None))
         except SlowDown as e:
             assert flow.state == "pending" and too_fast
             flow.interval = min(flow.interval + 5, 60)
@@ -115,7 +115,7 @@ class DeviceFlowMachine(StorageMachine):
         flow.keys_returned += 1
         event("key claimed")
         assert set(token.scope.split()) == set(flow.granted)
-        key = self.w.run(device.authenticate(self.w.deps, token.access_token))
+        key = self.w.run(self.flow.authenticate(token.access_token))
         assert set(key.scopes) == set(flow.granted)
 
     @rule(flow=flows, approver=st.integers(0, 2), approve=st.booleans())
@@ -129,7 +129,7 @@ class DeviceFlowMachine(StorageMachine):
         perms = self.perms[account] if kind is sc.KeyKind.STUDIO else frozenset()
         allowed = sc.Grantable(perms).filter(flow.requested)
         try:
-            granted = self.w.run(device.decide(self.w.deps, account, flow.user_code, approve,
+            granted = self.w.run(self.flow.decide(account, flow.user_code, approve,
                                                self.studio_id))
         except ApprovalRefused:
             assert flow.state == "pending" and approve and not allowed

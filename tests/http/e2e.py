@@ -86,13 +86,19 @@ def poll(server: Server, device_code: str) -> httpx.Response:
     return httpx.post(f"{server.url}/auth/device/token", json={"device_code": device_code})
 
 
+def decide(database_url: str, account_id: str, user_code: str, approve: bool,
+           studio_id: str | None = None) -> tuple[str, ...]:
+    """The approval step as the consent page runs it, from the test process."""
+    from licore.services.wiring import UseCases
+
+    return core(database_url, lambda d: UseCases.of(d).device.decide(
+        account_id, user_code, approve, studio_id))
+
+
 def obtain_key(server: Server, people: People, scope: str, approver_id: str,
                studio_id: str | None) -> str:
-    from licore.services import device
-
     flow = start_flow(server, people.client_id, scope)
-    core(server.database_url, lambda d: device.decide(d, approver_id, flow["user_code"], True,
-                                                      studio_id))
+    decide(server.database_url, approver_id, flow["user_code"], True, studio_id)
     r = poll(server, flow["device_code"])
     assert r.status_code == 200, r.text
     token: str = r.json()["access_token"]

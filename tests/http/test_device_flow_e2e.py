@@ -11,10 +11,19 @@ import pytest
 
 from licore.device_flow import DeviceState
 from licore.errors import ApprovalRefused
-from licore.services import device
 from licore.services.deps import Deps
 from licore.tokens import device_code_digest
-from tests.http.e2e import People, auth, cli, core, obtain_key, poll, setup_people, start_flow
+from tests.http.e2e import (
+    People,
+    auth,
+    cli,
+    core,
+    decide,
+    obtain_key,
+    poll,
+    setup_people,
+    start_flow,
+)
 from tests.support.server import Server
 
 STUDIO_SCOPES = "products:read products:write licenses:read licenses:write"
@@ -39,8 +48,8 @@ def test_studio_key_flow_pending_slow_down_approval_and_one_claim(
     assert (fast.status_code, fast.json()["error"]) == (400, "slow_down")
     assert fast.json()["interval"] == 10
 
-    granted = core(server.database_url, lambda d: device.decide(
-        d, people.owner_id, flow["user_code"].lower(), True, people.studio_id))
+    granted = decide(server.database_url, people.owner_id, flow["user_code"].lower(), True,
+                     people.studio_id)
     assert set(granted) == set(STUDIO_SCOPES.split())
     token = poll(server, flow["device_code"])
     assert token.status_code == 200, token.text
@@ -61,8 +70,8 @@ def test_studio_key_flow_pending_slow_down_approval_and_one_claim(
 def test_collaborator_approval_filters_scopes_and_nothing_surviving_is_403(
         server: Server, people: People) -> None:
     flow = start_flow(server, people.client_id, STUDIO_SCOPES)
-    granted = core(server.database_url, lambda d: device.decide(
-        d, people.helper_id, flow["user_code"], True, people.studio_id))
+    granted = decide(server.database_url, people.helper_id, flow["user_code"], True,
+                     people.studio_id)
     assert set(granted) == {"licenses:read", "licenses:write"}
     body = poll(server, flow["device_code"]).json()
     assert set(body["scope"].split()) == {"licenses:read", "licenses:write"}
@@ -73,8 +82,8 @@ def test_collaborator_approval_filters_scopes_and_nothing_surviving_is_403(
 
     only_products = start_flow(server, people.client_id, "products:read")
     with pytest.raises(ApprovalRefused) as refused:
-        core(server.database_url, lambda d: device.decide(
-            d, people.helper_id, only_products["user_code"], True, people.studio_id))
+        decide(server.database_url, people.helper_id, only_products["user_code"], True,
+               people.studio_id)
     assert refused.value.status == 403
     still = poll(server, only_products["device_code"])
     assert still.json()["error"] == "authorization_pending"
@@ -82,8 +91,7 @@ def test_collaborator_approval_filters_scopes_and_nothing_surviving_is_403(
 
 def test_library_key_flow_and_key_kinds_do_not_cross(server: Server, people: People) -> None:
     flow = start_flow(server, people.client_id, "library:read library:download")
-    core(server.database_url, lambda d: device.decide(
-        d, people.buyer_id, flow["user_code"], True, people.studio_id))
+    decide(server.database_url, people.buyer_id, flow["user_code"], True, people.studio_id)
     body = poll(server, flow["device_code"]).json()
     assert body["studio_id"] is None and body["access_token"].startswith("lcl_")
     assert body["scope"] == "library:read library:download"
@@ -100,8 +108,7 @@ def test_library_key_flow_and_key_kinds_do_not_cross(server: Server, people: Peo
 
 def test_denied_gives_access_denied(server: Server, people: People) -> None:
     flow = start_flow(server, people.client_id, "library:read")
-    core(server.database_url, lambda d: device.decide(d, people.buyer_id, flow["user_code"],
-                                                      False))
+    decide(server.database_url, people.buyer_id, flow["user_code"], False)
     r = poll(server, flow["device_code"])
     assert (r.status_code, r.json()["error"]) == (400, "access_denied")
 
@@ -121,8 +128,7 @@ def test_expired_after_lifetime_gives_expired_token(server: Server, people: Peop
     r = poll(server, flow["device_code"])
     assert (r.status_code, r.json()["error"]) == (400, "expired_token")
     with pytest.raises(Exception, match="no longer waiting"):
-        core(server.database_url, lambda d: device.decide(d, people.buyer_id,
-                                                          flow["user_code"], True))
+        decide(server.database_url, people.buyer_id, flow["user_code"], True)
 
 
 def test_unknown_device_code_is_expired_token(server: Server) -> None:
@@ -164,8 +170,7 @@ def test_device_code_rejects_non_json_and_disabled_clients(server: Server,
     other = cli(server.database_url, "client", "add", "Old", "--description", "x",
                 "--scopes", "library:read")
     flow = start_flow(server, other, "library:read")
-    core(server.database_url, lambda d: device.decide(d, people.buyer_id, flow["user_code"],
-                                                      True, None))
+    decide(server.database_url, people.buyer_id, flow["user_code"], True, None)
     key = poll(server, flow["device_code"]).json()["access_token"]
     assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 200
     cli(server.database_url, "client", "disable", other)
@@ -235,8 +240,7 @@ def test_stock_oauth_client_completes_the_flow(server: Server, people: People) -
     started = session.post(meta["device_authorization_endpoint"], withhold_token=True,
                            data={"client_id": people.client_id,
                                  "scope": "library:read library:download"}).json()
-    core(server.database_url, lambda d: device.decide(d, people.buyer_id,
-                                                      started["user_code"], True))
+    decide(server.database_url, people.buyer_id, started["user_code"], True)
     token = session.fetch_token(meta["token_endpoint"],
                                 grant_type="urn:ietf:params:oauth:grant-type:device_code",
                                 device_code=started["device_code"])

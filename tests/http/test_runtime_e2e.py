@@ -295,10 +295,16 @@ def test_paused_and_blacklisted_fail_every_runtime_call(server: Server, people: 
     assert answers() == [{"success": False}, {"ok": False}, {"ok": False}]
 
 
-def test_serve_with_two_workers(module_database_url: str) -> None:
+def test_serve_with_two_workers_and_its_metrics_folder_goes_with_it(
+        module_database_url: str) -> None:
     with running_server(module_database_url, workers="2") as server:
         answers = {httpx.get(f"{server.url}/healthz").status_code for _ in range(20)}
         assert answers == {200}
         children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
         workers = [p for p in children.read_text().split() if p]
         assert len(workers) >= 2
+        environ = Path(f"/proc/{workers[0]}/environ").read_bytes().split(b"\0")
+        (folder,) = [v.split(b"=", 1)[1].decode() for v in environ
+                     if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+        assert Path(folder).is_dir()
+    assert not Path(folder).exists()  # removed when serve stopped

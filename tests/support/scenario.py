@@ -5,7 +5,6 @@ from __future__ import annotations
 import attrs
 
 from licore.model import Account, ApiKey, Client, Studio
-from licore.services import device
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 
@@ -27,9 +26,10 @@ ALL_LIBRARY = "library:read library:download"
 
 async def obtain_key(deps: Deps, client: Client, scope: str, approver: Account,
                      studio_id: str | None) -> str:
-    start = await device.start(deps, client.id, scope, "127.0.0.1")
-    await device.decide(deps, approver.id, start.user_code, True, studio_id)
-    token = await device.poll(deps, start.device_code, client.id)
+    flow = UseCases.of(deps).device
+    start = await flow.start(client.id, scope, "127.0.0.1")
+    await flow.decide(approver.id, start.user_code, True, studio_id)
+    token = await flow.poll(start.device_code, client.id)
     return token.access_token
 
 
@@ -46,4 +46,4 @@ async def build_world(deps: Deps, tag: str = "") -> World:
 
 
 async def key_record(deps: Deps, plain: str) -> ApiKey:
-    return await device.authenticate(deps, plain)
+    return await UseCases.of(deps).device.authenticate(plain)

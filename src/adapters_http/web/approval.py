@@ -87,7 +87,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         entered = ctx.field("code")[:32]
         attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
         try:
-            view, after = await device.look_up(deps, entered, attempts, ctx.ip)
+            view, after = await uc.device.look_up(entered, attempts, ctx.ip)
         except device.SessionBurned:
             return burned_page(ctx)
         if view is None:
@@ -113,11 +113,11 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
             return burned_page(ctx)
         approve = ctx.field("decision") == "approve"
         studio_id = ctx.field("studio_id") or None
-        view = await device.pending_view(deps, code)
+        view = await uc.device.pending_view(code)
         try:
             if view is None:
                 raise ExpiredToken("this code is no longer waiting for approval")
-            granted = await device.decide(deps, ctx.account.id, code, approve, studio_id)
+            granted = await uc.device.decide(ctx.account.id, code, approve, studio_id)
         except ApprovalRefused:
             assert view is not None
             return await consent_page(ctx, view, status=403, chosen=studio_id,

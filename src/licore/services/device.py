@@ -20,9 +20,20 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import Clock, ConnectedApp, Storage, UnitOfWork
+from licore.ports import Clock, ConnectedApp, Randomness, Storage, UnitOfWork
 from licore.services import limits
-from licore.services.deps import Deps
+from licore.services.ids import Ids
+
+
+@attrs.frozen
+class DeviceSettings:
+    """The operator's choices the flow reads (spec 4.1 and contract 6)."""
+
+    public_url: str
+    lifetime: int
+    interval: int
+    code_rate_limit: int  # new codes, an IP, a minute
+    entry_rate_limit: int  # wrong user-code entries, an IP, a minute
 
 
 @attrs.frozen
@@ -50,105 +61,8 @@ async def _active_client(uow: UnitOfWork, client_id: str) -> Client:
     return client
 
 
-async def start(deps: Deps, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
-    """POST /device/code."""
-    requested = sc.parse_scope_string(scope_text)
-    async with deps.storage.unit_of_work() as uow:
-        client = await _active_client(uow, client_id)
-    wanted = sc.requestable(requested, client.scopes)
-    await limits.hit(deps.storage, deps.clock, f"device-code:{ip}",
-                     deps.settings.device_code_rate_limit)
-    created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
-    for effect in created.effects:
-        match effect:
-            case DeviceEffect.ISSUE_CODES:
-                pass  # the codes drawn below are the answer
-            case DeviceEffect.SLOW_DOWN | DeviceEffect.GRANT_FILTERED | DeviceEffect.ISSUE_KEY:
-                raise LicoreError(f"a new code has no {effect!r}")
-            case _:
-                assert_never(effect)
-    now = deps.clock.now()
-    device_code = tokens.make_device_code(deps.random.token_bytes(48))
-    for _ in range(10):  # a user-code collision among live codes is rare; draw again
-        user_code = tokens.make_user_code(deps.random.token_bytes(16), df.USER_CODE_ALPHABET,
-                                          df.USER_CODE_LENGTH)
-        device = DeviceAuthorization(
-            id=deps.new_id("dev"), device_code_digest=tokens.device_code_digest(device_code),
-            user_code=user_code, client_id=client.id, requested_scopes=wanted,
-            state=created.next, created_at=now,
-            expires_at=now + deps.settings.device_lifetime,
-            interval=deps.settings.device_interval)
-        async with deps.storage.unit_of_work() as uow:
-            if await uow.devices.add(device):
-                break
-    else:
-        raise LicoreError("could not allocate a user code")
-    shown = df.format_user_code(user_code)
-    uri = deps.settings.public_url.rstrip("/") + "/device"
-    return DeviceCodeResponse(device_code, shown, uri, f"{uri}?code={shown}",
-                              deps.settings.device_lifetime, deps.settings.device_interval)
-
-
-async def poll(deps: Deps, device_code: str, client_id: str | None) -> TokenResponse:
-    """POST /device/token. Errors are raised only after the poll itself is recorded."""
-    if not device_code:
-        raise InvalidRequest("device_code is required", "device_code")
-    now = deps.clock.now()
-    refusal: LicoreError | None = None
-    issued: TokenResponse | None = None
-    async with deps.storage.unit_of_work() as uow:
-        device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
-        if device is None:
-            raise df.refusal(DeviceState.NONE, DeviceEvent.POLL)
-        if client_id is not None and client_id != device.client_id:
-            raise InvalidClient("this device_code was issued to another client")
-        timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                           device.last_poll_at)
-        state = df.effective_state(device.state, timing, now)
-        event = df.poll_event(timing, now)
-        updated = attrs.evolve(device, state=state, last_poll_at=now)
-        try:
-            outcome = df.transition(state, event)
-        except LicoreError as error:
-            refusal = error
-        else:
-            updated = attrs.evolve(updated, state=outcome.next)
-            for effect in outcome.effects:
-                match effect:
-                    case DeviceEffect.SLOW_DOWN:
-                        updated = attrs.evolve(updated,
-                                               interval=df.grown_interval(device.interval))
-                        refusal = SlowDown(updated.interval)
-                    case DeviceEffect.ISSUE_KEY:
-                        issued = await _issue_key(deps, uow, device)
-                    case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
-                        raise LicoreError(f"a poll has no {effect!r}")
-                    case _:
-                        assert_never(effect)
-        if not await uow.devices.replace(updated, expected=device.state):
-            # Someone else polled this code in the same instant and claimed it first.
-            raise ExpiredToken("the code was already used; start over")
-    if refusal is not None:
-        raise refusal
-    assert issued is not None
-    return issued
-
-
-async def _issue_key(deps: Deps, uow: UnitOfWork, device: DeviceAuthorization) -> TokenResponse:
-    kind = sc.kind_of(device.granted_scopes)
-    plain = tokens.make_api_key(kind, deps.random.token_bytes(40))
-    now = deps.clock.now()
-    assert device.account_id is not None
-    await uow.api_keys.add(ApiKey(
-        id=deps.new_id("key"), digest=tokens.api_key_digest(plain), kind=kind,
-        scopes=device.granted_scopes, client_id=device.client_id,
-        account_id=device.account_id, studio_id=device.studio_id,
-        created_at=now, last_used_at=now))
-    return TokenResponse(plain, "Bearer", sc.format_scopes(device.granted_scopes),
-                         device.studio_id)
-
-
-# The approval step (spec 4.1 "user-facing approval step"); the web page is one front for it.
+# What the approval step (spec 4.1 "user-facing approval step") shows and counts; the web page
+# is one front for it.
 
 
 @attrs.frozen
@@ -183,34 +97,228 @@ class SessionBurned(LicoreError):
         super().__init__("too many wrong codes; sign in again to enter another code")
 
 
-async def look_up(deps: Deps, entered: str, attempts: EntryAttempts,
-                  ip: str) -> tuple[ApprovalView | None, EntryAttempts]:
-    """Find the pending authorization a person typed the code of.
+class DeviceFlow:
+    """The device authorization flow (spec 4.1), its approval step, and revocation by the
+    key's holder."""
 
-    A wrong entry counts against the session (5 burn it, and burn the authorization the
-    session was opened for) and against the IP. Returns the view, or None and the new count.
-    """
-    if attempts.burned:
-        raise SessionBurned()
-    code = df.normalize_user_code(entered)
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
-        view = await _pending_view(uow, code, now)
-        if view is not None:
-            return view, attempts
-        after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
-        if after.burned and attempts.linked_user_code is not None:
-            await _burn(uow, attempts.linked_user_code, now)
-    await limits.hit(deps.storage, deps.clock, f"code-entry:{ip}",
-                     deps.settings.code_entry_rate_limit)
-    return None, after
+    def __init__(self, storage: Storage, clock: Clock, random: Randomness, ids: Ids,
+                 settings: DeviceSettings) -> None:
+        self.storage = storage
+        self.clock = clock
+        self.random = random
+        self.ids = ids
+        self.settings = settings
 
+    async def start(self, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
+        """POST /device/code."""
+        requested = sc.parse_scope_string(scope_text)
+        async with self.storage.unit_of_work() as uow:
+            client = await _active_client(uow, client_id)
+        wanted = sc.requestable(requested, client.scopes)
+        await limits.hit(self.storage, self.clock, f"device-code:{ip}",
+                         self.settings.code_rate_limit)
+        created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
+        for effect in created.effects:
+            match effect:
+                case DeviceEffect.ISSUE_CODES:
+                    pass  # the codes drawn below are the answer
+                case DeviceEffect.SLOW_DOWN | DeviceEffect.GRANT_FILTERED | DeviceEffect.ISSUE_KEY:
+                    raise LicoreError(f"a new code has no {effect!r}")
+                case _:
+                    assert_never(effect)
+        now = self.clock.now()
+        device_code = tokens.make_device_code(self.random.token_bytes(48))
+        for _ in range(10):  # a user-code collision among live codes is rare; draw again
+            user_code = tokens.make_user_code(self.random.token_bytes(16), df.USER_CODE_ALPHABET,
+                                              df.USER_CODE_LENGTH)
+            device = DeviceAuthorization(
+                id=self.ids.new("dev"), device_code_digest=tokens.device_code_digest(device_code),
+                user_code=user_code, client_id=client.id, requested_scopes=wanted,
+                state=created.next, created_at=now,
+                expires_at=now + self.settings.lifetime,
+                interval=self.settings.interval)
+            async with self.storage.unit_of_work() as uow:
+                if await uow.devices.add(device):
+                    break
+        else:
+            raise LicoreError("could not allocate a user code")
+        shown = df.format_user_code(user_code)
+        uri = self.settings.public_url.rstrip("/") + "/device"
+        return DeviceCodeResponse(device_code, shown, uri, f"{uri}?code={shown}",
+                                  self.settings.lifetime, self.settings.interval)
 
-async def pending_view(deps: Deps, user_code: str) -> ApprovalView | None:
-    """The consent screen of a code the caller already found through `look_up` (this counts
-    no entry, so it must never be offered as a way to try codes)."""
-    async with deps.storage.unit_of_work() as uow:
-        return await _pending_view(uow, df.normalize_user_code(user_code), deps.clock.now())
+    async def poll(self, device_code: str, client_id: str | None) -> TokenResponse:
+        """POST /device/token. Errors are raised only after the poll itself is recorded."""
+        if not device_code:
+            raise InvalidRequest("device_code is required", "device_code")
+        now = self.clock.now()
+        refusal: LicoreError | None = None
+        issued: TokenResponse | None = None
+        async with self.storage.unit_of_work() as uow:
+            device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
+            if device is None:
+                raise df.refusal(DeviceState.NONE, DeviceEvent.POLL)
+            if client_id is not None and client_id != device.client_id:
+                raise InvalidClient("this device_code was issued to another client")
+            timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                               device.last_poll_at)
+            state = df.effective_state(device.state, timing, now)
+            event = df.poll_event(timing, now)
+            updated = attrs.evolve(device, state=state, last_poll_at=now)
+            try:
+                outcome = df.transition(state, event)
+            except LicoreError as error:
+                refusal = error
+            else:
+                updated = attrs.evolve(updated, state=outcome.next)
+                for effect in outcome.effects:
+                    match effect:
+                        case DeviceEffect.SLOW_DOWN:
+                            updated = attrs.evolve(updated,
+                                                   interval=df.grown_interval(device.interval))
+                            refusal = SlowDown(updated.interval)
+                        case DeviceEffect.ISSUE_KEY:
+                            issued = await self._issue_key(uow, device)
+                        case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
+                            raise LicoreError(f"a poll has no {effect!r}")
+                        case _:
+                            assert_never(effect)
+            if not await uow.devices.replace(updated, expected=device.state):
+                # Someone else polled this code in the same instant and claimed it first.
+                raise ExpiredToken("the code was already used; start over")
+        if refusal is not None:
+            raise refusal
+        assert issued is not None
+        return issued
+
+    async def _issue_key(self, uow: UnitOfWork, device: DeviceAuthorization) -> TokenResponse:
+        kind = sc.kind_of(device.granted_scopes)
+        plain = tokens.make_api_key(kind, self.random.token_bytes(40))
+        now = self.clock.now()
+        assert device.account_id is not None
+        await uow.api_keys.add(ApiKey(
+            id=self.ids.new("key"), digest=tokens.api_key_digest(plain), kind=kind,
+            scopes=device.granted_scopes, client_id=device.client_id,
+            account_id=device.account_id, studio_id=device.studio_id,
+            created_at=now, last_used_at=now))
+        return TokenResponse(plain, "Bearer", sc.format_scopes(device.granted_scopes),
+                             device.studio_id)
+
+    async def look_up(self, entered: str, attempts: EntryAttempts,
+                      ip: str) -> tuple[ApprovalView | None, EntryAttempts]:
+        """Find the pending authorization a person typed the code of.
+
+        A wrong entry counts against the session (5 burn it, and burn the authorization the
+        session was opened for) and against the IP. Returns the view, or None and the new count.
+        """
+        if attempts.burned:
+            raise SessionBurned()
+        code = df.normalize_user_code(entered)
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            view = await _pending_view(uow, code, now)
+            if view is not None:
+                return view, attempts
+            after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
+            if after.burned and attempts.linked_user_code is not None:
+                await _burn(uow, attempts.linked_user_code, now)
+        await limits.hit(self.storage, self.clock, f"code-entry:{ip}",
+                         self.settings.entry_rate_limit)
+        return None, after
+
+    async def pending_view(self, user_code: str) -> ApprovalView | None:
+        """The consent screen of a code the caller already found through `look_up` (this counts
+        no entry, so it must never be offered as a way to try codes)."""
+        async with self.storage.unit_of_work() as uow:
+            return await _pending_view(uow, df.normalize_user_code(user_code), self.clock.now())
+
+    async def grantable_for(self, account_id: str, kind: sc.KeyKind,
+                            studio_id: str | None) -> sc.Grantable:
+        """What this person may grant: for studio scopes, their permissions in that studio."""
+        if kind is sc.KeyKind.LIBRARY:
+            return sc.Grantable(frozenset())
+        if studio_id is None:
+            return sc.Grantable(frozenset())
+        async with self.storage.unit_of_work() as uow:
+            membership = await uow.studios.membership(studio_id, account_id)
+        return sc.Grantable(membership.permissions if membership else frozenset())
+
+    async def decide(self, account_id: str, user_code: str, approve: bool,
+                     studio_id: str | None = None) -> tuple[str, ...]:
+        """Approve (with the chosen studio for studio scopes) or deny. Returns the granted scopes.
+
+        Approval where nothing survives the approver's permissions is refused with HTTP 403 and
+        leaves the authorization pending (spec 3).
+        """
+        code = df.normalize_user_code(user_code)
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            device = await uow.devices.by_user_code(code)
+            if device is None:
+                raise df.refusal(DeviceState.NONE, DeviceEvent.DENY if not approve
+                                 else DeviceEvent.APPROVE)
+            if await uow.accounts.by_id(account_id) is None:
+                raise NotFound("no account behind this approval")
+            timing = df.Timing(device.created_at, device.expires_at, device.interval,
+                               device.last_poll_at)
+            state = df.effective_state(device.state, timing, now)
+            kind = sc.kind_of(device.requested_scopes)
+            if not approve:
+                denial = df.transition(state, DeviceEvent.DENY)
+                assert not denial.effects  # denying only changes the state
+                denied = attrs.evolve(device, state=denial.next, account_id=account_id)
+                await uow.devices.replace(denied, expected=device.state)
+                return ()
+            if kind is sc.KeyKind.STUDIO:
+                membership = (await uow.studios.membership(studio_id, account_id)
+                              if studio_id else None)
+                permissions = membership.permissions if membership else frozenset()
+            else:
+                studio_id, permissions = None, frozenset()
+            granted = sc.Grantable(permissions).filter(device.requested_scopes)
+            event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
+            outcome = df.transition(state, event)
+            approved = attrs.evolve(device, state=outcome.next, account_id=account_id)
+            for effect in outcome.effects:
+                match effect:
+                    case DeviceEffect.GRANT_FILTERED:
+                        approved = attrs.evolve(approved, granted_scopes=granted,
+                                                studio_id=studio_id)
+                    case (DeviceEffect.ISSUE_CODES | DeviceEffect.SLOW_DOWN
+                          | DeviceEffect.ISSUE_KEY):
+                        raise LicoreError(f"an approval has no {effect!r}")
+                    case _:
+                        assert_never(effect)
+            if not await uow.devices.replace(approved, expected=device.state):
+                raise ExpiredToken("this code is no longer waiting for approval")
+        return granted
+
+    async def revoke_key(self, key: ApiKey) -> None:
+        """POST /revoke by the holder (the key was authenticated by the caller)."""
+        outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
+        async with self.storage.unit_of_work() as uow:
+            await _apply_key_effects(uow, key, outcome.effects, self.clock.now())
+
+    async def authenticate(self, bearer: str | None) -> ApiKey:
+        """The key behind `Authorization: Bearer`, or `invalid_token` (spec 5)."""
+        if not bearer or not tokens.api_key_shape_ok(bearer):
+            raise InvalidToken("the key is unknown, revoked or expired")
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
+            if key is None:
+                raise InvalidToken("the key is unknown, revoked or expired")
+            state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
+            if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
+                # Idle for 60 days: revoked for good, recorded so the list shows it gone.
+                idle = api_keys.transition(api_keys.KeyState.ACTIVE,
+                                           api_keys.KeyEvent.IDLE_60_DAYS)
+                await _apply_key_effects(uow, key, idle.effects, now)
+        api_keys.transition(state, api_keys.KeyEvent.USE)
+        if api_keys.needs_touch(key.last_used_at, now):
+            async with self.storage.unit_of_work() as uow:
+                await uow.api_keys.touch(key.id, now)
+        return key
 
 
 async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | None:
@@ -238,75 +346,6 @@ async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
     assert not outcome.effects  # burning only changes the state
     if outcome.next is not device.state:
         await uow.devices.replace(attrs.evolve(device, state=outcome.next), expected=device.state)
-
-
-async def grantable_for(deps: Deps, account_id: str, kind: sc.KeyKind,
-                        studio_id: str | None) -> sc.Grantable:
-    """What this person may grant: for studio scopes, their permissions in that studio."""
-    if kind is sc.KeyKind.LIBRARY:
-        return sc.Grantable(frozenset())
-    if studio_id is None:
-        return sc.Grantable(frozenset())
-    async with deps.storage.unit_of_work() as uow:
-        membership = await uow.studios.membership(studio_id, account_id)
-    return sc.Grantable(membership.permissions if membership else frozenset())
-
-
-async def decide(deps: Deps, account_id: str, user_code: str, approve: bool,
-                 studio_id: str | None = None) -> tuple[str, ...]:
-    """Approve (with the chosen studio for studio scopes) or deny. Returns the granted scopes.
-
-    Approval where nothing survives the approver's permissions is refused with HTTP 403 and
-    leaves the authorization pending (spec 3).
-    """
-    code = df.normalize_user_code(user_code)
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
-        device = await uow.devices.by_user_code(code)
-        if device is None:
-            raise df.refusal(DeviceState.NONE, DeviceEvent.DENY if not approve
-                             else DeviceEvent.APPROVE)
-        if await uow.accounts.by_id(account_id) is None:
-            raise NotFound("no account behind this approval")
-        timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                           device.last_poll_at)
-        state = df.effective_state(device.state, timing, now)
-        kind = sc.kind_of(device.requested_scopes)
-        if not approve:
-            denial = df.transition(state, DeviceEvent.DENY)
-            assert not denial.effects  # denying only changes the state
-            denied = attrs.evolve(device, state=denial.next, account_id=account_id)
-            await uow.devices.replace(denied, expected=device.state)
-            return ()
-        if kind is sc.KeyKind.STUDIO:
-            membership = await uow.studios.membership(studio_id, account_id) if studio_id else None
-            permissions = membership.permissions if membership else frozenset()
-        else:
-            studio_id, permissions = None, frozenset()
-        granted = sc.Grantable(permissions).filter(device.requested_scopes)
-        event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
-        outcome = df.transition(state, event)
-        approved = attrs.evolve(device, state=outcome.next, account_id=account_id)
-        for effect in outcome.effects:
-            match effect:
-                case DeviceEffect.GRANT_FILTERED:
-                    approved = attrs.evolve(approved, granted_scopes=granted,
-                                            studio_id=studio_id)
-                case (DeviceEffect.ISSUE_CODES | DeviceEffect.SLOW_DOWN
-                      | DeviceEffect.ISSUE_KEY):
-                    raise LicoreError(f"an approval has no {effect!r}")
-                case _:
-                    assert_never(effect)
-        if not await uow.devices.replace(approved, expected=device.state):
-            raise ExpiredToken("this code is no longer waiting for approval")
-    return granted
-
-
-async def revoke_key(deps: Deps, key: ApiKey) -> None:
-    """POST /revoke by the holder (the key was authenticated by the caller)."""
-    outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-    async with deps.storage.unit_of_work() as uow:
-        await _apply_key_effects(uow, key, outcome.effects, deps.clock.now())
 
 
 async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
@@ -344,23 +383,3 @@ async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | Non
     return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
             is api_keys.KeyState.ACTIVE]
 
-
-async def authenticate(deps: Deps, bearer: str | None) -> ApiKey:
-    """The key behind `Authorization: Bearer`, or `invalid_token` (spec 5)."""
-    if not bearer or not tokens.api_key_shape_ok(bearer):
-        raise InvalidToken("the key is unknown, revoked or expired")
-    now = deps.clock.now()
-    async with deps.storage.unit_of_work() as uow:
-        key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
-        if key is None:
-            raise InvalidToken("the key is unknown, revoked or expired")
-        state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
-        if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
-            # Idle for 60 days: revoked for good, recorded so the list shows it gone.
-            idle = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.IDLE_60_DAYS)
-            await _apply_key_effects(uow, key, idle.effects, now)
-    api_keys.transition(state, api_keys.KeyEvent.USE)
-    if api_keys.needs_touch(key.last_used_at, now):
-        async with deps.storage.unit_of_work() as uow:
-            await uow.api_keys.touch(key.id, now)
-    return key

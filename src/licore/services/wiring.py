@@ -8,6 +8,7 @@ import attrs
 from licore.services.builds import Copies
 from licore.services.dashboard import Dashboard
 from licore.services.deps import Deps
+from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.ids import Ids
 from licore.services.library import Library
 from licore.services.licensing import Licensing
@@ -29,6 +30,7 @@ class UseCases:
     dashboard: Dashboard
     people: People
     operator: Operator
+    device: DeviceFlow
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -46,4 +48,7 @@ class UseCases:
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies),
                    People(storage, clock, library),
-                   Operator(storage, clock, ids, deps.passwords))
+                   Operator(storage, clock, ids, deps.passwords),
+                   DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
+                       settings.public_url, settings.device_lifetime, settings.device_interval,
+                       settings.device_code_rate_limit, settings.code_entry_rate_limit)))
