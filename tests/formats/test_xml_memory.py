@@ -4,6 +4,7 @@ generous margins; nothing here times anything."""
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
 from collections.abc import Callable
 
@@ -18,10 +19,8 @@ def _peak(fn: Callable[[], object]) -> int:
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        try:
+        with contextlib.suppress(ModelFormatError):
             fn()
-        except ModelFormatError:
-            pass
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
