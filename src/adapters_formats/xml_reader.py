@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import struct
 import xml.etree.ElementTree as ET
+import xml.parsers.expat
 from collections.abc import Callable
 from typing import Any
 
+import attrs
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
@@ -236,62 +239,167 @@ _SIMPLE: dict[str, tuple[str, Callable[[ET.Element], Any]]] = {
 }
 
 
-def _parse(data: bytes) -> ET.Element:
+# Elements of any kind a document may hold. Property values are elements too (a CFrame is
+# thirteen), so a legal 50 MiB build holds about a million; this bounds what a document of
+# tiny elements can make the reader do, and (with the depth bound) what it can allocate.
+MAX_ELEMENTS = 5_000_000
+# A value's parts: a CFrame has twelve; only an unknown type kept as raw XML could hold more.
+MAX_VALUE_ELEMENTS = 10_000
+# <roblox>, then an <Item> per level, then <Properties>, a property and its parts.
+MAX_ELEMENT_DEPTH = MAX_DEPTH + 8
+
+
+@attrs.define
+class _Scan:
+    shared: dict[str, bytes]
+    new_era: bool
+
+
+def _scan(data: bytes) -> _Scan:
+    """A first pass by expat events, with no tree: refuse a DTD, a root that is not
+    <roblox>, and too many or too deeply nested elements or instances before anything is
+    built; collect the shared strings (Studio writes them after the instances that use them)
+    and whether the file writes <ContentId>."""
+    parser = xml.parsers.expat.ParserCreate()
+    parser.buffer_text = True
+    depth = elements = items = 0
+    item_depth: list[int] = []  # the element depth of each open <Item>
+    shared: dict[str, bytes] = {}
+    new_era = False
+    reading: list[str] = []  # the md5 of the <SharedString> being read
+    text: list[str] = []
+
+    def refuse_dtd(*_: object) -> int:
+        raise _Refused("XML declares a document type or entities, which model files never do")
+
+    def start(tag: str, attrib: dict[str, str]) -> None:
+        nonlocal depth, elements, items, new_era
+        depth += 1
+        elements += 1
+        if depth == 1 and tag != "roblox":
+            raise _Refused("the XML root element is not <roblox>")
+        if elements > MAX_ELEMENTS:
+            raise _Refused(f"more than {MAX_ELEMENTS} XML elements")
+        if tag == "Item" and (depth == 2 or (item_depth and item_depth[-1] == depth - 1)):
+            items += 1
+            if items > MAX_INSTANCES:
+                raise _Refused(f"more than {MAX_INSTANCES} instances")
+            if len(item_depth) >= MAX_DEPTH:
+                raise _Refused(f"instances nest deeper than {MAX_DEPTH} levels")
+            item_depth.append(depth)
+        elif depth > MAX_ELEMENT_DEPTH:
+            raise _Refused(f"XML elements nest deeper than {MAX_ELEMENT_DEPTH} levels")
+        elif tag == "ContentId":
+            new_era = True
+        elif tag == "SharedString" and depth == 3 and reading_table:
+            key = attrib.get("md5")
+            if key is None:
+                raise _Refused("a shared string definition has no md5 key")
+            reading[:] = [key]
+            text.clear()
+        if depth == 2:
+            reading_table[:] = [True] if tag == "SharedStrings" else []
+
+    reading_table: list[bool] = []
+
+    def chars(piece: str) -> None:
+        if reading:
+            text.append(piece)
+
+    def end(tag: str) -> None:
+        nonlocal depth
+        if item_depth and item_depth[-1] == depth:
+            item_depth.pop()
+        if reading and depth == 3:
+            key = reading.pop()
+            try:
+                shared[key] = _b64("".join(text))
+            except _Bad:
+                raise _Refused(f"shared string {key[:40]!r} is not base64") from None
+        elif depth == 3 and reading_table and tag != "SharedString":
+            raise _Refused("a shared string definition has no md5 key")
+        depth -= 1
+
+    parser.StartDoctypeDeclHandler = refuse_dtd
+    parser.EntityDeclHandler = refuse_dtd
+    parser.UnparsedEntityDeclHandler = refuse_dtd
+    parser.ExternalEntityRefHandler = refuse_dtd
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
     try:
-        root: ET.Element = SafeET.fromstring(data, forbid_dtd=True)
+        parser.Parse(data, True)
+    except _Refused as refused:
+        raise ModelFormatError(str(refused)) from None
+    except (xml.parsers.expat.ExpatError, ValueError) as err:
+        raise ModelFormatError(f"not well-formed XML: {err}") from None
+    return _Scan(shared, new_era)
+
+
+class _Refused(Exception):
+    """The first pass found a reason to refuse the document."""
+
+
+def read_xml(data: bytes, skeleton: bool = False) -> Model:
+    """The instance tree. With `skeleton`, every property is read and checked but only
+    `Name` and `Source` are kept (an upload's check needs the scripts and their paths, and
+    keeping every value costs many times the file).
+
+    Two passes, neither holding the document as a tree: `_scan` bounds the document, then
+    the instances are built by streaming the elements, each property element parsed and
+    dropped as soon as it ends, each <Item> element dropped when it ends."""
+    scan = _scan(data)
+    reader = _Reader(scan.shared, new_era=scan.new_era)
+    model = Model("xml")
+    by_referent: dict[str, Instance] = {}
+    # The open elements; for an <Item>, its instance; for <Properties>, its instance too.
+    open_: list[tuple[ET.Element, str, Instance | None]] = []
+    in_value = 0  # elements inside the property element being read
+    try:
+        events = SafeET.iterparse(io.BytesIO(data), events=("start", "end"), forbid_dtd=True)
+        for event, el in events:
+            if event == "start":
+                parent_kind = open_[-1][1] if open_ else None
+                owner = open_[-1][2] if open_ else None
+                kind = "other"
+                inst: Instance | None = None
+                if parent_kind is None:
+                    kind = "root"
+                elif el.tag == "Item" and parent_kind in ("root", "item"):
+                    kind = "item"
+                    inst = _new_item(el, by_referent)
+                    (owner.children if owner is not None else model.roots).append(inst)
+                elif el.tag == "Properties" and parent_kind == "item":
+                    kind, inst = "props", owner
+                elif parent_kind == "props":
+                    kind, inst = "prop", owner
+                    in_value = 0
+                elif parent_kind in ("prop", "value"):
+                    # A property's parts stay until the property ends and is parsed.
+                    kind = "value"
+                    in_value += 1
+                    if in_value > MAX_VALUE_ELEMENTS:
+                        raise ModelFormatError(f"a property value holds more than "
+                                               f"{MAX_VALUE_ELEMENTS} XML elements")
+                elif parent_kind == "root" and el.tag == "Meta":
+                    kind = "meta"
+                open_.append((el, kind, inst))
+                continue
+            _, kind, inst = open_.pop()
+            if kind == "prop" and inst is not None:
+                _property(reader, el, inst, skeleton)
+            elif kind == "meta" and "name" in el.attrib:
+                model.metadata[el.attrib["name"]] = _text(el)
+            if kind != "value":
+                el.clear()
+                if open_:
+                    # What has ended is the last child its parent has so far: drop it.
+                    del open_[-1][0][-1]
     except defusedxml.DefusedXmlException as err:
         raise ModelFormatError(f"XML declares a document type or entities ({type(err).__name__}),"
                                " which model files never do") from None
     except (ET.ParseError, ValueError) as err:
         raise ModelFormatError(f"not well-formed XML: {err}") from None
-    if root.tag != "roblox":
-        raise ModelFormatError("the XML root element is not <roblox>")
-    return root
-
-
-def read_xml(data: bytes) -> Model:
-    root = _parse(data)
-    shared: dict[str, bytes] = {}
-    for table in root.iter("SharedStrings"):
-        for entry in table:
-            key = entry.attrib.get("md5")
-            if entry.tag != "SharedString" or key is None:
-                raise ModelFormatError("a shared string definition has no md5 key")
-            try:
-                shared[key] = _b64(_text(entry))
-            except _Bad:
-                raise ModelFormatError(f"shared string {key[:40]!r} is not base64") from None
-    reader = _Reader(shared, new_era=any(True for _ in root.iter("ContentId")))
-    model = Model("xml")
-    by_referent: dict[str, Instance] = {}
-    stack: list[tuple[ET.Element, list[Instance], int]] = [
-        (el, model.roots, 1) for el in reversed(root) if el.tag == "Item"]
-    for el in root:
-        if el.tag == "Meta" and "name" in el.attrib:
-            model.metadata[el.attrib["name"]] = _text(el)
-    while stack:
-        item, siblings, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise ModelFormatError(f"instances nest deeper than {MAX_DEPTH} levels")
-        if len(by_referent) >= MAX_INSTANCES:
-            raise ModelFormatError(f"more than {MAX_INSTANCES} instances")
-        class_name, referent = item.attrib.get("class"), item.attrib.get("referent")
-        if not class_name:
-            raise ModelFormatError("an <Item> has no class")
-        if referent is None:
-            referent = f"licore-{len(by_referent)}"  # nothing can point at it
-        if referent in by_referent or referent == "null":
-            raise ModelFormatError(f"referent {referent[:60]!r} is used twice or reserved")
-        inst = Instance(class_name, referent)
-        by_referent[referent] = inst
-        siblings.append(inst)
-        children = []
-        for part in item:
-            if part.tag == "Properties":
-                _properties(reader, part, inst)
-            elif part.tag == "Item":
-                children.append(part)
-        stack.extend((c, inst.children, depth + 1) for c in reversed(children))
     # A Ref to a referent no Item has is an unset value, as Studio reads it.
     for _, inst in model.walk():
         for name, prop in list(inst.properties.items()):
@@ -303,13 +411,30 @@ def read_xml(data: bytes) -> Model:
     return model
 
 
-def _properties(reader: _Reader, part: ET.Element, inst: Instance) -> None:
-    for el in part:
-        name = el.attrib.get("name")
-        if name is None:
-            raise ModelFormatError(f"a <{el.tag}> property of {inst.class_name} has no name")
-        try:
-            inst.properties[name] = reader.value(el, name)
-        except _Bad as bad:
-            raise ModelFormatError(
-                f"property {name[:60]!r} of {inst.class_name} ({el.tag}) {bad}") from None
+def _new_item(el: ET.Element, by_referent: dict[str, Instance]) -> Instance:
+    class_name, referent = el.attrib.get("class"), el.attrib.get("referent")
+    if not class_name:
+        raise ModelFormatError("an <Item> has no class")
+    if referent is None:
+        referent = f"licore-{len(by_referent)}"  # nothing can point at it
+    if referent in by_referent or referent == "null":
+        raise ModelFormatError(f"referent {referent[:60]!r} is used twice or reserved")
+    inst = Instance(class_name, referent)
+    by_referent[referent] = inst
+    return inst
+
+
+_KEPT = frozenset({"Name", "Source"})
+
+
+def _property(reader: _Reader, el: ET.Element, inst: Instance, skeleton: bool) -> None:
+    name = el.attrib.get("name")
+    if name is None:
+        raise ModelFormatError(f"a <{el.tag}> property of {inst.class_name} has no name")
+    try:
+        prop = reader.value(el, name)
+    except _Bad as bad:
+        raise ModelFormatError(
+            f"property {name[:60]!r} of {inst.class_name} ({el.tag}) {bad}") from None
+    if not skeleton or name in _KEPT:
+        inst.properties[name] = prop

@@ -246,8 +246,25 @@ def _shown(name: str) -> str:
     return name if len(name) <= 40 else name[:40] + "..."
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+_FIELDS: dict[type, frozenset[str]] = {}
+
+
 def _hints(command: type) -> dict[str, Any]:
-    return typing.get_type_hints(command)
+    # Resolving the string annotations cost more than the rest of decoding a runtime call;
+    # a command class's hints never change, so each class is resolved once.
+    hints = _HINTS.get(command)
+    if hints is None:
+        hints = _HINTS[command] = typing.get_type_hints(command)
+    return hints
+
+
+def _field_names(command: type) -> frozenset[str]:
+    names = _FIELDS.get(command)
+    if names is None:
+        names = _FIELDS[command] = frozenset(
+            f.name for f in attrs.fields(typing.cast(Any, command)))
+    return names
 
 
 def _allows(hint: Any, kind: type) -> bool:
@@ -264,7 +281,7 @@ def structure(body: object, command: type[T], policy: Policy = STRICT) -> T:
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object")
     hints = _hints(command)
-    known = {f.name for f in attrs.fields(typing.cast(Any, command))}
+    known = _field_names(command)
     fields: dict[str, object] = {}
     for name, value in body.items():
         if name not in known:

@@ -9,6 +9,8 @@ every log line written while the request runs, through a context variable.
 from __future__ import annotations
 
 import contextvars
+import functools
+import json
 import logging
 import os
 import re
@@ -51,6 +53,20 @@ RUNTIME_OUTCOMES = Counter("licore_runtime_outcomes", "Runtime API answers by ou
                            ["call", "outcome"])
 
 
+# `labels()` validates, locks and looks the child up on every call, which cost as much as
+# the rest of a runtime call's bookkeeping; a label set's child never changes, so it is
+# looked up once. Bounded, because a client chooses the method.
+@functools.lru_cache(maxsize=1024)
+def _request_metrics(route: str, method: str, status: int) -> tuple[Any, Any]:
+    return REQUESTS.labels(route, method, str(status)), LATENCY.labels(route, method)
+
+
+@functools.lru_cache(maxsize=64)
+def runtime_outcome(call: str, outcome: str) -> Any:
+    """The `licore_runtime_outcomes` counter of one call and outcome."""
+    return RUNTIME_OUTCOMES.labels(call, outcome)
+
+
 def route_template(scope: Scope) -> str:
     """The matched route as written in the route table (`/v1/licenses/{license_id}`), never
     the concrete path: ids in label values would make one time series a request."""
@@ -91,8 +107,9 @@ class RequestContext:
         finally:
             elapsed = time.perf_counter() - start
             route = route_template(scope)
-            REQUESTS.labels(route, scope["method"], str(status)).inc()
-            LATENCY.labels(route, scope["method"]).observe(elapsed)
+            count, latency = _request_metrics(route, scope["method"], status)
+            count.inc()
+            latency.observe(elapsed)
             if status == 429:
                 RATE_LIMITED.labels(route).inc()
             state = scope.get("state", {})
@@ -110,16 +127,40 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+# What every LogRecord carries; anything else on a record came in `extra` and is written.
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message", "asctime", "request_id", "taskName"}
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object a line: timestamp, level, logger, message, request id, then the
+    `extra` fields, then `exc_info` / `stack_info` when present. Written by hand (one dict,
+    one `json.dumps`) because the access line is written for every request, and a general
+    JSON formatter cost as much as a runtime call's own work."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(record.created)),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", None),
+        }
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS:
+                line[key] = value
+        if record.exc_info:
+            line["exc_info"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            line["stack_info"] = self.formatStack(record.stack_info)
+        return json.dumps(line, default=str)
+
+
 def configure_logging(level: str = "INFO") -> None:
     """JSON lines on stderr for every logger: timestamp, level, logger, message, request id,
     and any `extra` fields the caller gave."""
-    from pythonjsonlogger.json import JsonFormatter
-
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
-        rename_fields={"asctime": "timestamp", "levelname": "level", "name": "logger"},
-        datefmt="%Y-%m-%dT%H:%M:%S%z"))
+    handler.setFormatter(JsonLines())
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

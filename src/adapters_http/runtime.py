@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from adapters_http.bodies import read_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
-from adapters_http.observability import RUNTIME_OUTCOMES
+from adapters_http.observability import runtime_outcome
 from licore import bounds
 from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited, Unavailable
@@ -121,25 +121,25 @@ ENDPOINTS = [
 def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         ip = request.client.host if request.client else "unknown"
-        outcome = RUNTIME_OUTCOMES.labels(e.name, "malformed")
+        outcome = runtime_outcome(e.name, "malformed")
         try:
             body = await read_json(request, e.max_body, e.max_string)
             answer = await e.call(runtime, body, ip)
             # /check answers `success`, the sealed calls and /verify-source answer `ok`
             passed = answer.get("success") or answer.get("ok")
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "success" if passed else "denied")
+            outcome = runtime_outcome(e.name, "success" if passed else "denied")
             return _json(answer)
         except (InvalidRequest, PayloadTooLarge):
             return _json(e.failure, e.malformed_status)
         except RateLimited as limited:
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "rate_limited")
+            outcome = runtime_outcome(e.name, "rate_limited")
             return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
         except Unavailable as away:
             # The database is away: the failure body, with when to try again.
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
+            outcome = runtime_outcome(e.name, "error")
             return _json(e.failure, 503, {"Retry-After": str(away.retry_after)})
         except Exception as exc:
-            outcome = RUNTIME_OUTCOMES.labels(e.name, "error")
+            outcome = runtime_outcome(e.name, "error")
             log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
             return _json(e.failure, 500)
         finally:

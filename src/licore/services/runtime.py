@@ -62,6 +62,16 @@ class _Judged:
     facts: Facts
 
 
+def _unlock_plaintext(nonce: str, unlock_data: str, exp: int) -> bytes:
+    """`{"nonce":..,"data":..,"exp":..}` with the seller's data spliced in as the compact JSON
+    text it is stored as (never parsed and written again on every call)."""
+    try:
+        data = unlock_data.encode()
+    except UnicodeEncodeError:  # text JSON cannot carry as UTF-8: let json escape it
+        data = json.dumps(json.loads(unlock_data)).encode()
+    return b'{"nonce":%s,"data":%s,"exp":%d}' % (json.dumps(nonce).encode(), data, exp)
+
+
 def _seal(key: str, nonce: str, payload: dict[str, Any]) -> Sealed:
     return seal(key, nonce, json.dumps(payload, separators=(",", ":"),
                                        ensure_ascii=False).encode())
@@ -144,10 +154,8 @@ class Runtime:
             return None
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
-        payload = {"nonce": command.nonce, "data": json.loads(product.unlock_data), "exp": exp}
-        sealed = seal(command.key, command.nonce,
-                      json.dumps(payload, separators=(",", ":")).encode())
-        return Unlocked(exp, sealed)
+        return Unlocked(exp, seal(command.key, command.nonce,
+                                  _unlock_plaintext(command.nonce, product.unlock_data, exp)))
 
     async def version(self, command: AskVersion, ip: str) -> LatestVersion | None:
         """POST /version: the newest published label, and whether the caller should update."""
