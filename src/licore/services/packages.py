@@ -113,10 +113,12 @@ class Packages:
             raise InvalidRequest("the body must be the model file", "body")
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, command.product_id)  # before any parsing work
-        model = await self.offload(lambda: self._check_model(data))
+        # Checking and hashing a large file take long enough to stall other requests.
+        model, digest = await self.offload(
+            lambda: (self._check_model(data), hashlib.sha256(data).hexdigest()))
         version = Version(id=self.ids.new("ver"), product_id=command.product_id,
                           label=command.version, format=model.format, size_bytes=len(data),
-                          sha256=hashlib.sha256(data).hexdigest(), blob_id=self.ids.new("blb"),
+                          sha256=digest, blob_id=self.ids.new("blb"),
                           published=False, created_at=self.clock.now())
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
