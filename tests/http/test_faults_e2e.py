@@ -252,7 +252,7 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
             cluster.url, workers="2", LICORE_PARTNER_RATE_LIMIT="100000") as server:
         people = setup_people(server.database_url, "8")
         key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
-        with Load(server, key) as load:
+        with Load(server, key) as load, uploading(server, key) as uploads:
             time.sleep(2)
             cluster.ctl("-m", "fast", "-w", "stop")
             # While it is away: 503s, and /readyz says so without hanging.
@@ -274,4 +274,6 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
         assert "Traceback" not in server.log()
         stored = {t for t in stored_titles(server.database_url) if t.startswith("Load ")}
         assert load.created() <= stored
+        # Uploads cut by the outage stored nothing half-way.
+        assert set(uploads) <= {"200", "503"} and uploads["200"] > 0, uploads
         assert orphan_blobs(server.database_url) == 0
