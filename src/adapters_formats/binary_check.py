@@ -104,7 +104,7 @@ class _Instances:
 
     def __init__(self) -> None:
         self.refs = array("q")  # index -> referent
-        self.klass = array("i")  # index -> class id
+        self.klass = array("I")  # index -> class id (a u32 in the file)
         self.parent = array("i")  # index -> parent's index, -1 for none
         self.rank = array("i")  # index -> place among the PRNT entries, -1 for none
         self.sorted_refs = array("q")  # the referents in order, to find an index by one
@@ -131,7 +131,7 @@ class _Instances:
             raise ModelFormatError(f"referent {min(refs)} is invalid or used twice")
         first = len(self.refs)
         self.refs.extend(refs)
-        self.klass.extend(array("i", [class_id]) * n)
+        self.klass.extend(array("I", [class_id]) * n)
         self.names[class_id] = class_name
         self.members[class_id] = (first, n)
         self.sizes[class_id] = n

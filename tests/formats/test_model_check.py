@@ -232,3 +232,15 @@ def test_a_large_model_is_checked_within_a_small_multiple_of_the_file(fmt: str) 
         assert _peak(lambda: read_binary(data)) > 20 * len(data)  # what the check avoids
     else:
         assert _peak(lambda: read_xml(data, skeleton=True)) < 3 * len(data)
+
+
+def test_class_ids_past_31_bits_check_as_they_read() -> None:
+    class_id = 2**32 - 1
+    script, name, source = b"Script", b"Source", b"print(1)"
+    inst = chunk_bytes(b"INST", struct.pack("<II", class_id, len(script)) + script + b"\x00"
+                       + struct.pack("<I", 1) + write_refs([0]))
+    prop = chunk_bytes(b"PROP", struct.pack("<II", class_id, len(name)) + name + b"\x01"
+                       + struct.pack("<I", len(source)) + source)
+    data = file_bytes(1, 1, [inst, prop, _roots(1)])
+    assert [s.source for s in CODEC.check(data).scripts] == [source]
+    _same_verdict(data)
