@@ -262,6 +262,10 @@ def check_binary(data: bytes) -> CheckedModel:
                 raise ModelFormatError("more than one PRNT chunk")
             insts.link(inflate(data, chunk))
             linked = True
+        else:
+            # The full reader inflates every chunk, those it then ignores too (SIGN,
+            # unknown ones): one that does not inflate is refused here as there.
+            inflate(data, chunk)
     if not linked:
         raise ModelFormatError("no PRNT chunk")
     insts.check_shape()

@@ -142,7 +142,15 @@ def _sparse_twice() -> bytes:
     return file_bytes(1, 3, [inst, _roots(0)])
 
 
+def _corrupt_ignored_chunk() -> bytes:
+    """A SIGN chunk (which the reader ignores) whose stored payload does not inflate."""
+    garbage = b"\xff" * 8
+    sign = struct.pack("<4sIII", b"SIGN", len(garbage), 100, 0) + garbage
+    return file_bytes(0, 0, [sign, _roots(0)])
+
+
 HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
+    "an ignored chunk that does not inflate": (_corrupt_ignored_chunk, "decompress"),
     "cycle": (referent_cycle, "cycle"),
     "too deep": (lambda: deep_chain(MAX_DEPTH + 1), "deeper"),
     "referent twice": (_twice_inst, "twice"),
