@@ -1,8 +1,8 @@
 """Check a binary model against every limit `read_binary` enforces, without building the tree.
 
 An upload needs to know that the file reads, and its scripts; keeping every property value
-of every instance (what `read_binary` does) costs many times the file. Here one chunk is
-inflated at a time and dropped when checked: a `PROP` column is checked in place (its size
+of every instance (what `read_binary` does) costs many times the file. Here each chunk is
+inflated in turn and dropped when checked: a `PROP` column is checked in place (its size
 for the fixed-width types, a scan for the variable ones) or, for the rarer types, decoded
 and dropped at once. The instances are kept as referent numbers in flat arrays, and the
 `Name` and `Source` columns are decoded only for the classes on a script's path, in a
@@ -21,7 +21,7 @@ from itertools import accumulate
 from typing import Any
 
 from adapters_formats.binary_bytes import Cursor, deinterleave
-from adapters_formats.binary_columns import CODECS, Context
+from adapters_formats.binary_columns import BASIC_ROTATION_IDS, CODECS, Context
 from adapters_formats.binary_reader import (
     MAX_DEPTH,
     MAX_INSTANCES,
@@ -43,8 +43,6 @@ _WIDTH = {
 }
 _STRING, _CFRAME, _OPTIONAL_CFRAME = 0x01, 0x10, 0x1E
 _NAMES_INSTANCES = frozenset({0x13, 0x22})  # Ref and Content
-_BASIC_ROTATIONS = frozenset(i for i in range(1, 37)
-                             if (divmod(i - 1, 6)[0] % 3) != (divmod(i - 1, 6)[1] % 3))
 
 
 def _scan_cframes(cur: Cursor, n: int) -> None:
@@ -52,7 +50,7 @@ def _scan_cframes(cur: Cursor, n: int) -> None:
         rid = cur.u8()
         if rid == 0:
             cur.take(36)
-        elif rid not in _BASIC_ROTATIONS:
+        elif rid not in BASIC_ROTATION_IDS:
             raise ModelFormatError(f"{cur.what}: unknown CFrame rotation id {rid:#x}")
     cur.take(12 * n)
 
