@@ -110,18 +110,22 @@ class Delivery:
                                                 message.payload, secrets)
 
     async def _chat(self, message: Message) -> Delivered:
-        """Give or take the role by the license's state now, whichever message this is."""
+        """Give or take the role by how things stand now, whichever message this is: the
+        holder keeps the role while the license is active and the product still names it."""
         body = json.loads(message.payload)
+        guild_id, role_id = str(body["guild_id"]), str(body["role_id"])
         async with self.storage.unit_of_work() as uow:
             license = await uow.licenses.by_id(message.subject)
             user = await uow.hooks.chat_user(str(body["platform_id"]))
+            named = license is not None and any(
+                (r.guild_id, r.role_id) == (guild_id, role_id)
+                for r in await uow.hooks.roles_of(license.product_id))
         if user is None:
             return Delivered(True, error=NOT_LINKED)
         if self.chat is None:
             return Delivered(False, error="no chat bot is configured on this server")
-        present = license is not None and license.state is LicenseState.ACTIVE
-        return await self.chat.set_role(str(body["guild_id"]), user, str(body["role_id"]),
-                                        present)
+        present = named and license is not None and license.state is LicenseState.ACTIVE
+        return await self.chat.set_role(guild_id, user, role_id, present)
 
 
 def _health(endpoint: WebhookEndpoint, ok: bool, now: int) -> WebhookEndpoint:
