@@ -100,8 +100,8 @@ class SignedSender:
         extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
         started = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=self.timeout,
-                                         follow_redirects=False) as http:
+            # No per-phase timeout: `send` bounds the whole attempt, look-up included.
+            async with httpx.AsyncClient(timeout=None, follow_redirects=False) as http:
                 response = await http.post(target, content=body.encode(), headers=headers,
                                            extensions=extensions)
         except httpx.HTTPError as exc:
