@@ -100,8 +100,10 @@ class SignedSender:
         extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
         started = time.monotonic()
         try:
-            # No per-phase timeout: `send` bounds the whole attempt, look-up included.
-            async with httpx.AsyncClient(timeout=None, follow_redirects=False) as http:
+            # `send` bounds the whole attempt, look-up included; httpx's own limits apply to
+            # each phase and only back that up, so they are never the ones that end it.
+            async with httpx.AsyncClient(timeout=self.timeout + 1,
+                                         follow_redirects=False) as http:
                 response = await http.post(target, content=body.encode(), headers=headers,
                                            extensions=extensions)
         except httpx.HTTPError as exc:
