@@ -219,6 +219,9 @@ async def test_a_role_change_reaches_every_holder_page_by_page(
     assert adds == {(f"{GUILD}/{r}", i) for r in (ROLE, OTHER_ROLE) for i in ids}
     assert removes == {(f"{GUILD}/{OTHER_ROLE}", i) for i in ids}
     assert len(messages) == len(adds) + len(removes)  # each once
+    await setup.uc.webhooks.set_roles(setup.studio, c.SetChatRoles(
+        setup.product.id, (c.RoleName(GUILD, ROLE),)))  # sent again unchanged
+    assert len(await setup.hand_outs()) == len(messages)  # queues nothing
 
 
 async def test_a_role_change_by_someone_without_the_permission_writes_nothing(
