@@ -4,6 +4,8 @@ path's facts. (The use-case level contract is in test_storage_contract.py.)"""
 
 from __future__ import annotations
 
+import asyncio
+
 import attrs
 
 from licore.device_flow import DeviceState
@@ -83,6 +85,30 @@ async def test_api_keys_touch_forward_revoke_once_and_list_live_apps(storage: St
         assert [(a.key.id, a.client_name) for a in studio_apps] == [("key_1", "App")]
         library = await uow.api_keys.connected_apps(account_id="acc_2")
         assert [(a.key.id, a.client_name) for a in library] == [("key_2", "App")]
+
+
+async def test_a_held_client_makes_a_concurrent_disable_see_the_key_issued_meanwhile(
+        storage: Storage) -> None:
+    # The device-flow poll holds its client while it issues a key; a disable racing it must
+    # either come first (the poll sees it) or come after and revoke the new key too.
+    async with storage.unit_of_work() as uow:
+        await seed(uow)
+
+    async def disable() -> int:
+        async with storage.unit_of_work() as other:
+            assert await other.clients.set_disabled("cli_1", True)
+            return await other.api_keys.revoke_all_of_client("cli_1", 90)
+
+    async with storage.unit_of_work() as uow:
+        held = await uow.clients.hold("cli_1")
+        assert held is not None and not held.disabled
+        disabling = asyncio.create_task(disable())
+        await asyncio.sleep(0.3)  # gives an unheld disable the time to commit first
+        await uow.api_keys.add(key(7))
+    assert await disabling == 1
+    async with storage.unit_of_work() as uow:
+        issued = await uow.api_keys.by_id("key_7")
+        assert issued is not None and issued.revoked_at == 90
 
 
 async def test_products_take_free_slugs_save_and_list_the_discoverable(

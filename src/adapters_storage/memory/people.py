@@ -85,6 +85,10 @@ class MemoryClients(Repository):
     async def by_id(self, client_id: str) -> Client | None:
         return self.t.clients.get(client_id)
 
+    async def hold(self, client_id: str) -> Client | None:
+        # One unit of work at a time holds the memory store: nothing can change it meanwhile.
+        return self.t.clients.get(client_id)
+
     async def set_disabled(self, client_id: str, disabled: bool) -> bool:
         client = self.t.clients.get(client_id)
         if client is None:

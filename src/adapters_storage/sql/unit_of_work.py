@@ -27,7 +27,7 @@ class SqlUnitOfWork:
         self.db = db
         self.accounts = SqlAccounts(db)
         self.studios = SqlStudios(db)
-        self.clients = SqlClients(db)
+        self.clients = SqlClients(db, dialect)
         self.devices = SqlDeviceAuthorizations(db)
         self.api_keys = SqlApiKeys(db)
         self.products = SqlProducts(db)

@@ -55,7 +55,9 @@ class TokenResponse:
 
 
 async def _client_disabled(uow: UnitOfWork, client_id: str) -> bool:
-    client = await uow.clients.by_id(client_id)
+    # Held, not just read: a disable committing between this check and the key's insert
+    # would revoke the client's keys without seeing the new one.
+    client = await uow.clients.hold(client_id)
     return client is None or client.disabled
 
 
