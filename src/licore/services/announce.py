@@ -47,6 +47,10 @@ def alert_data(a: Alert) -> dict[str, Any]:
             "script_name": a.script_name, "first_seen_at": iso(a.first_seen_at)}
 
 
+FAN_OUT_PAGE = 500  # holders one worker transaction reaches when a product's roles change
+FAN_OUT_TOPIC = "chat_roles.reach_holders"
+
+
 @attrs.frozen
 class Announcer:
     clock: Clock
@@ -85,3 +89,36 @@ class Announcer:
             state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)
             for role in roles]
         await uow.outbox.add(messages)
+
+    async def fan_out(self, uow: UnitOfWork, studio_id: str, product_id: str,
+                      added: Sequence[ChatRole], dropped: Sequence[ChatRole],
+                      after: str | None = None) -> None:
+        """A product's roles changed: one message, written with the change, that the workers
+        expand into hand-outs (`added`) and removals (`dropped`) for its holders after the
+        license id `after`, a page per transaction (`reach_holders`)."""
+        now = self.clock.now()
+        await uow.outbox.add([Message(
+            id=self.ids.new("msg"), kind=MessageKind.FAN_OUT, topic=FAN_OUT_TOPIC,
+            studio_id=studio_id, target=product_id, subject="",
+            payload=json.dumps({"add": [[r.guild_id, r.role_id] for r in added],
+                                "remove": [[r.guild_id, r.role_id] for r in dropped],
+                                "after": after}),
+            state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)])
+
+    async def reach_holders(self, uow: UnitOfWork, message: Message) -> None:
+        """One page of a fan-out message, in the caller's unit of work: the hand-outs and
+        removals for up to `FAN_OUT_PAGE` active holders with a linked chat account, and,
+        when there may be more, the message for the next page."""
+        body = json.loads(message.payload)
+        product_id = message.target
+        added = [ChatRole(product_id, str(g), str(r)) for g, r in body["add"]]
+        dropped = [ChatRole(product_id, str(g), str(r)) for g, r in body["remove"]]
+        holders = await uow.hooks.linked_holders(product_id, body["after"], FAN_OUT_PAGE)
+        for holder in holders:
+            if added:
+                await self.chat_roles(uow, message.studio_id, holder, True, added)
+            if dropped:
+                await self.chat_roles(uow, message.studio_id, holder, False, dropped)
+        if len(holders) == FAN_OUT_PAGE:
+            await self.fan_out(uow, message.studio_id, product_id, added, dropped,
+                               after=holders[-1].id)

@@ -27,7 +27,6 @@ from licore.services.products import own_product
 ROTATION_OVERLAP = 86400  # the old secret still signs for a day after a rotation
 MAX_ENDPOINTS = 20  # a studio's endpoints; each event is one message per endpoint
 MAX_ROLES = 25  # a product's chat roles (as `SetChatRoles` allows)
-FAN_OUT_PAGE = 500  # holders read at a time when a role change reaches existing holders
 
 
 @attrs.frozen
@@ -157,29 +156,17 @@ class Webhooks:
 
     async def _replace_roles(self, uow: UnitOfWork, studio: ActingStudio, product_id: str,
                              roles: Sequence[ChatRole]) -> Sequence[ChatRole]:
-        """Store the product's roles and, in the same unit of work, queue the hand-out of
-        each new role and the removal of each dropped one for every current holder with a
-        linked chat account. Holders are read a page at a time, so memory and statement
-        size stay bounded however many people hold the product."""
+        """Store the product's roles and, in the same unit of work, the message that takes
+        each new role to, and each dropped one from, the people who hold the product now.
+        The workers expand it a page of holders per transaction (`Announcer.reach_holders`),
+        so a product held by many people never makes one long transaction here."""
         before = set(await uow.hooks.roles_of(product_id))
         await uow.hooks.set_roles(product_id, roles)
         after = await uow.hooks.roles_of(product_id)
         added = [r for r in after if r not in before]
         dropped = sorted(before - set(after), key=lambda r: (r.guild_id, r.role_id))
         if added or dropped:
-            cursor: str | None = None
-            while True:
-                holders = await uow.hooks.linked_holders(product_id, cursor, FAN_OUT_PAGE)
-                for holder in holders:
-                    if added:
-                        await self.announce.chat_roles(uow, studio.studio_id, holder, True,
-                                                       added)
-                    if dropped:
-                        await self.announce.chat_roles(uow, studio.studio_id, holder, False,
-                                                       dropped)
-                if len(holders) < FAN_OUT_PAGE:
-                    break
-                cursor = holders[-1].id
+            await self.announce.fan_out(uow, studio.studio_id, product_id, added, dropped)
         return after
 
     async def roles(self, studio: ActingStudio, product_id: str) -> Sequence[ChatRole]:

@@ -67,4 +67,4 @@ class UseCases:
                           settings.claim_rate_limit),
                    webhooks,
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
-                            settings.outbox))
+                            announce, settings.outbox))
