@@ -239,6 +239,28 @@ async def test_a_role_change_reaches_every_holder_page_by_page(
     assert await setup.uc.delivery.backlog() == 0  # queues nothing
 
 
+async def test_a_worker_dying_mid_page_leaves_the_page_to_another_whole(
+        setup: Setup, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(announce, "FAN_OUT_PAGE", 2)
+    users = [str(6100 + n) for n in range(3)]
+    for n, user in enumerate(users):
+        await setup.grant(user)
+        await setup.link(user, str(910 + n))
+    await setup.reach_holders()
+    await setup.uc.webhooks.set_roles(setup.studio, c.SetChatRoles(
+        setup.product.id, (c.RoleName(GUILD, ROLE),)))
+    now = setup.clock.now()
+    async with setup.deps.storage.unit_of_work() as uow:  # a worker claims it, then dies
+        (taken,) = await uow.outbox.claim(now, "dead", now + 60, 20)
+    assert taken.kind is MessageKind.FAN_OUT
+    await setup.reach_holders()
+    assert await setup.hand_outs() == []  # leased: nobody else touches it meanwhile
+    setup.clock.advance(61)
+    await setup.reach_holders()
+    reached = [m.subject for m in await setup.hand_outs()]
+    assert sorted(reached) == sorted([await license_id(setup, u) for u in users])  # each once
+
+
 async def test_a_role_change_by_someone_without_the_permission_writes_nothing(
         setup: Setup) -> None:
     await setup.grant("5001")
