@@ -37,8 +37,12 @@ def _forbidden(address: Address) -> bool:
 
 
 class SignedSender:
-    def __init__(self, allow_private: bool = False) -> None:
+    """`timeout` bounds a whole send, the address look-up included: the outbox's lease must
+    outlast it (the settings refuse a lease that does not)."""
+
+    def __init__(self, allow_private: bool = False, timeout: float = TIMEOUT) -> None:
         self.allow_private = allow_private
+        self.timeout = timeout
 
     async def _resolve(self, url: str) -> tuple[list[Address], str | None]:
         parts = urlsplit(url)
@@ -67,6 +71,16 @@ class SignedSender:
 
     async def send(self, url: str, message_id: str, timestamp: int, body: str,
                    secrets: Sequence[str]) -> Delivered:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._send(url, message_id, timestamp, body, secrets)
+        except TimeoutError:
+            return Delivered(False, error=f"no answer within {self.timeout:g} seconds",
+                             duration_ms=int((time.monotonic() - started) * 1000))
+
+    async def _send(self, url: str, message_id: str, timestamp: int, body: str,
+                    secrets: Sequence[str]) -> Delivered:
         addresses, refused = await self._resolve(url)
         if refused is not None:
             return Delivered(False, error=refused)
@@ -86,7 +100,10 @@ class SignedSender:
         extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
         started = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
+            # `send` bounds the whole attempt, look-up included; httpx's own limits apply to
+            # each phase and only back that up, so they are never the ones that end it.
+            async with httpx.AsyncClient(timeout=self.timeout + 1,
+                                         follow_redirects=False) as http:
                 response = await http.post(target, content=body.encode(), headers=headers,
                                            extensions=extensions)
         except httpx.HTTPError as exc:

@@ -36,6 +36,9 @@ TOPICS = tuple(t.value for t in Topic)
 class MessageKind(enum.Enum):
     WEBHOOK = "webhook"  # one message per (event, endpoint)
     CHAT_ROLE = "chat_role"  # one message per (license change, role the product names)
+    # A product's roles changed: the workers expand it into CHAT_ROLE messages for the
+    # people holding the product, a page at a time. In neither delivery log.
+    FAN_OUT = "fan_out"
 
 
 class MessageState(enum.Enum):

@@ -374,6 +374,11 @@ class Hooks(Protocol):
         """Link (or, with None, unlink) a person's chat account."""
         ...
     async def chat_user(self, platform_id: str) -> str | None: ...
+    async def linked_holders(self, product_id: str, after: str | None,
+                             limit: int) -> Sequence[License]:
+        """Active licenses of the product whose holder linked a chat account, by id after
+        `after`: the people a role added to (or removed from) the product concerns."""
+        ...
 
 
 class UnitOfWork(Protocol):

@@ -64,7 +64,8 @@ def deps_from_env() -> Deps:
             api_url=loaded.events.chat_api_url, authorize_url=loaded.events.chat_authorize_url,
             bot_token=loaded.events.chat_bot_token, client_id=loaded.events.chat_client_id,
             client_secret=loaded.events.chat_client_secret)),
-        webhooks=SignedSender(allow_private=loaded.events.webhook_allow_private),
+        webhooks=SignedSender(allow_private=loaded.events.webhook_allow_private,
+                              timeout=loaded.events.webhook_timeout),
     )
 
 

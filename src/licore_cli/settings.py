@@ -148,6 +148,8 @@ FIELDS: tuple[Field, ...] = (
     Field("WEBHOOK_ALLOW_PRIVATE", _flag, False),
     Field("OUTBOX_RETRY_BASE", _whole(1, 3600), DEFAULTS.outbox.base),
     Field("OUTBOX_LEASE", _whole(1, 3600), DEFAULTS.outbox.lease),
+    # the whole of one webhook send (look-up, connect, answer); the lease must outlast it
+    Field("WEBHOOK_TIMEOUT", _whole(1, 300), 15),
     Field("OUTBOX_POLL_MS", _whole(10, 60000), 1000),
     # delivery loops in each `licore serve` process; 0 leaves delivery to `licore worker`
     Field("OUTBOX_WORKERS", _whole(0, 64), 1),
@@ -176,6 +178,7 @@ class EventSettings:
     chat_client_id: str
     chat_client_secret: str = attrs.field(repr=False)
     webhook_allow_private: bool
+    webhook_timeout: int
     poll_ms: int
     workers: int
 
@@ -238,8 +241,13 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         chat_api_url=values["CHAT_API_URL"], chat_authorize_url=values["CHAT_AUTHORIZE_URL"],
         chat_bot_token=values["CHAT_BOT_TOKEN"], chat_client_id=values["CHAT_CLIENT_ID"],
         chat_client_secret=values["CHAT_CLIENT_SECRET"],
-        webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"], poll_ms=values["OUTBOX_POLL_MS"],
+        webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"],
+        webhook_timeout=values["WEBHOOK_TIMEOUT"], poll_ms=values["OUTBOX_POLL_MS"],
         workers=values["OUTBOX_WORKERS"])
+    if values["OUTBOX_LEASE"] <= values["WEBHOOK_TIMEOUT"]:
+        # A send still running when its lease ends could be taken and sent again at once.
+        raise SettingsError(f"LICORE_OUTBOX_LEASE ({values['OUTBOX_LEASE']}) must be longer "
+                            f"than LICORE_WEBHOOK_TIMEOUT ({values['WEBHOOK_TIMEOUT']})")
     if (values["OIDC_CLIENT_ID"] is None) != (values["OIDC_CLIENT_SECRET"] is None):
         raise SettingsError("LICORE_OIDC_CLIENT_ID and LICORE_OIDC_CLIENT_SECRET go together: "
                             "set both to offer sign-in with the platform, or neither")

@@ -37,7 +37,8 @@ def outbox_env(chat: ChatStandIn, **more: str) -> dict[str, str]:
             "LICORE_CHAT_BOT_TOKEN": chat.bot_token, "LICORE_CHAT_CLIENT_ID": chat.client_id,
             "LICORE_CHAT_CLIENT_SECRET": chat.client_secret,
             "LICORE_WEBHOOK_ALLOW_PRIVATE": "true", "LICORE_OUTBOX_RETRY_BASE": "1",
-            "LICORE_OUTBOX_LEASE": "3", "LICORE_OUTBOX_POLL_MS": "100", **more}
+            "LICORE_OUTBOX_LEASE": "3", "LICORE_WEBHOOK_TIMEOUT": "2",
+            "LICORE_OUTBOX_POLL_MS": "100", **more}
 
 
 @attrs.frozen

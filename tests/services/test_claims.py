@@ -21,6 +21,7 @@ from licore.errors import (
     PlatformUnavailable,
     RateLimited,
 )
+from licore.events import MessageKind
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import Product
 from licore.ports import Storage
@@ -224,3 +225,22 @@ def test_pass_ids_are_digits() -> None:
         c.ChangeSettings("prd_x", purchase_pass_id=c.NumberOrText("12a"))
     with pytest.raises(InvalidRequest):
         c.ChangeSettings("prd_x", purchase_pass_id=c.NumberOrText("1" * 21))
+
+
+async def test_a_claim_tells_license_granted_and_queues_the_roles_with_it(
+        setup: Setup, platform: Platform) -> None:
+    studio = ActingStudio(setup.world.studio.id)
+    await setup.uc.webhooks.set_roles(studio, c.SetChatRoles(
+        setup.product.id, (c.RoleName("700", "800"),)))
+    endpoint = await setup.uc.webhooks.add(studio, c.AddWebhook(
+        "https://93.184.215.14/hook", ("license.granted",)))
+    platform.own(setup.world.buyer.platform_id, PASS)
+    done = await setup.uc.claims.claim(setup.buyer, setup.claim())
+    await setup.uc.claims.claim(setup.buyer, setup.claim())  # already held: nothing new
+    told = await setup.uc.webhooks.deliveries(studio, MessageKind.WEBHOOK, c.ListDeliveries())
+    assert [(m.topic, m.target) for m in told.items] == [
+        ("license.granted", endpoint.endpoint.id)]
+    assert f'"source":"{Source.PURCHASE_PASS.value}"' in told.items[0].payload
+    roles = await setup.uc.webhooks.deliveries(studio, MessageKind.CHAT_ROLE,
+                                               c.ListDeliveries())
+    assert [(m.topic, m.subject) for m in roles.items] == [("chat_role.add", done.license.id)]

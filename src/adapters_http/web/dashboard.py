@@ -1,5 +1,6 @@
-"""The seller dashboard at `/dashboard`: a studio's products and their settings, licenses,
-blacklist, alerts and connected apps. Every action is checked in the core against the
+"""The seller dashboard at `/dashboard`: a studio's products and their settings and chat
+roles, licenses, blacklist, alerts, connected apps, and webhook endpoints with their
+deliveries. Every action is checked in the core against the
 person's permission in the studio; a person outside it gets 404 on all of its pages."""
 
 from __future__ import annotations
@@ -14,27 +15,27 @@ from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore import bounds
-from licore.actors import ActingStudio
 from licore.commands import (
+    AddWebhook,
     ChangeLicense,
     ChangeProduct,
     ChangeSettings,
     CreateProduct,
     JsonValue,
     LicenseTarget,
-    ListDeliveries,
     NumberOrText,
-    Paging,
     PublishVersion,
+    RoleName,
     UploadVersion,
     WebhookTarget,
 )
 from licore.errors import InvalidRequest
-from licore.events import MessageKind
+from licore.events import TOPICS
 from licore.licenses import LicenseEvent
 from licore.scopes import Permission
 from licore.services.dashboard import Seat
 from licore.services.deps import Deps
+from licore.services.webhooks import ROTATION_OVERLAP, Shown
 from licore.services.wiring import UseCases
 
 LICENSE_ACTIONS = {"grant": LicenseEvent.GRANT, "revoke": LicenseEvent.REVOKE,
@@ -82,26 +83,61 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         here = await seat(ctx)
         seen = await board.overview(here)
         titles = {p.id: p.title for p in seen.products}
-        events: dict[str, Any] | None = None
-        if here.may(Permission.MANAGE_LICENSES):  # events are mostly about licenses
-            acting, recent = ActingStudio(here.studio.id), ListDeliveries(Paging(20))
-            events = {
-                "endpoints": await uc.webhooks.list(acting),
-                "deliveries": (await uc.webhooks.deliveries(
-                    acting, MessageKind.WEBHOOK, recent)).items,
-                "hand_outs": (await uc.webhooks.deliveries(
-                    acting, MessageKind.CHAT_ROLE, recent)).items}
         return page(ctx.request, ctx.visitor, "dashboard_studio.html", seat=here,
-                    overview=seen, titles=titles, Permission=Permission, events=events)
+                    overview=seen, titles=titles, Permission=Permission,
+                    events=await board.events(here), topics=TOPICS)
+
+    def endpoint_of(ctx: Ctx) -> WebhookTarget:
+        return WebhookTarget(ctx.param("endpoint_id"))
+
+    def shown_secret(ctx: Ctx, here: Seat, shown: Shown, done: str) -> Response:
+        """The secret in this answer only: never in a redirect, a flash or a log line."""
+        return page(ctx.request, ctx.visitor, "dashboard_secret.html", seat=here,
+                    endpoint=shown.endpoint, secret=shown.secret, done=done,
+                    overlap_hours=ROTATION_OVERLAP // 3600)
+
+    async def add_webhook(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        wanted = tuple(t for t in TOPICS if ctx.field(f"event:{t}") == "on")
+        shown = await board.add_webhook(here, AddWebhook(ctx.field("url").strip(), wanted))
+        return shown_secret(ctx, here, shown, "added")
+
+    async def rotate_webhook(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        return shown_secret(ctx, here, await board.rotate_webhook(here, endpoint_of(ctx)),
+                            "rotated")
+
+    async def remove_webhook(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        await board.remove_webhook(here, endpoint_of(ctx))
+        session.flash(ctx.request, "Webhook endpoint deleted.")
+        return redirect(studio_url(here, "#events"))
+
+    async def enable_webhook(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        await board.enable_webhook(here, endpoint_of(ctx))
+        session.flash(ctx.request, "Webhook endpoint enabled again.")
+        return redirect(studio_url(here, "#events"))
 
     async def resend(ctx: Ctx) -> Response:
         here = await seat(ctx)
-        if not here.may(Permission.MANAGE_LICENSES):
-            raise InvalidRequest("resending needs the manage licenses permission")
-        await uc.webhooks.resend(ActingStudio(here.studio.id),
-                                 WebhookTarget(ctx.param("message_id")))
+        await board.resend(here, WebhookTarget(ctx.param("message_id")))
         session.flash(ctx.request, "Queued to be sent again, with the same id.")
         return redirect(studio_url(here, "#events"))
+
+    async def chat_role(ctx: Ctx) -> Response:
+        here = await seat(ctx)
+        product_id = ctx.param("product_id")
+        role = RoleName(ctx.field("guild_id").strip(), ctx.field("role_id").strip())
+        if ctx.field("action") == "remove":
+            await board.remove_chat_role(here, product_id, role)
+            done = "removed; holders lose it"
+        else:
+            await board.add_chat_role(here, product_id, role)
+            done = "added; holders with a linked chat account get it"
+        session.flash(ctx.request, f"Chat role {role.role_id} in server {role.guild_id} "
+                                   f"{done}.")
+        return redirect(studio_url(here, f"/products/{product_id}#chat-roles"))
 
     async def create_product(ctx: Ctx) -> Response:
         here = await seat(ctx)
@@ -196,6 +232,13 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         page_route(deps, base, studio),
         page_route(deps, base + "/products", create_product, method="POST"),
         page_route(deps, base + "/deliveries/{message_id}/resend", resend, method="POST"),
+        page_route(deps, base + "/webhooks", add_webhook, method="POST"),
+        page_route(deps, base + "/webhooks/{endpoint_id}/rotate", rotate_webhook,
+                   method="POST"),
+        page_route(deps, base + "/webhooks/{endpoint_id}/delete", remove_webhook,
+                   method="POST"),
+        page_route(deps, base + "/webhooks/{endpoint_id}/enable", enable_webhook,
+                   method="POST"),
         page_route(deps, product_path, product),
         page_route(deps, product_path, save_product, method="POST"),
         page_route(deps, product_path + "/settings", save_settings, method="POST"),
@@ -205,6 +248,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         page_route(deps, product_path + "/trace", trace, method="POST",
                    upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
         page_route(deps, product_path + "/licenses", license_action, method="POST"),
+        page_route(deps, product_path + "/chat-roles", chat_role, method="POST"),
         page_route(deps, base + "/blacklist", blacklist, method="POST"),
         page_route(deps, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),
     ]

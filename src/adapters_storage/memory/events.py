@@ -9,7 +9,8 @@ import attrs
 
 from adapters_storage.memory.tables import Repository
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
-from licore.model import Page
+from licore.licenses import LicenseState
+from licore.model import License, Page
 
 
 class MemoryOutbox(Repository):
@@ -96,3 +97,11 @@ class MemoryHooks(Repository):
 
     async def chat_user(self, platform_id: str) -> str | None:
         return self.t.chat_links.get(platform_id)
+
+    async def linked_holders(self, product_id: str, after: str | None,
+                             limit: int) -> Sequence[License]:
+        found = sorted((lc for lc in self.t.licenses.values()
+                        if lc.product_id == product_id and lc.state is LicenseState.ACTIVE
+                        and lc.platform_id in self.t.chat_links and lc.id > (after or "")),
+                       key=lambda lc: lc.id)
+        return found[:limit]

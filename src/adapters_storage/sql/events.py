@@ -18,7 +18,7 @@ import attrs
 from adapters_storage.records import column_list, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository, insert
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
-from licore.model import Page
+from licore.model import License, Page
 
 _PENDING = MessageState.PENDING.value
 
@@ -135,3 +135,12 @@ class SqlHooks(Repository):
         rows = await self.db.rows("SELECT chat_user_id FROM chat_links WHERE platform_id = ?",
                                   [platform_id])
         return str(rows[0][0]) if rows else None
+
+    async def linked_holders(self, product_id: str, after: str | None,
+                             limit: int) -> Sequence[License]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(License, 'l.')} FROM licenses l "
+            "JOIN chat_links c ON c.platform_id = l.platform_id "
+            "WHERE l.product_id = ? AND l.state = 'active' AND l.id > ? "
+            "ORDER BY l.id LIMIT ?", [product_id, after or "", limit])
+        return [from_row(License, r) for r in rows]

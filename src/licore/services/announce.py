@@ -5,12 +5,13 @@ and the news of it commit or roll back together. Delivery is someone else's job
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
-from licore.events import Message, MessageKind, MessageState, Topic, envelope
+from licore.events import ChatRole, Message, MessageKind, MessageState, Topic, envelope
 from licore.model import Alert, License, Product, Version
 from licore.ports import Clock, UnitOfWork
 from licore.services.ids import Ids
@@ -26,10 +27,12 @@ def license_data(lc: License) -> dict[str, Any]:
             "state": lc.state.value, "source": lc.source.value}
 
 
-def product_data(p: Product) -> dict[str, Any]:
+def product_data(p: Product, changed: Sequence[str]) -> dict[str, Any]:
+    """`changed` names the fields the request set (settings such as unlock data are named,
+    never sent: they are the seller's own and may be private)."""
     return {"product_id": p.id, "slug": p.slug, "title": p.title,
             "discoverable": p.discoverable, "licensing_enabled": p.licensing_enabled,
-            "current_version": p.current_version}
+            "current_version": p.current_version, "changed": sorted(changed)}
 
 
 def version_data(p: Product, v: Version) -> dict[str, Any]:
@@ -42,6 +45,10 @@ def alert_data(a: Alert) -> dict[str, Any]:
             "license_id": a.license_id, "platform_id": a.platform_id,
             "key_owner_platform_id": a.key_owner_platform_id, "game_id": a.game_id,
             "script_name": a.script_name, "first_seen_at": iso(a.first_seen_at)}
+
+
+FAN_OUT_PAGE = 500  # holders one worker transaction reaches when a product's roles change
+FAN_OUT_TOPIC = "chat_roles.reach_holders"
 
 
 @attrs.frozen
@@ -65,11 +72,14 @@ class Announcer:
         await uow.outbox.add(messages)
 
     async def chat_roles(self, uow: UnitOfWork, studio_id: str, license: License,
-                         present: bool) -> None:
-        """One message per role the product names. The worker gives or takes the role by the
-        license's state when it sends, so messages that overtake each other (a grant retried
-        after a later revoke) still end in the state the license is in."""
+                         present: bool, roles: Sequence[ChatRole] | None = None) -> None:
+        """One message per role the product names (or per role of `roles`). The worker gives
+        or takes the role by the license's state, and whether the product still names the
+        role, when it sends; so messages that overtake each other (a grant retried after a
+        later revoke) still end in the state things are in."""
         now = self.clock.now()
+        if roles is None:
+            roles = await uow.hooks.roles_of(license.product_id)
         messages = [Message(
             id=self.ids.new("msg"), kind=MessageKind.CHAT_ROLE,
             topic="chat_role.add" if present else "chat_role.remove", studio_id=studio_id,
@@ -77,5 +87,38 @@ class Announcer:
             payload=json.dumps({"guild_id": role.guild_id, "role_id": role.role_id,
                                 "platform_id": license.platform_id}),
             state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)
-            for role in await uow.hooks.roles_of(license.product_id)]
+            for role in roles]
         await uow.outbox.add(messages)
+
+    async def fan_out(self, uow: UnitOfWork, studio_id: str, product_id: str,
+                      added: Sequence[ChatRole], dropped: Sequence[ChatRole],
+                      after: str | None = None) -> None:
+        """A product's roles changed: one message, written with the change, that the workers
+        expand into hand-outs (`added`) and removals (`dropped`) for its holders after the
+        license id `after`, a page per transaction (`reach_holders`)."""
+        now = self.clock.now()
+        await uow.outbox.add([Message(
+            id=self.ids.new("msg"), kind=MessageKind.FAN_OUT, topic=FAN_OUT_TOPIC,
+            studio_id=studio_id, target=product_id, subject="",
+            payload=json.dumps({"add": [[r.guild_id, r.role_id] for r in added],
+                                "remove": [[r.guild_id, r.role_id] for r in dropped],
+                                "after": after}),
+            state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)])
+
+    async def reach_holders(self, uow: UnitOfWork, message: Message) -> None:
+        """One page of a fan-out message, in the caller's unit of work: the hand-outs and
+        removals for up to `FAN_OUT_PAGE` active holders with a linked chat account, and,
+        when there may be more, the message for the next page."""
+        body = json.loads(message.payload)
+        product_id = message.target
+        added = [ChatRole(product_id, str(g), str(r)) for g, r in body["add"]]
+        dropped = [ChatRole(product_id, str(g), str(r)) for g, r in body["remove"]]
+        holders = await uow.hooks.linked_holders(product_id, body["after"], FAN_OUT_PAGE)
+        for holder in holders:
+            if added:
+                await self.chat_roles(uow, message.studio_id, holder, True, added)
+            if dropped:
+                await self.chat_roles(uow, message.studio_id, holder, False, dropped)
+        if len(holders) == FAN_OUT_PAGE:
+            await self.fan_out(uow, message.studio_id, product_id, added, dropped,
+                               after=holders[-1].id)

@@ -10,14 +10,20 @@ import attrs
 from licore import scopes as sc
 from licore.actors import ActingStudio
 from licore.commands import (
+    AddWebhook,
     ChangeLicense,
     ChangeProduct,
     ChangeSettings,
     CreateProduct,
+    ListDeliveries,
+    Paging,
     PublishVersion,
+    RoleName,
     UploadVersion,
+    WebhookTarget,
 )
 from licore.errors import LicoreError, NotFound
+from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.model import Alert, License, Product, Studio, Version
 from licore.ports import Clock, ConnectedApp, Storage
 from licore.protection import Trace
@@ -27,8 +33,10 @@ from licore.services.builds import Copies
 from licore.services.licensing import Licensing
 from licore.services.packages import Packages, ProductVersion
 from licore.services.products import Products, own_product
+from licore.services.webhooks import Shown, Webhooks
 
 ALERTS_SHOWN = 200
+DELIVERIES_SHOWN = 20
 
 
 class MissingPermission(LicoreError):
@@ -77,6 +85,16 @@ class ProductDetail:
     product: Product
     licenses: tuple[License, ...] | None  # None without the manage_licenses permission
     versions: tuple[Version, ...] = ()  # every upload, drafts too, oldest first
+    chat_roles: tuple[ChatRole, ...] = ()
+
+
+@attrs.frozen
+class EventsOverview:
+    """A studio's webhook endpoints and the latest deliveries and chat-role hand-outs."""
+
+    endpoints: tuple[WebhookEndpoint, ...]
+    deliveries: tuple[Message, ...]
+    hand_outs: tuple[Message, ...]
 
 
 def permissions_for(scopes: tuple[str, ...]) -> frozenset[Permission]:
@@ -92,6 +110,7 @@ class Dashboard:
     licensing: Licensing
     packages: Packages
     copies: Copies
+    webhooks: Webhooks
 
     async def seats_of(self, account_id: str) -> list[Seat]:
         """Every studio the person belongs to, by name."""
@@ -135,7 +154,19 @@ class Dashboard:
             if seat.may(Permission.MANAGE_LICENSES):
                 licenses = (await uow.licenses.of_product(product_id, None, None)).items
             versions = (await uow.versions.of_product(product_id, False, None, None)).items
-        return ProductDetail(product, licenses, versions)
+            roles = await uow.hooks.roles_of(product_id)
+        return ProductDetail(product, licenses, versions, tuple(roles))
+
+    async def events(self, seat: Seat) -> EventsOverview | None:
+        """None without the manage_licenses permission: events are mostly about licenses,
+        and endpoints are managed with that permission (as with `licenses:write`)."""
+        if not seat.may(Permission.MANAGE_LICENSES):
+            return None
+        studio, recent = ActingStudio(seat.studio.id), ListDeliveries(Paging(DELIVERIES_SHOWN))
+        return EventsOverview(
+            tuple(await self.webhooks.list(studio)),
+            (await self.webhooks.deliveries(studio, MessageKind.WEBHOOK, recent)).items,
+            (await self.webhooks.deliveries(studio, MessageKind.CHAT_ROLE, recent)).items)
 
     # changing ------------------------------------------------------------------------------
 
@@ -161,6 +192,34 @@ class Dashboard:
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""
         return await self.licensing.change(seat.require(Permission.MANAGE_LICENSES), command)
+
+    # events: the same use cases as `/v1/webhooks*` and `/v1/chat-roles*`, with the
+    # permissions their scopes need (licenses:write, products:write).
+
+    async def add_webhook(self, seat: Seat, command: AddWebhook) -> Shown:
+        return await self.webhooks.add(seat.require(Permission.MANAGE_LICENSES), command)
+
+    async def rotate_webhook(self, seat: Seat, target: WebhookTarget) -> Shown:
+        return await self.webhooks.rotate(seat.require(Permission.MANAGE_LICENSES), target)
+
+    async def remove_webhook(self, seat: Seat, target: WebhookTarget) -> None:
+        await self.webhooks.remove(seat.require(Permission.MANAGE_LICENSES), target)
+
+    async def enable_webhook(self, seat: Seat, target: WebhookTarget) -> WebhookEndpoint:
+        return await self.webhooks.enable(seat.require(Permission.MANAGE_LICENSES), target)
+
+    async def resend(self, seat: Seat, target: WebhookTarget) -> Message:
+        return await self.webhooks.resend(seat.require(Permission.MANAGE_LICENSES), target)
+
+    async def add_chat_role(self, seat: Seat, product_id: str,
+                            role: RoleName) -> tuple[ChatRole, ...]:
+        return tuple(await self.webhooks.add_role(seat.require(Permission.MANAGE_PRODUCTS),
+                                                  product_id, role))
+
+    async def remove_chat_role(self, seat: Seat, product_id: str,
+                               role: RoleName) -> tuple[ChatRole, ...]:
+        return tuple(await self.webhooks.remove_role(
+            seat.require(Permission.MANAGE_PRODUCTS), product_id, role))
 
     async def trace_leak(self, seat: Seat, product_id: str, name: str,
                          data: bytes) -> tuple[Trace, License | None]:

@@ -7,6 +7,7 @@ A failed send never touches the change it tells about: that committed long befor
 from __future__ import annotations
 
 import json
+from typing import assert_never
 
 import attrs
 
@@ -21,6 +22,12 @@ from licore.events import (
 )
 from licore.licenses import LicenseState
 from licore.ports import ChatService, Clock, KeyVault, Randomness, Storage, WebhookSender
+from licore.services.announce import Announcer
+
+
+class _LeaseLost(Exception):
+    """Another worker took the message meanwhile: roll this page back."""
+
 
 DISABLE_AFTER = 5 * 86400  # an endpoint failing this long is disabled, with a notice
 NOT_LINKED = "the buyer has not linked a chat account"
@@ -34,6 +41,7 @@ class Delivery:
     vault: KeyVault
     chat: ChatService | None
     sender: WebhookSender | None
+    announce: Announcer
     schedule: Schedule = attrs.field(factory=Schedule)
 
     def _fraction(self) -> float:
@@ -76,6 +84,11 @@ class Delivery:
             case MessageKind.CHAT_ROLE:
                 result = await self._chat(message)
                 skipped = result.done and result.error == NOT_LINKED
+            case MessageKind.FAN_OUT:
+                await self._fan_out(message, worker)
+                return
+            case _:
+                assert_never(message.kind)
         now = self.clock.now()
         settled = settle(message, result, now, self.schedule, self._fraction())
         if skipped:
@@ -91,6 +104,19 @@ class Delivery:
                             stored, failing_since=health.failing_since,
                             disabled_at=health.disabled_at,
                             disabled_reason=health.disabled_reason))
+
+    async def _fan_out(self, message: Message, worker: str) -> None:
+        """One page of holders, its messages, the next page's message and this one marked
+        done, all in one transaction: a worker that dies mid-way leaves the page to be done
+        again whole, and one that lost its lease writes nothing."""
+        try:
+            async with self.storage.unit_of_work() as uow:
+                await self.announce.reach_holders(uow, message)
+                done = settle(message, Delivered(True), self.clock.now(), self.schedule, 0.0)
+                if not await uow.outbox.save(done, worker):
+                    raise _LeaseLost
+        except _LeaseLost:
+            pass
 
     async def _webhook(self, message: Message) -> tuple[WebhookEndpoint | None, Delivered]:
         async with self.storage.unit_of_work() as uow:
@@ -110,18 +136,22 @@ class Delivery:
                                                 message.payload, secrets)
 
     async def _chat(self, message: Message) -> Delivered:
-        """Give or take the role by the license's state now, whichever message this is."""
+        """Give or take the role by how things stand now, whichever message this is: the
+        holder keeps the role while the license is active and the product still names it."""
         body = json.loads(message.payload)
+        guild_id, role_id = str(body["guild_id"]), str(body["role_id"])
         async with self.storage.unit_of_work() as uow:
             license = await uow.licenses.by_id(message.subject)
             user = await uow.hooks.chat_user(str(body["platform_id"]))
+            named = license is not None and any(
+                (r.guild_id, r.role_id) == (guild_id, role_id)
+                for r in await uow.hooks.roles_of(license.product_id))
         if user is None:
             return Delivered(True, error=NOT_LINKED)
         if self.chat is None:
             return Delivered(False, error="no chat bot is configured on this server")
-        present = license is not None and license.state is LicenseState.ACTIVE
-        return await self.chat.set_role(str(body["guild_id"]), user, str(body["role_id"]),
-                                        present)
+        present = named and license is not None and license.state is LicenseState.ACTIVE
+        return await self.chat.set_role(guild_id, user, role_id, present)
 
 
 def _health(endpoint: WebhookEndpoint, ok: bool, now: int) -> WebhookEndpoint:

@@ -30,7 +30,7 @@ from licore.protection import (
     Protector,
     parse_protection_settings,
 )
-from licore.services.announce import Announcer, version_data
+from licore.services.announce import Announcer, product_data, version_data
 from licore.services.ids import Ids
 from licore.services.library import VersionList
 from licore.services.products import own_product
@@ -196,4 +196,6 @@ class Packages:
             if {"protection", "placeholder"} & changes.keys():
                 # Copies made under the old rules or token are stale.
                 await uow.copies.drop(product_id=product.id)
+            await self.announce.event(uow, studio.studio_id, Topic.PRODUCT_CHANGED,
+                                      product_data(product, list(changes)))
         return product

@@ -75,6 +75,7 @@ class Products:
                                    discoverable=outcome.next is prod.Visibility.LISTED,
                                    updated_at=self.clock.now())
             await uow.products.save(product)
+            changed = [*sent, *(["discoverable"] if command.discoverable is not None else [])]
             await self.announce.event(uow, studio.studio_id, Topic.PRODUCT_CHANGED,
-                                      product_data(product))
+                                      product_data(product, changed))
         return product

@@ -9,16 +9,24 @@ from collections.abc import Sequence
 import attrs
 
 from licore.actors import ActingStudio
-from licore.commands import AddWebhook, ListDeliveries, SetChatRoles, WebhookTarget
+from licore.commands import (
+    AddWebhook,
+    ListDeliveries,
+    RoleName,
+    SetChatRoles,
+    WebhookTarget,
+)
 from licore.errors import InvalidRequest, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.model import Page
 from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork, WebhookSender
+from licore.services.announce import Announcer
 from licore.services.ids import Ids
 from licore.services.products import own_product
 
 ROTATION_OVERLAP = 86400  # the old secret still signs for a day after a rotation
 MAX_ENDPOINTS = 20  # a studio's endpoints; each event is one message per endpoint
+MAX_ROLES = 25  # a product's chat roles (as `SetChatRoles` allows)
 
 
 @attrs.frozen
@@ -37,6 +45,7 @@ class Webhooks:
     random: Randomness
     vault: KeyVault
     sender: WebhookSender | None
+    announce: Announcer
 
     def _secret(self) -> str:
         return "whsec_" + base64.b64encode(self.random.token_bytes(24)).decode()
@@ -120,8 +129,45 @@ class Webhooks:
         roles = [ChatRole(command.product_id, r.guild_id, r.role_id) for r in command.roles]
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, command.product_id)
-            await uow.hooks.set_roles(command.product_id, roles)
-            return await uow.hooks.roles_of(command.product_id)
+            return await self._replace_roles(uow, studio, command.product_id, roles)
+
+    async def add_role(self, studio: ActingStudio, product_id: str,
+                       role: RoleName) -> Sequence[ChatRole]:
+        """One more role the product earns; the others stay (the dashboard's form)."""
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, product_id)
+            current = list(await uow.hooks.roles_of(product_id))
+            added = ChatRole(product_id, role.guild_id, role.role_id)
+            if added in current:
+                return current
+            if len(current) >= MAX_ROLES:
+                raise InvalidRequest(f"a product earns at most {MAX_ROLES} chat roles",
+                                     "role_id")
+            return await self._replace_roles(uow, studio, product_id, [*current, added])
+
+    async def remove_role(self, studio: ActingStudio, product_id: str,
+                          role: RoleName) -> Sequence[ChatRole]:
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, product_id)
+            current = await uow.hooks.roles_of(product_id)
+            kept = [r for r in current
+                    if (r.guild_id, r.role_id) != (role.guild_id, role.role_id)]
+            return await self._replace_roles(uow, studio, product_id, kept)
+
+    async def _replace_roles(self, uow: UnitOfWork, studio: ActingStudio, product_id: str,
+                             roles: Sequence[ChatRole]) -> Sequence[ChatRole]:
+        """Store the product's roles and, in the same unit of work, the message that takes
+        each new role to, and each dropped one from, the people who hold the product now.
+        The workers expand it a page of holders per transaction (`Announcer.reach_holders`),
+        so a product held by many people never makes one long transaction here."""
+        before = set(await uow.hooks.roles_of(product_id))
+        await uow.hooks.set_roles(product_id, roles)
+        after = await uow.hooks.roles_of(product_id)
+        added = [r for r in after if r not in before]
+        dropped = sorted(before - set(after), key=lambda r: (r.guild_id, r.role_id))
+        if added or dropped:
+            await self.announce.fan_out(uow, studio.studio_id, product_id, added, dropped)
+        return after
 
     async def roles(self, studio: ActingStudio, product_id: str) -> Sequence[ChatRole]:
         async with self.storage.unit_of_work() as uow:

@@ -54,8 +54,10 @@ class UseCases:
                           announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window))
+        webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
+                            announce)
         return cls(products, licensing, library, packages, copies, runtime,
-                   Dashboard(storage, clock, products, licensing, packages, copies),
+                   Dashboard(storage, clock, products, licensing, packages, copies, webhooks),
                    People(storage, clock, library, announce),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
@@ -63,6 +65,6 @@ class UseCases:
                        settings.device_code_rate_limit, settings.code_entry_rate_limit)),
                    Claims(storage, clock, licensing, deps.platform,
                           settings.claim_rate_limit),
-                   Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks),
+                   webhooks,
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
-                            settings.outbox))
+                            announce, settings.outbox))
