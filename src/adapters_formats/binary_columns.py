@@ -201,6 +201,7 @@ def _basic_rotation(rotation_id: int) -> tuple[float, ...] | None:
 _BASIC_BY_ID: dict[int, tuple[float, ...]] = {
     i: m for i in range(1, 37) if (m := _basic_rotation(i)) is not None}
 _BASIC: dict[tuple[float, ...], int] = {m: i for i, m in _BASIC_BY_ID.items()}
+BASIC_ROTATION_IDS = frozenset(_BASIC_BY_ID)  # the id bytes other than 0 a CFrame may have
 
 
 def _rotation_id(matrix: Sequence[float]) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
+from typing import Any
 
 from adapters_formats.binary_bytes import Cursor, read_refs
 from adapters_formats.binary_columns import CODECS, Context
@@ -15,7 +17,7 @@ MAX_INSTANCES = 500_000
 MAX_DEPTH = 1_000
 
 
-def _meta(data: bytes) -> dict[str, str]:
+def read_meta(data: bytes) -> dict[str, str]:
     cur = Cursor(data, "META")
     out = {}
     for _ in range(cur.count(8)):
@@ -24,7 +26,7 @@ def _meta(data: bytes) -> dict[str, str]:
     return out
 
 
-def _shared_strings(data: bytes) -> list[bytes]:
+def read_shared_strings(data: bytes) -> list[bytes]:
     cur = Cursor(data, "SSTR")
     if cur.u32() != 0:
         raise ModelFormatError("unknown SSTR chunk version")
@@ -35,11 +37,46 @@ def _shared_strings(data: bytes) -> list[bytes]:
     return out
 
 
+def prop_head(cur: Cursor, sizes: Mapping[int, int]) -> tuple[int, str, int, int]:
+    """A PROP chunk's class id, property name and type id, and how many values it holds
+    (its class's instance count)."""
+    class_id = cur.u32()
+    name = cur.string().decode("utf-8", "replace")
+    type_id = cur.u8()
+    n = sizes.get(class_id)
+    if n is None:
+        raise ModelFormatError(f"property {name!r} names an unknown class id {class_id}")
+    return class_id, name, type_id, n
+
+
+def prop_values(data: bytes, sizes: Mapping[int, int],
+                ctx: Context) -> tuple[int, str, str, list[Any]]:
+    """A PROP chunk's class id, property name, type name and one value per instance."""
+    cur = Cursor(data, "PROP")
+    class_id, name, type_id, n = prop_head(cur, sizes)
+    codec = CODECS.get(type_id)
+    if codec is None:
+        column = cur.rest()
+        return class_id, name, "Raw", [Raw("binary", f"{type_id:02x}", column, i, n)
+                                       for i in range(n)]
+    type_name, read, _ = codec
+    cur.what = f"property {name!r} ({type_name})"
+    try:
+        values = read(cur, n, ctx)
+    except (struct.error, ValueError, OverflowError) as err:
+        raise ModelFormatError(f"{cur.what}: {err}") from None
+    cur.end()
+    if type_name == "String" and name in BINARY_STRING_NAMES:
+        type_name = "BinaryString"  # bytes, as the XML form and the /update nodes say
+    return class_id, name, type_name, values
+
+
 class _Reader:
     def __init__(self) -> None:
         self.ctx = Context()
         self.by_ref: dict[int, Instance] = {}
         self.classes: dict[int, list[Instance]] = {}
+        self.sizes: dict[int, int] = {}  # class id -> how many instances it has
         self.order: list[int] = []  # referents in INST order, for roots without a PRNT entry
 
     def inst(self, data: bytes) -> None:
@@ -65,32 +102,11 @@ class _Reader:
             cur.take(n)
         cur.end()
         self.classes[class_id] = members
+        self.sizes[class_id] = len(members)
 
     def prop(self, data: bytes) -> None:
-        cur = Cursor(data, "PROP")
-        class_id = cur.u32()
-        name = cur.string().decode("utf-8", "replace")
-        type_id = cur.u8()
-        members = self.classes.get(class_id)
-        if members is None:
-            raise ModelFormatError(f"property {name!r} names an unknown class id {class_id}")
-        n = len(members)
-        codec = CODECS.get(type_id)
-        if codec is None:
-            column = cur.rest()
-            for i, inst in enumerate(members):
-                inst.properties[name] = Prop("Raw", Raw("binary", f"{type_id:02x}", column, i, n))
-            return
-        type_name, read, _ = codec
-        cur.what = f"property {name!r} ({type_name})"
-        try:
-            values = read(cur, n, self.ctx)
-        except (struct.error, ValueError, OverflowError) as err:
-            raise ModelFormatError(f"{cur.what}: {err}") from None
-        cur.end()
-        if type_name == "String" and name in BINARY_STRING_NAMES:
-            type_name = "BinaryString"  # bytes, as the XML form and the /update nodes say
-        for inst, value in zip(members, values, strict=True):
+        class_id, name, type_name, values = prop_values(data, self.sizes, self.ctx)
+        for inst, value in zip(self.classes[class_id], values, strict=True):
             inst.properties[name] = Prop(type_name, value)
 
     def prnt(self, data: bytes) -> list[Instance]:
@@ -140,9 +156,9 @@ def read_binary(data: bytes) -> Model:
     for chunk in framing.chunks:
         name = chunk.name
         if name == b"META":
-            model.metadata = _meta(chunk.data)
+            model.metadata = read_meta(chunk.data)
         elif name == b"SSTR":
-            reader.ctx.shared = _shared_strings(chunk.data)
+            reader.ctx.shared = read_shared_strings(chunk.data)
         elif name == b"INST":
             if roots is not None:
                 raise ModelFormatError("INST chunk after PRNT")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from adapters_formats.binary_check import check_binary
 from adapters_formats.binary_reader import read_binary
 from adapters_formats.binary_sources import (
     Unusual,
@@ -15,7 +16,17 @@ from adapters_formats.detect import ModelFormat, detect
 from adapters_formats.xml_reader import read_xml
 from adapters_formats.xml_sources import read_xml_sources, write_xml_sources
 from adapters_formats.xml_writer import write_xml
-from licore.builds.tree import Instance, Model, ScriptSource, Sources, set_source, source_of
+from licore.builds.tree import (
+    SCRIPT_CLASSES,
+    CheckedModel,
+    CheckedScript,
+    Instance,
+    Model,
+    ScriptSource,
+    Sources,
+    set_source,
+    source_of,
+)
 
 
 @attrs.define(eq=False)
@@ -26,11 +37,26 @@ class _WholeTree:
     scripts: list[Instance]
 
 
+def _checked(skeleton: Model) -> CheckedModel:
+    instances = 0
+    found = []
+    for path, inst in skeleton.walk():
+        instances += 1
+        if inst.class_name in SCRIPT_CLASSES and "Source" in inst.properties:
+            found.append(CheckedScript(path, inst.name, source_of(inst)))
+    return CheckedModel(skeleton.format, instances, tuple(found))
+
+
 class RobloxModelCodec:
     def read(self, data: bytes) -> Model:
         if detect(data) is ModelFormat.BINARY:
             return read_binary(data)
         return read_xml(data)
+
+    def check(self, data: bytes) -> CheckedModel:
+        if detect(data) is ModelFormat.BINARY:
+            return check_binary(data)
+        return _checked(read_xml(data, skeleton=True))
 
     def write(self, model: Model) -> bytes:
         return write_binary(model) if model.format == "binary" else write_xml(model)

@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 
 import attrs
 
-from licore.builds.tree import Model, Sources
+from licore.builds.tree import CheckedModel, Model, Sources
 from licore.device_flow import DeviceState
 from licore.events import ChatRole, Delivered, Message, MessageKind, WebhookEndpoint
 from licore.licenses import LicenseState
@@ -463,6 +463,13 @@ class ModelCodec(Protocol):
 
     def read(self, data: bytes) -> Model:
         """The instance tree, or ModelFormatError with the reason."""
+        ...
+
+    def check(self, data: bytes) -> CheckedModel:
+        """Refuse, with ModelFormatError, every file `read` refuses (each hostile-input
+        limit: size, instances, depth, cycles, referents, decompression), without keeping
+        the whole tree: memory stays a small multiple of the file. The format, instance
+        count and scripts, for an upload."""
         ...
 
     def write(self, model: Model) -> bytes:

@@ -24,11 +24,14 @@ import httpx
 import psycopg
 import pytest
 
+from adapters_formats.codec import RobloxModelCodec
 from tests.http.e2e import auth, obtain_key, setup_people
+from tests.support.models import product_model
 from tests.support.server import Server, free_port, running_server
 
 pytestmark = pytest.mark.slow
-ALL = "products:read products:write licenses:read licenses:write"
+CODEC = RobloxModelCodec()
+ALL = "products:read products:write licenses:read licenses:write packages:write"
 
 
 def workers_of(server: Server) -> set[int]:
@@ -106,17 +109,60 @@ def wait_until(predicate: object, seconds: float) -> bool:
     return False
 
 
-def stored_titles(database_url: str) -> set[str]:
+def _query(database_url: str, sql: str) -> list[tuple[object, ...]]:
     if database_url.startswith("sqlite"):
         import sqlite3
 
         con = sqlite3.connect(database_url.removeprefix("sqlite:///"))
         try:
-            return {r[0] for r in con.execute("SELECT title FROM products")}
+            return list(con.execute(sql))
         finally:
             con.close()
     with psycopg.connect(database_url) as conn:
-        return {r[0] for r in conn.execute("SELECT title FROM products")}
+        return list(conn.execute(sql))
+
+
+def stored_titles(database_url: str) -> set[str]:
+    return {str(r[0]) for r in _query(database_url, "SELECT title FROM products")}
+
+
+def orphan_blobs(database_url: str) -> int:
+    """Stored build files no version row names. A blob and its version are written in one
+    transaction, so a fault must never leave one (docs/operators.md, "Memory")."""
+    rows = _query(database_url, "SELECT COUNT(*) FROM blobs b WHERE NOT EXISTS "
+                                "(SELECT 1 FROM versions v WHERE v.blob_id = b.id)")
+    return int(str(rows[0][0]))
+
+
+@contextmanager
+def uploading(server: Server, key: str) -> Iterator[Counter[str]]:
+    """A thread uploading build files (each about 1 MiB) to one product while the block
+    runs; the outcomes it saw."""
+    product = httpx.post(f"{server.url}/v1/products", json={"title": "Uploads"},
+                         headers=auth(key), timeout=20).json()["id"]
+    data = CODEC.write(product_model(extra=2000))
+    outcomes: Counter[str] = Counter()
+    stop = threading.Event()
+
+    def run() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                r = httpx.post(f"{server.url}/v1/packages/versions", content=data, timeout=60,
+                               params={"product_id": product, "version": f"1.0.{i}"},
+                               headers=auth(key))
+                outcomes[str(r.status_code)] += 1
+            except httpx.TransportError as exc:
+                outcomes[f"lost {type(exc).__name__}"] += 1
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield outcomes
+    finally:
+        stop.set()
+        thread.join(60)
 
 
 def test_a_killed_worker_is_replaced_and_the_others_keep_answering(
@@ -127,7 +173,7 @@ def test_a_killed_worker_is_replaced_and_the_others_keep_answering(
         key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
         assert wait_until(lambda: len(workers_of(server)) == 3, 30)
         before = workers_of(server)
-        with Load(server, key) as load:
+        with Load(server, key) as load, uploading(server, key) as uploads:
             time.sleep(2)
             victim = min(before)
             os.kill(victim, signal.SIGKILL)
@@ -147,6 +193,11 @@ def test_a_killed_worker_is_replaced_and_the_others_keep_answering(
         stored = {t for t in stored_titles(server.database_url) if t.startswith("Load ")}
         assert load.created() <= stored
         assert len(stored - load.created()) <= load.threads
+        # Uploads cut by the kill stored nothing half-way: every blob has its version row.
+        assert uploads["200"] > 0, uploads
+        assert set(uploads) <= {"200", "lost RemoteProtocolError", "lost ReadError",
+                                "lost ConnectError", "lost WriteError"}, uploads
+        assert orphan_blobs(server.database_url) == 0
 
 
 @attrs.frozen
@@ -201,7 +252,7 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
             cluster.url, workers="2", LICORE_PARTNER_RATE_LIMIT="100000") as server:
         people = setup_people(server.database_url, "8")
         key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
-        with Load(server, key) as load:
+        with Load(server, key) as load, uploading(server, key) as uploads:
             time.sleep(2)
             cluster.ctl("-m", "fast", "-w", "stop")
             # While it is away: 503s, and /readyz says so without hanging.
@@ -223,3 +274,6 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
         assert "Traceback" not in server.log()
         stored = {t for t in stored_titles(server.database_url) if t.startswith("Load ")}
         assert load.created() <= stored
+        # Uploads cut by the outage stored nothing half-way.
+        assert set(uploads) <= {"200", "503"} and uploads["200"] > 0, uploads
+        assert orphan_blobs(server.database_url) == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from licore.builds.tree import Instance, Model, Sources, set_source, source_of
+from licore.builds.tree import CheckedModel, Instance, Model, Sources, set_source, source_of
 from licore.model import VersionScript
 from licore.protection import (
     ProtectionFailed,
@@ -28,10 +28,10 @@ def script_texts(model: Model) -> Iterator[tuple[str, Instance, str | None]]:
         yield path, script, text
 
 
-def stored_scripts(version_id: str, model: Model) -> list[VersionScript]:
+def stored_scripts(version_id: str, model: CheckedModel) -> list[VersionScript]:
     """The seller's sources as uploaded, for /verify-source's byte-exact comparison."""
-    return [VersionScript(version_id, i, script.name, path, source_of(script))
-            for i, (path, script) in enumerate(model.scripts())]
+    return [VersionScript(version_id, i, script.name, script.path, script.source)
+            for i, script in enumerate(model.scripts)]
 
 
 def check_protection(model: Model, settings: ProtectionSettings,

@@ -148,3 +148,23 @@ class Sources:
     format: str
     scripts: list[ScriptSource]
     handle: object = attrs.field(repr=False)
+
+
+@attrs.frozen
+class CheckedScript:
+    """A script found by a model check: where it sits, its own name and its source."""
+
+    path: str
+    name: str
+    source: bytes
+
+
+@attrs.frozen
+class CheckedModel:
+    """What an upload keeps of a model file that passed every limit a full read enforces:
+    its format, how many instances it holds, and its scripts in tree order (as
+    `Model.scripts` walks them)."""
+
+    format: str
+    instances: int
+    scripts: tuple[CheckedScript, ...]

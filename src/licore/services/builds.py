@@ -152,7 +152,7 @@ class Copies:
             if product is None or (studio_id is not None and product.studio_id != studio_id):
                 raise NotFound("no such product")
             licenses = (await uow.licenses.of_product(product_id, None, None)).items
-        scripts = self.leaked_scripts(name, data)
+        scripts = await self.offload(lambda: self.leaked_scripts(name, data))
         candidates = [
             Candidate(lc.id, self.license_secret(lc),
                       b"" if lc.key_ciphertext is None

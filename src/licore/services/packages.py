@@ -11,7 +11,7 @@ import attrs
 from licore.actors import ActingStudio
 from licore.builds.errors import ModelFormatError
 from licore.builds.prepare import check_protection, stored_scripts
-from licore.builds.tree import Model
+from licore.builds.tree import CheckedModel
 from licore.commands import (
     ChangeSettings,
     ListPackages,
@@ -94,9 +94,9 @@ class Packages:
                                                  command.page.cursor)
         return VersionList(product, page)
 
-    def _read_model(self, data: bytes) -> Model:
+    def _check_model(self, data: bytes) -> CheckedModel:
         try:
-            return self.models.read(data)
+            return self.models.check(data)
         except ModelFormatError as error:
             raise InvalidRequest(f"the file is not a valid model: {error.reason}",
                                  "body") from None
@@ -113,10 +113,12 @@ class Packages:
             raise InvalidRequest("the body must be the model file", "body")
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, command.product_id)  # before any parsing work
-        model = await self.offload(lambda: self._read_model(data))
+        # Checking and hashing a large file take long enough to stall other requests.
+        model, digest = await self.offload(
+            lambda: (self._check_model(data), hashlib.sha256(data).hexdigest()))
         version = Version(id=self.ids.new("ver"), product_id=command.product_id,
                           label=command.version, format=model.format, size_bytes=len(data),
-                          sha256=hashlib.sha256(data).hexdigest(), blob_id=self.ids.new("blb"),
+                          sha256=digest, blob_id=self.ids.new("blb"),
                           published=False, created_at=self.clock.now())
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
