@@ -1,11 +1,14 @@
 """Runtime API throughput and latency against a bare Starlette app, in the same run.
 
     .venv/bin/python bench/runtime.py [--duration 10] [--connections 32] [--only sqlite]
+        [--paths /runtime/unlock ...] [--runs 3]
 
 Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn worker) and
 the bare app under the same Hypercorn settings, drives each with wrk (Debian's `wrk`; one
 thread, so the server keeps the other core) and prints requests per second and p50/p99
-latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL.
+latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL,
+with the one-minute load average when each measurement began. With `--runs N` the bare app
+and licore are measured in turn N times per endpoint and the median ratio is printed too.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import secrets
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +46,7 @@ from licore.tokens import make_license_key  # noqa: E402
 PG = os.environ.get("LICORE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 KEK = secrets.token_bytes(32)
 PRODUCTS, LICENSES, SAMPLE = 100, 100_000, 2000
+PATHS = ["/runtime/check", "/runtime/unlock", "/runtime/version"]
 BIN = Path(sys.executable).parent
 
 LUA = r"""
@@ -149,26 +154,35 @@ def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> l
                    env, lp, tmp)
     bare = start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{bp}", "bare_app:app"],
                  {**os.environ, "PYTHONPATH": str(ROOT / "bench")}, bp, tmp)
-    rows = [f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
-            f"{loaded:.1f} s"]
+    notes = [f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
+             f"{loaded:.1f} s"]
+    rows: list[str] = []
     try:
         entries = ",".join(f'{{"{u}","{p}","{k}"}}' for u, p, k in sample)
-        for path in ("/runtime/check", "/runtime/unlock", "/runtime/version"):
+        for path in args.paths:
             script = tmp / f"{path.rsplit('/', 1)[1]}.lua"
             script.write_text(LUA % {"entries": entries, "path": path})
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
-            base = drive(bp, path, script, args)
-            mine = drive(lp, path, script, args)
-            rows.append(
-                f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
-                f"{mine['rps'] / base['rps']:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
-                f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} {base['p99']:>7.2f} "
-                f"{mine['p99'] / base['p99']:>6.2f}   {int(mine['errors'])}")
+            ratios = []
+            for _ in range(args.runs):
+                load_avg = os.getloadavg()[0]
+                base = drive(bp, path, script, args)
+                mine = drive(lp, path, script, args)
+                ratios.append(mine["rps"] / base["rps"])
+                rows.append(
+                    f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
+                    f"{ratios[-1]:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
+                    f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} "
+                    f"{base['p99']:>7.2f} {mine['p99'] / base['p99']:>6.2f}   "
+                    f"{int(mine['errors'])}   {load_avg:.1f}")
+            if args.runs > 1:
+                notes.append(f"{name}: {path} median req/s ratio {statistics.median(ratios):.2f} "
+                             f"over {args.runs} runs ({min(ratios):.2f} to {max(ratios):.2f})")
     finally:
         for proc in (licore, bare):
             proc.terminate()
             proc.wait(10)
-    return rows
+    return notes + rows
 
 
 def main() -> None:
@@ -176,12 +190,15 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument("--paths", nargs="*", default=PATHS, choices=PATHS)
+    parser.add_argument("--runs", type=int, default=1,
+                        help="bare and licore measured in turn this many times per endpoint")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/runtime.py needs wrk: apt-get install wrk")
     header = (f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
               f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
-              f"{'ratio':>6}   errors")
+              f"{'ratio':>6}   errors   load")
     results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
