@@ -7,8 +7,10 @@ Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn
 the bare app under the same Hypercorn settings, drives each with wrk (Debian's `wrk`; one
 thread, so the server keeps the other core) and prints requests per second and p50/p99
 latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL,
-with the one-minute load average when each measurement began. With `--runs N` the bare app
-and licore are measured in turn N times per endpoint and the median ratio is printed too.
+with the one-minute load average when each measurement began, and the server processes' CPU
+time per request (bare's over licore's: the throughput ratio each would have with a core to
+itself, which moves less than req/s on a shared machine). With `--runs N` the bare app and
+licore are measured in turn N times per endpoint and the median ratios are printed too.
 """
 
 from __future__ import annotations
@@ -132,14 +134,43 @@ def start(argv: list[str], env: dict[str, str], port: int, cwd: Path) -> subproc
     raise RuntimeError(f"{argv} did not start")
 
 
-def drive(port: int, path: str, script: Path, args: argparse.Namespace) -> dict[str, float]:
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process under it (Hypercorn serves from a child process)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            todo += [int(c) for c in task.read_text().split()]
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the server's processes so far. On a loaded machine the
+    server gets less than a core, so its requests a second fall, but the CPU time a request
+    costs moves much less: the steadier ratio to the bare app."""
+    ticks = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def drive(port: int, path: str, script: Path, args: argparse.Namespace,
+          pid: int = 0) -> dict[str, float]:
+    cpu = cpu_seconds(pid) if pid else 0.0
     out = subprocess.run(
         ["wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s", "-s", str(script),
          f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     r = json.loads(line[7:])
+    cpu = cpu_seconds(pid) - cpu if pid else 0.0
     return {"rps": r["requests"] / (r["duration_us"] / 1e6), "p50": r["p50"] / 1000,
-            "p99": r["p99"] / 1000, "errors": r["errors"] + r["non2xx"]}
+            "p99": r["p99"] / 1000, "errors": r["errors"] + r["non2xx"],
+            "cpu_ms": 1000 * cpu / max(1, r["requests"])}
 
 
 def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
@@ -163,21 +194,27 @@ def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> l
             script = tmp / f"{path.rsplit('/', 1)[1]}.lua"
             script.write_text(LUA % {"entries": entries, "path": path})
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
-            ratios = []
+            ratios: list[float] = []
+            cpu_ratios: list[float] = []
             for _ in range(args.runs):
                 load_avg = os.getloadavg()[0]
-                base = drive(bp, path, script, args)
-                mine = drive(lp, path, script, args)
+                base = drive(bp, path, script, args, bare.pid)
+                mine = drive(lp, path, script, args, licore.pid)
                 ratios.append(mine["rps"] / base["rps"])
+                cpu_ratios.append(base["cpu_ms"] / mine["cpu_ms"])
                 rows.append(
                     f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
                     f"{ratios[-1]:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
                     f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} "
                     f"{base['p99']:>7.2f} {mine['p99'] / base['p99']:>6.2f}   "
-                    f"{int(mine['errors'])}   {load_avg:.1f}")
+                    f"{int(mine['errors'])}   {load_avg:>4.1f}   {mine['cpu_ms']:>6.3f} "
+                    f"{base['cpu_ms']:>6.3f} {cpu_ratios[-1]:>6.2f}")
             if args.runs > 1:
-                notes.append(f"{name}: {path} median req/s ratio {statistics.median(ratios):.2f} "
-                             f"over {args.runs} runs ({min(ratios):.2f} to {max(ratios):.2f})")
+                notes.append(
+                    f"{name}: {path} median over {args.runs} runs: req/s ratio "
+                    f"{statistics.median(ratios):.2f} ({min(ratios):.2f} to {max(ratios):.2f}), "
+                    f"CPU ratio {statistics.median(cpu_ratios):.2f} "
+                    f"({min(cpu_ratios):.2f} to {max(cpu_ratios):.2f})")
     finally:
         for proc in (licore, bare):
             proc.terminate()
@@ -198,7 +235,7 @@ def main() -> None:
         sys.exit("bench/runtime.py needs wrk: apt-get install wrk")
     header = (f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
               f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
-              f"{'ratio':>6}   errors   load")
+              f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}")
     results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
