@@ -1,13 +1,17 @@
 """Cold and cached `GET /library/download` of a 5 MiB model with 200 scripts, as ratios to
 reading and writing the same file with no changes (the baseline, measured in the same run).
 
-Run from the repository root: `.venv/bin/python -m bench.download`. It drives the download
+Run from the repository root: `.venv/bin/python -m bench.download [--mib 1 5 20]
+[--shape studio] [--runs 3] [--skip-heap]`. It drives the download
 use case in-process on a fresh SQLite file (HTTP adds the same small cost to every case).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import math
+import os
 import random
 import tempfile
 import tracemalloc
@@ -31,6 +35,13 @@ from licore.services.wiring import UseCases
 
 TARGET_BYTES = 5 * 1024 * 1024
 SCRIPTS = 200
+# "plain": parts of six properties, about 31 bytes each in the file (34,000 a MiB, so 20 MiB
+# would pass the 500,000 instances an upload may hold). "studio": parts as Studio saves
+# them, every BasePart property written, most at the class default, turned at random angles
+# and of several materials: about 2.5 times the bytes a part, so 20 MiB fits.
+SHAPE = "plain"
+SHAPES = ("plain", "studio")
+MATERIALS = (256, 272, 288, 512, 528, 784, 816, 832, 848, 1040)  # Plastic, SmoothPlastic, ...
 
 
 def _source(rng: random.Random, i: int) -> str:
@@ -41,8 +52,41 @@ def _source(rng: random.Random, i: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _rotation(rng: random.Random) -> tuple[float, ...]:
+    """A random rotation matrix, row by row, from a random unit quaternion."""
+    w, x, y, z = (rng.gauss(0, 1) for _ in range(4))
+    n = math.sqrt(w * w + x * x + y * y + z * z) or 1.0
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y))
+
+
+def _part(rng: random.Random, n: int) -> dict[str, Prop]:
+    position = (rng.uniform(-500, 500), rng.uniform(0, 100), rng.uniform(-500, 500))
+    props = {
+        "Name": Prop("String", f"Part{n}".encode()),
+        "size": Prop("Vector3", (rng.uniform(1, 9), rng.uniform(1, 9), rng.uniform(1, 9))),
+        "Color3uint8": Prop("Color3uint8", (rng.randrange(256), rng.randrange(256),
+                                           rng.randrange(256))),
+        "Anchored": Prop("Bool", True),
+        "Transparency": Prop("Float32", 0.0),
+    }
+    if SHAPE == "plain":
+        return {**props, "CFrame": Prop("CFrame", (*position, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+                                                   0.0, 0.0, 1.0))}
+    return {**props, "CFrame": Prop("CFrame", (*position, *_rotation(rng))),
+            "Material": Prop("Enum", rng.choice(MATERIALS)),
+            "TopSurface": Prop("Enum", 0), "BottomSurface": Prop("Enum", 0),
+            "CanCollide": Prop("Bool", True), "CanTouch": Prop("Bool", True),
+            "CanQuery": Prop("Bool", True), "CastShadow": Prop("Bool", True),
+            "Locked": Prop("Bool", False), "Massless": Prop("Bool", False),
+            "Reflectance": Prop("Float32", 0.0)}
+
+
 def build_model() -> bytes:
-    """200 scripts (one with the placeholder) and enough parts to reach 5 MiB on disk."""
+    """200 scripts (one with the placeholder) and enough parts of `SHAPE` to reach
+    `TARGET_BYTES` on disk."""
     rng = random.Random(7)
     codec = RobloxModelCodec()
     scripts = [script("LicenseCheck", LICENSE_SCRIPT, "ModuleScript")]
@@ -54,18 +98,7 @@ def build_model() -> bytes:
     def add_parts(count: int) -> None:
         for _ in range(count):
             n = len(parts)
-            parts.append(Instance("Part", f"p{n}", {
-                "Name": Prop("String", f"Part{n}".encode()),
-                "CFrame": Prop("CFrame", (rng.uniform(-500, 500), rng.uniform(0, 100),
-                                          rng.uniform(-500, 500), 1.0, 0.0, 0.0, 0.0, 1.0,
-                                          0.0, 0.0, 0.0, 1.0)),
-                "size": Prop("Vector3", (rng.uniform(1, 9), rng.uniform(1, 9),
-                                         rng.uniform(1, 9))),
-                "Color3uint8": Prop("Color3uint8", (rng.randrange(256), rng.randrange(256),
-                                                   rng.randrange(256))),
-                "Anchored": Prop("Bool", True),
-                "Transparency": Prop("Float32", 0.0),
-            }))
+            parts.append(Instance("Part", f"p{n}", _part(rng, n)))
 
     # Size a sample, then add what the rest of the 5 MiB needs; top up if short.
     add_parts(2000)
@@ -126,7 +159,35 @@ def peak_growth(fn: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
+def model_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mib", type=float, nargs="*", default=[5.0])
+    parser.add_argument("--shape", choices=SHAPES, default="plain")
+
+
 async def main() -> None:
+    parser = argparse.ArgumentParser()
+    model_args(parser)
+    parser.add_argument("--runs", type=int, default=3, help="best of this many, per case")
+    parser.add_argument("--skip-heap", action="store_true",
+                        help="leave out the (slow) tracemalloc peak heap measurements")
+    args = parser.parse_args()
+    global SHAPE, TARGET_BYTES
+    SHAPE = args.shape
+    for mib in args.mib:
+        TARGET_BYTES = int(mib * 2**20)
+        print(f"load average at start: {os.getloadavg()[0]:.1f}")
+        await one(args.runs, not args.skip_heap)
+        print(f"load average at end: {os.getloadavg()[0]:.1f}")
+
+
+def instances(data: bytes) -> int:
+    def count(nodes: list[Instance]) -> int:
+        return sum(1 + count(n.children) for n in nodes)
+
+    return count(RobloxModelCodec().read(data).roots)
+
+
+async def one(runs: int, heap: bool) -> None:
     data = build_model()
     codec = RobloxModelCodec()
 
@@ -136,8 +197,8 @@ async def main() -> None:
     def untouched() -> bytes:
         return codec.write_sources(codec.read_sources(data))
 
-    baseline = best(full, 3)
-    passthrough = best(untouched, 3)
+    baseline = best(full, runs)
+    passthrough = best(untouched, runs)
     with tempfile.TemporaryDirectory() as tmp:
         w = await published(data, Path(tmp) / "bench.db")
         asked = c.DownloadCopy(w.product_id)
@@ -147,15 +208,15 @@ async def main() -> None:
                 await uow.copies.drop(product_id=w.product_id)
             await w.uc.library.download(w.buyer, asked)
 
-        t_cold = await best_async(cold, 3)
-        t_cached = await best_async(lambda: w.uc.library.download(w.buyer, asked), 5)
+        t_cold = await best_async(cold, runs)
+        t_cached = await best_async(lambda: w.uc.library.download(w.buyer, asked), runs + 2)
         await w.storage.close()
-    baseline = min(baseline, best(full, 3))
-    passthrough = min(passthrough, best(untouched, 3))
-    mem_full = peak_growth(full)
-    mem_sources = peak_growth(untouched)
-    print(f"model: {len(data) / 2**20:.2f} MiB, {SCRIPTS} scripts "
-          f"({SCRIPTS - 1} minified), binary")
+    baseline = min(baseline, best(full, runs))
+    passthrough = min(passthrough, best(untouched, runs))
+    mem_full = peak_growth(full) if heap else math.nan
+    mem_sources = peak_growth(untouched) if heap else math.nan
+    print(f"model: {len(data) / 2**20:.2f} MiB, {SHAPE} parts, {instances(data):,} instances, "
+          f"{SCRIPTS} scripts ({SCRIPTS - 1} minified), binary")
     print(f"{'case':<46}{'seconds':>10}{'/ full':>9}{'/ bytes':>9}")
     for label, t in [("read + write whole tree, no changes (full)", baseline),
                      ("read + write sources only, no changes (bytes)", passthrough),

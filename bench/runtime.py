@@ -1,11 +1,16 @@
 """Runtime API throughput and latency against a bare Starlette app, in the same run.
 
     .venv/bin/python bench/runtime.py [--duration 10] [--connections 32] [--only sqlite]
+        [--paths /runtime/unlock ...] [--runs 3]
 
 Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn worker) and
 the bare app under the same Hypercorn settings, drives each with wrk (Debian's `wrk`; one
 thread, so the server keeps the other core) and prints requests per second and p50/p99
-latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL.
+latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL,
+with the one-minute load average when each measurement began, and the server processes' CPU
+time per request (bare's over licore's: the throughput ratio each would have with a core to
+itself, which moves less than req/s on a shared machine). With `--runs N` the bare app and
+licore are measured in turn N times per endpoint and the median ratios are printed too.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import secrets
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +48,7 @@ from licore.tokens import make_license_key  # noqa: E402
 PG = os.environ.get("LICORE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 KEK = secrets.token_bytes(32)
 PRODUCTS, LICENSES, SAMPLE = 100, 100_000, 2000
+PATHS = ["/runtime/check", "/runtime/unlock", "/runtime/version"]
 BIN = Path(sys.executable).parent
 
 LUA = r"""
@@ -127,14 +134,43 @@ def start(argv: list[str], env: dict[str, str], port: int, cwd: Path) -> subproc
     raise RuntimeError(f"{argv} did not start")
 
 
-def drive(port: int, path: str, script: Path, args: argparse.Namespace) -> dict[str, float]:
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process under it (Hypercorn serves from a child process)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*/children"):
+            todo += [int(c) for c in task.read_text().split()]
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the server's processes so far. On a loaded machine the
+    server gets less than a core, so its requests a second fall, but the CPU time a request
+    costs moves much less: the steadier ratio to the bare app."""
+    ticks = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def drive(port: int, path: str, script: Path, args: argparse.Namespace,
+          pid: int = 0) -> dict[str, float]:
+    cpu = cpu_seconds(pid) if pid else 0.0
     out = subprocess.run(
         ["wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s", "-s", str(script),
          f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     r = json.loads(line[7:])
+    cpu = cpu_seconds(pid) - cpu if pid else 0.0
     return {"rps": r["requests"] / (r["duration_us"] / 1e6), "p50": r["p50"] / 1000,
-            "p99": r["p99"] / 1000, "errors": r["errors"] + r["non2xx"]}
+            "p99": r["p99"] / 1000, "errors": r["errors"] + r["non2xx"],
+            "cpu_ms": 1000 * cpu / max(1, r["requests"])}
 
 
 def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
@@ -149,26 +185,41 @@ def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> l
                    env, lp, tmp)
     bare = start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{bp}", "bare_app:app"],
                  {**os.environ, "PYTHONPATH": str(ROOT / "bench")}, bp, tmp)
-    rows = [f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
-            f"{loaded:.1f} s"]
+    notes = [f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
+             f"{loaded:.1f} s"]
+    rows: list[str] = []
     try:
         entries = ",".join(f'{{"{u}","{p}","{k}"}}' for u, p, k in sample)
-        for path in ("/runtime/check", "/runtime/unlock", "/runtime/version"):
+        for path in args.paths:
             script = tmp / f"{path.rsplit('/', 1)[1]}.lua"
             script.write_text(LUA % {"entries": entries, "path": path})
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
-            base = drive(bp, path, script, args)
-            mine = drive(lp, path, script, args)
-            rows.append(
-                f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
-                f"{mine['rps'] / base['rps']:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
-                f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} {base['p99']:>7.2f} "
-                f"{mine['p99'] / base['p99']:>6.2f}   {int(mine['errors'])}")
+            ratios: list[float] = []
+            cpu_ratios: list[float] = []
+            for _ in range(args.runs):
+                load_avg = os.getloadavg()[0]
+                base = drive(bp, path, script, args, bare.pid)
+                mine = drive(lp, path, script, args, licore.pid)
+                ratios.append(mine["rps"] / base["rps"])
+                cpu_ratios.append(base["cpu_ms"] / mine["cpu_ms"])
+                rows.append(
+                    f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
+                    f"{ratios[-1]:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
+                    f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} "
+                    f"{base['p99']:>7.2f} {mine['p99'] / base['p99']:>6.2f}   "
+                    f"{int(mine['errors'])}   {load_avg:>4.1f}   {mine['cpu_ms']:>6.3f} "
+                    f"{base['cpu_ms']:>6.3f} {cpu_ratios[-1]:>6.2f}")
+            if args.runs > 1:
+                notes.append(
+                    f"{name}: {path} median over {args.runs} runs: req/s ratio "
+                    f"{statistics.median(ratios):.2f} ({min(ratios):.2f} to {max(ratios):.2f}), "
+                    f"CPU ratio {statistics.median(cpu_ratios):.2f} "
+                    f"({min(cpu_ratios):.2f} to {max(cpu_ratios):.2f})")
     finally:
         for proc in (licore, bare):
             proc.terminate()
             proc.wait(10)
-    return rows
+    return notes + rows
 
 
 def main() -> None:
@@ -176,12 +227,15 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument("--paths", nargs="*", default=PATHS, choices=PATHS)
+    parser.add_argument("--runs", type=int, default=1,
+                        help="bare and licore measured in turn this many times per endpoint")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/runtime.py needs wrk: apt-get install wrk")
     header = (f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
               f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
-              f"{'ratio':>6}   errors")
+              f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}")
     results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

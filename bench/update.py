@@ -3,7 +3,8 @@ nodes, seal) and cached (seal the kept nodes), in-process through the use case, 
 sealed plaintext's size as a ratio to the build's, and each time as a ratio to sealing a
 plaintext of the same size (the same-run floor: what every call must do at least).
 
-Run from the repository root: `.venv/bin/python -m bench.update [--mib N ...]`.
+Run from the repository root: `.venv/bin/python -m bench.update [--mib N ...] [--shape studio]`
+(the shapes are bench.download's).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import tempfile
 import time
@@ -25,6 +27,8 @@ from licore.sealing import Sealed, open_sealed, seal
 async def one(mib: float) -> None:
     download.TARGET_BYTES = int(mib * 2**20)
     data = download.build_model()
+    print(f"{download.SHAPE} parts, {download.instances(data):,} instances; "
+          f"load average at start {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         w = await download.published(data, Path(tmp) / "bench.db")
         async with w.storage.unit_of_work() as uow:
@@ -59,13 +63,16 @@ async def one(mib: float) -> None:
           f"seal alone {floor:.3f} s")
     print(f"  /update cold {t_cold:.3f} s ({t_cold / floor:.1f}x seal), "
           f"cached {t_cached:.3f} s ({t_cached / floor:.2f}x seal), "
-          f"tagged, first call (made and kept) {t_tagged:.3f} s")
+          f"tagged, first call (made and kept) {t_tagged:.3f} s; "
+          f"load average at end {os.getloadavg()[0]:.1f}")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mib", type=float, nargs="*", default=[5.0])
-    for mib in parser.parse_args().mib:
+    download.model_args(parser)
+    args = parser.parse_args()
+    download.SHAPE = args.shape
+    for mib in args.mib:
         await one(mib)
 
 

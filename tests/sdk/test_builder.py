@@ -14,10 +14,12 @@ import attrs
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
+from licore.builds.defaults import DEFAULTS
 from licore.builds.nodes import to_nodes
 from licore.builds.tree import Instance, Model, Prop, Raw
 from tests.formats.test_binary import EXAMPLES
 from tests.sdk.luau_sdk import LuauSdk
+from tests.sdk.reflection_defaults import REFLECTION_DEFAULTS
 from tests.support.models import product_model
 
 FAKE = Path(__file__).with_name("fake_roblox.luau")
@@ -127,8 +129,14 @@ def _normal(node: dict[str, Any]) -> dict[str, Any]:
             "Tags": node.get("Tags") or [], "Attributes": node.get("Attributes") or {}}
 
 
-def build(sdk: LuauSdk, nodes: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+def build(sdk: LuauSdk, nodes: list[dict[str, Any]],
+          class_defaults: dict[str, dict[str, Any]] | None = None,
+          ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Build `nodes` with the stand-in globals and read the instances back; with
+    `class_defaults`, Instance.new gives each class those property values first."""
     fake = sdk.lua.load_chunk(FAKE.read_text(encoding="utf-8"), "fake_roblox")()[0]
+    if class_defaults is not None:
+        fake.get("setClassDefaults")(sdk.call("jsonDecode", json.dumps(class_defaults))[0])
     decoded = sdk.call("jsonDecode", json.dumps(nodes))[0]
     roots, skipped = sdk.call("buildInstances", decoded, fake.get("env"))
     back = sdk.to_python(fake.get("toNodes")(roots)[0])
@@ -227,6 +235,47 @@ def test_class_defaults_are_left_out_and_the_builder_keeps_them(sdk: LuauSdk) ->
     assert nodes[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}
     back, _ = build(sdk, nodes)
     assert back[0]["Properties"] == {"CanCollide": False, "Reflectance": 0.5}
+
+
+def test_the_defaults_table_holds_roblox_reflection_defaults_only() -> None:
+    for class_name, props in DEFAULTS.items():
+        for name, prop in props.items():
+            assert REFLECTION_DEFAULTS[class_name][name] == (prop.type, prop.value), (
+                class_name, name)
+
+
+def test_compact_nodes_left_without_defaults_build_what_tagged_nodes_build(
+        sdk: LuauSdk) -> None:
+    """Every class and property of the defaults table, at its default and at another value:
+    with Instance.new giving Roblox's defaults (the reflection database's, recorded in
+    tests/sdk/reflection_defaults.py), the compact nodes, which leave the defaults out,
+    build the same instances as the tagged nodes, which set every property."""
+    roots = []
+    for class_name, props in DEFAULTS.items():
+        for changed in (None, *props):
+            values = {name: _other(p) if name == changed else p for name, p in props.items()}
+            if class_name in ("Script", "LocalScript"):
+                values["Source"] = Prop("ProtectedString", b"print(1)\n")
+            roots.append(Instance(class_name, f"{class_name}.{changed}", {
+                "Name": Prop("String", f"{class_name}-{changed}".encode()), **values}))
+    model = Model("binary", roots)
+    compact_nodes = to_nodes(model, compact=True)
+    for node, root in zip(compact_nodes, roots, strict=True):
+        left_out = set(root.properties) - set(node["Properties"]) - {"Name"}
+        assert left_out == set(DEFAULTS[root.class_name]) - {root.referent.split(".")[1]}
+    roblox = {c: {n: v for n, (_, v) in props.items()} for c, props in
+              REFLECTION_DEFAULTS.items()}
+    compact, skipped = build(sdk, compact_nodes, roblox)
+    tagged, _ = build(sdk, to_nodes(model, compact=False), roblox)
+    assert skipped == []
+    assert _f32(compact) == _f32(tagged)
+
+
+def _other(prop: Prop) -> Prop:
+    """A value of the same type that is not the default."""
+    if prop.type == "Bool":
+        return Prop("Bool", not prop.value)
+    return Prop(prop.type, 0.25)
 
 
 def test_base64_decoding_matches_python(sdk: LuauSdk) -> None:
