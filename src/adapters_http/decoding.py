@@ -71,6 +71,8 @@ def _nesting_refusal(text: str) -> InvalidRequest | None:
     that each remove the innermost pairs (C speed) shrink a wide body to little; what is
     left is walked, stopping at the first level too deep. On text that is not JSON the count
     may be off, but only over a part that `json.loads` refuses anyway."""
+    if text.count("{") + text.count("[") <= MAX_DEPTH:
+        return None  # no deeper than its opening brackets: every runtime body ends here
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     removed = 0
     while len(brackets) > 2 * MAX_DEPTH and removed < MAX_DEPTH:
