@@ -275,6 +275,14 @@ def test_logs_hold_no_secret(server: Server, people: People, keys: dict[str, str
 
     flow = start_flow(server, people.client_id, "library:read")
     httpx.post(f"{server.url}/auth/device/token", json={"device_code": flow["device_code"]})
+    # Calls of its own, so that it checks the same lines run alone or after the others: a
+    # grant (a license key exists and went through the server) and an authenticated listing.
+    product = call(server, "POST", "/products", keys["studio"],
+                   json={"title": "Logged"}).json()["id"]
+    granted = call(server, "POST", "/licenses", keys["studio"],
+                   json={"product_id": product, "user": "4242"})
+    assert granted.status_code == 200, granted.text
+    products_of(server, keys["studio"])
     log = server.log()
     assert '"path": "/v1/products"' in log and '"key_id": "key_' in log
     secrets = [flow["device_code"], *keys.values()]
@@ -282,14 +290,14 @@ def test_logs_hold_no_secret(server: Server, people: People, keys: dict[str, str
     async def license_keys(d: Any) -> list[str]:
         out = []
         async with d.storage.unit_of_work() as uow:
-            page = await uow.licenses.of_product(
-                (await uow.products.of_studio(people.studio_id, None, None)).items[0].id,
-                None, None)
-            for lic in page.items:
-                if lic.key_ciphertext:
-                    out.append(d.vault.decrypt(lic.key_ciphertext, lic.id))
+            for product in (await uow.products.of_studio(people.studio_id, None, None)).items:
+                page = await uow.licenses.of_product(product.id, None, None)
+                for lic in page.items:
+                    if lic.key_ciphertext:
+                        out.append(d.vault.decrypt(lic.key_ciphertext, lic.id))
         return out
 
     secrets += core(server.database_url, license_keys)
+    assert len(secrets) > 4  # the device code, three API keys, at least one license key
     for secret in secrets:
         assert secret not in log
