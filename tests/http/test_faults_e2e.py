@@ -128,7 +128,8 @@ def stored_titles(database_url: str) -> set[str]:
 
 def orphan_blobs(database_url: str) -> int:
     """Stored build files no version row names. A blob and its version are written in one
-    transaction, so a fault must never leave one (docs/operators.md, "Memory")."""
+    transaction, so a fault must never leave one (docs/operators.md, "No stored build
+    without its row")."""
     rows = _query(database_url, "SELECT COUNT(*) FROM blobs b WHERE NOT EXISTS "
                                 "(SELECT 1 FROM versions v WHERE v.blob_id = b.id)")
     return int(str(rows[0][0]))
