@@ -24,7 +24,7 @@ from adapters_formats.binary_bytes import Cursor, deinterleave
 from adapters_formats.binary_columns import BASIC_ROTATION_IDS, CODECS, Context
 from adapters_formats.binary_reader import (
     MAX_DEPTH,
-    MAX_INSTANCES,
+    inst_head,
     prop_head,
     prop_values,
     read_meta,
@@ -113,14 +113,7 @@ class _Instances:
 
     def add_class(self, data: bytes) -> None:
         cur = Cursor(data, "INST")
-        class_id = cur.u32()
-        class_name = cur.string().decode("utf-8", "replace")
-        service = cur.u8() == 1
-        n = cur.count(4)
-        if class_id in self.sizes:
-            raise ModelFormatError(f"class id {class_id} is defined twice")
-        if len(self.refs) + n > MAX_INSTANCES:
-            raise ModelFormatError(f"more than {MAX_INSTANCES} instances")
+        class_id, class_name, service, n = inst_head(cur, self.sizes, len(self.refs))
         refs = _ref_array(cur, n)
         if service:
             cur.take(n)

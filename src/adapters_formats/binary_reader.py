@@ -37,6 +37,21 @@ def read_shared_strings(data: bytes) -> list[bytes]:
     return out
 
 
+def inst_head(cur: Cursor, sizes: Mapping[int, int], instances: int) -> tuple[int, str, bool, int]:
+    """An INST chunk's class id, class name, service flag and instance count, refused when
+    the class id was defined before or the count takes the file past `MAX_INSTANCES`
+    (`instances` are those already read)."""
+    class_id = cur.u32()
+    class_name = cur.string().decode("utf-8", "replace")
+    service = cur.u8() == 1
+    n = cur.count(4)
+    if class_id in sizes:
+        raise ModelFormatError(f"class id {class_id} is defined twice")
+    if instances + n > MAX_INSTANCES:
+        raise ModelFormatError(f"more than {MAX_INSTANCES} instances")
+    return class_id, class_name, service, n
+
+
 def prop_head(cur: Cursor, sizes: Mapping[int, int]) -> tuple[int, str, int, int]:
     """A PROP chunk's class id, property name and type id, and how many values it holds
     (its class's instance count)."""
@@ -81,14 +96,7 @@ class _Reader:
 
     def inst(self, data: bytes) -> None:
         cur = Cursor(data, "INST")
-        class_id = cur.u32()
-        class_name = cur.string().decode("utf-8", "replace")
-        service = cur.u8() == 1
-        n = cur.count(4)
-        if class_id in self.classes:
-            raise ModelFormatError(f"class id {class_id} is defined twice")
-        if len(self.by_ref) + n > MAX_INSTANCES:
-            raise ModelFormatError(f"more than {MAX_INSTANCES} instances")
+        class_id, class_name, service, n = inst_head(cur, self.sizes, len(self.by_ref))
         members = []
         for ref in read_refs(cur, n):
             if ref in self.by_ref or ref < 0:
