@@ -255,22 +255,35 @@ class _Scan:
     new_era: bool
 
 
+def guarded_parser(refusal: type[Exception]) -> xml.parsers.expat.XMLParserType:
+    """An expat parser with its text buffered that raises `refusal` at a document type or
+    entity declaration, which model files never have (and which entity expansion attacks
+    need)."""
+    parser = xml.parsers.expat.ParserCreate()
+    parser.buffer_text = True
+
+    def refuse_dtd(*_: object) -> int:
+        raise refusal("XML declares a document type or entities, which model files never do")
+
+    parser.StartDoctypeDeclHandler = refuse_dtd
+    parser.EntityDeclHandler = refuse_dtd
+    parser.UnparsedEntityDeclHandler = refuse_dtd
+    parser.ExternalEntityRefHandler = refuse_dtd
+    return parser
+
+
 def _scan(data: bytes) -> _Scan:
     """A first pass by expat events, with no tree: refuse a DTD, a root that is not
     <roblox>, and too many or too deeply nested elements or instances before anything is
     built; collect the shared strings (Studio writes them after the instances that use them)
     and whether the file writes <ContentId>."""
-    parser = xml.parsers.expat.ParserCreate()
-    parser.buffer_text = True
+    parser = guarded_parser(_Refused)
     depth = elements = items = 0
     item_depth: list[int] = []  # the element depth of each open <Item>
     shared: dict[str, bytes] = {}
     new_era = False
     reading: list[str] = []  # the md5 of the <SharedString> being read
     text: list[str] = []
-
-    def refuse_dtd(*_: object) -> int:
-        raise _Refused("XML declares a document type or entities, which model files never do")
 
     def start(tag: str, attrib: dict[str, str]) -> None:
         nonlocal depth, elements, items, new_era
@@ -320,10 +333,6 @@ def _scan(data: bytes) -> _Scan:
             raise _Refused("a shared string definition has no md5 key")
         depth -= 1
 
-    parser.StartDoctypeDeclHandler = refuse_dtd
-    parser.EntityDeclHandler = refuse_dtd
-    parser.UnparsedEntityDeclHandler = refuse_dtd
-    parser.ExternalEntityRefHandler = refuse_dtd
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = chars

@@ -19,6 +19,7 @@ import attrs
 
 from adapters_formats.binary_reader import MAX_DEPTH, MAX_INSTANCES
 from adapters_formats.binary_sources import Unusual
+from adapters_formats.xml_reader import guarded_parser
 from adapters_formats.xml_writer import property_element
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import SCRIPT_CLASSES, Prop, ScriptSource, Sources
@@ -83,8 +84,7 @@ def read_xml_sources(data: bytes) -> Sources:
     declared = _DECLARED.match(data[:400])
     if declared and declared.group(1).lower().replace(b"-", b"") != b"utf8":
         raise Unusual("the document is not UTF-8")
-    parser = xml.parsers.expat.ParserCreate()
-    parser.buffer_text = True
+    parser = guarded_parser(_Bad)
     kinds: list[str] = []  # per open element: "root", "item", "props", "prop" or ""
     items: list[_Item] = []  # open <Item>s
     found: list[_Found] = []
@@ -92,9 +92,6 @@ def read_xml_sources(data: bytes) -> Sources:
     # The property element being read: its name, its element name, start, text pieces.
     reading: list[object] = []
     text: list[str] = []
-
-    def refuse_dtd(*_: object) -> int:
-        raise _Bad("XML declares a document type or entities, which model files never do")
 
     def start(tag: str, attrs_: dict[str, str]) -> None:
         nonlocal count
@@ -152,10 +149,6 @@ def read_xml_sources(data: bytes) -> Sources:
             data, here)
         found.append(_Found(item, begin, stop, type_name, value.encode()))
 
-    parser.StartDoctypeDeclHandler = refuse_dtd
-    parser.EntityDeclHandler = refuse_dtd
-    parser.UnparsedEntityDeclHandler = refuse_dtd
-    parser.ExternalEntityRefHandler = refuse_dtd
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = chars
