@@ -109,7 +109,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         routes.append(Mount("/auth", routes=device.routes(uc.device, authenticate)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     if "runtime" in only:
-        routes.append(Mount("/runtime", routes=runtime.routes(uc.runtime)))
+        routes.append(Mount("/runtime", app=runtime.RuntimeApp(uc.runtime)))
     routes += extra_routes or []
     if "web" in only:
         routes.append(web.mount(deps, uc, web_config or web.WebConfig()))  # last: it is at "/"

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import Receive, Scope
 
 from adapters_http.decoding import MAX_STRING, check_text, parse_json
 from licore.errors import InvalidRequest, PayloadTooLarge
@@ -23,27 +25,57 @@ FORM = "application/x-www-form-urlencoded"
 
 
 async def read_bytes(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+    return await _collect(request.headers.get("content-length"), request.stream(), limit)
+
+
+async def _collect(declared: str | None, pieces: AsyncIterator[bytes], limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"the body is larger than {limit} bytes")
     # One growing buffer rather than a list of the server's small pieces: a large body then
     # lives in one mapping the C allocator hands back whole (licore_cli/memory.py), where
     # thousands of 64 KiB pieces would be spread over the heap and stay with the process.
     body = bytearray()
-    async for chunk in request.stream():
+    async for chunk in pieces:
         if len(body) + len(chunk) > limit:
             raise PayloadTooLarge(f"the body is larger than {limit} bytes")
         body += chunk
     return bytes(body)
 
 
+async def _received(receive: Receive) -> AsyncIterator[bytes]:
+    """The body's pieces straight from the ASGI messages (what `Request.stream` does, for
+    endpoints that take no `Request`)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        yield message.get("body", b"")
+        if not message.get("more_body", False):
+            return
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """One request header from the ASGI scope (`name` in lower case, as servers give it)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
 def media_type(request: Request) -> str:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return _media_type(request.headers.get("content-type"))
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
 
 
 def is_json(request: Request) -> bool:
+    return _is_json_type(media_type(request))
+
+
+def _is_json_type(kind: str) -> bool:
     """`application/json`, or a `+json` type (`application/merge-patch+json`, ...)."""
-    kind = media_type(request)
     return kind == "application/json" or (kind.startswith("application/")
                                           and kind.endswith("+json"))
 
@@ -51,7 +83,11 @@ def is_json(request: Request) -> bool:
 def require_json(request: Request) -> None:
     """Checked before the body is read: a body of another type is not taken for JSON
     (a browser's cross-site form post, for one, can only be `text/plain` or a form)."""
-    if not is_json(request):
+    _require_json_type(media_type(request))
+
+
+def _require_json_type(kind: str) -> None:
+    if not _is_json_type(kind):
         raise InvalidRequest("the body must be JSON, sent as Content-Type: application/json")
 
 
@@ -59,7 +95,18 @@ async def read_json(request: Request, limit: int = MAX_JSON_BYTES,
                     max_string: int = MAX_STRING) -> Any:
     """The body as parsed JSON, through the one decoder's parser."""
     require_json(request)
-    raw = await read_bytes(request, limit)
+    return await _parsed(await read_bytes(request, limit), max_string)
+
+
+async def receive_json(scope: Scope, receive: Receive, limit: int = MAX_JSON_BYTES,
+                       max_string: int = MAX_STRING) -> Any:
+    """`read_json` for a plain ASGI endpoint: the same checks, in the same order."""
+    _require_json_type(_media_type(header(scope, b"content-type")))
+    raw = await _collect(header(scope, b"content-length"), _received(receive), limit)
+    return await _parsed(raw, max_string)
+
+
+async def _parsed(raw: bytes, max_string: int) -> Any:
     if len(raw) <= INLINE_JSON_BYTES:
         return parse_json(raw, max_string=max_string)
     return await asyncio.to_thread(parse_json, raw, max_string=max_string)

@@ -8,9 +8,9 @@ every log line written while the request runs, through a context variable.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
-import json
 import logging
 import os
 import re
@@ -30,6 +30,8 @@ from prometheus_client import (
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from adapters_http import flat_json
 
 access_log = logging.getLogger("licore.access")
 
@@ -132,6 +134,53 @@ _RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) 
     "message", "asctime", "request_id", "taskName"}
 
 
+@functools.lru_cache(maxsize=4)
+def _timestamp(second: int) -> str:
+    # Every line of a busy second shares its stamp; formatting it is a local-time lookup.
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(second))
+
+
+class LoopBatchedStream(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that, on the event loop's thread, writes the lines of one loop
+    iteration in one write when the iteration's ready callbacks have run, instead of one
+    write and flush (a system call) per line. Off the loop (a thread, start-up, shutdown) it
+    writes at once. A line waits at most until the loop next looks for I/O."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record) + self.terminator
+        except Exception:
+            self.handleError(record)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._lines.append(text)
+            self.flush()
+            return
+        if not self._lines:
+            loop.call_soon(self.flush)
+        self._lines.append(text)
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            if self._lines:
+                text, self._lines = "".join(self._lines), []
+                self.stream.write(text)
+            super().flush()
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": "log write failed"}))
+        finally:
+            self.release()
+
+
 class JsonLines(logging.Formatter):
     """One JSON object a line: timestamp, level, logger, message, request id, then the
     `extra` fields, then `exc_info` / `stack_info` when present. Written by hand (one dict,
@@ -140,7 +189,7 @@ class JsonLines(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(record.created)),
+            "timestamp": _timestamp(int(record.created)),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -153,13 +202,13 @@ class JsonLines(logging.Formatter):
             line["exc_info"] = self.formatException(record.exc_info)
         if record.stack_info:
             line["stack_info"] = self.formatStack(record.stack_info)
-        return json.dumps(line, default=str)
+        return flat_json.dumps(line, default=str)
 
 
 def configure_logging(level: str = "INFO") -> None:
     """JSON lines on stderr for every logger: timestamp, level, logger, message, request id,
     and any `extra` fields the caller gave."""
-    handler = logging.StreamHandler()
+    handler = LoopBatchedStream()
     handler.setFormatter(JsonLines())
     handler.addFilter(RequestIdFilter())
     root = logging.getLogger()

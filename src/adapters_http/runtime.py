@@ -14,11 +14,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import attrs
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.datastructures import URL
+from starlette.exceptions import HTTPException
+from starlette.responses import RedirectResponse
+from starlette.types import Receive, Scope, Send
 
-from adapters_http.bodies import read_json
+from adapters_http import flat_json
+from adapters_http.bodies import receive_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.observability import runtime_outcome
 from licore import bounds
@@ -38,18 +40,26 @@ STREAM_ABOVE = 1 << 20  # a sealed answer with more cipher text than this is str
 _PIECE = 1 << 20
 
 
-def _json(body: J, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+async def _send_json(send: Send, body: J, status: int = 200,
+                     headers: dict[str, str] | None = None) -> None:
+    head = [(b"content-type", b"application/json")]
+    head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     cipher = body.get("cipher")
     if isinstance(cipher, str) and len(cipher) > STREAM_ABOVE:
-        return StreamingResponse(_pieces(body, cipher), status_code=status, headers=headers,
-                                 media_type="application/json")
-    return Response(json.dumps(body, separators=(",", ":")), status_code=status,
-                    headers=headers, media_type="application/json")
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        for piece in _pieces(body, cipher):
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    text = flat_json.dumps(body, flat_json.COMPACT).encode()
+    head.append((b"content-length", b"%d" % len(text)))
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": text})
 
 
 def _pieces(body: J, cipher: str) -> Iterator[bytes]:
-    """The same JSON text as `_json` writes, with the (hex, so never escaped) cipher sent in
-    pieces instead of copied into one string twice over."""
+    """The same JSON text as `_send_json` writes, with the (hex, so never escaped) cipher
+    sent in pieces instead of copied into one string twice over."""
     marker = "\x00cipher\x00"
     head, tail = json.dumps({**body, "cipher": marker}, separators=(",", ":")).split(
         json.dumps(marker))
@@ -118,35 +128,57 @@ ENDPOINTS = [
 ]
 
 
-def _endpoint(runtime: Runtime, e: RuntimeEndpoint) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
-        ip = request.client.host if request.client else "unknown"
+class RuntimeApp:
+    """The Runtime API as one plain ASGI app under `/runtime`: the call is found by its
+    path in a dict, and the body read from the ASGI messages, without Starlette's route
+    table, `Request` or `Response`. These are the hottest calls of the service and their
+    answers are fixed, small JSON, so the general machinery was most of their cost
+    (docs/performance.md). Anything that is not one of the calls is handed to the app's
+    error handlers as Starlette's router would hand it: 404, 405 with `Allow`, or a 307 to
+    the path without its trailing slash."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.endpoints = {e.path: e for e in ENDPOINTS}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"].removeprefix(scope.get("root_path", ""))  # under the mount
+        e = self.endpoints.get(path)
+        if e is None:
+            if path.endswith("/") and path.rstrip("/") in self.endpoints:
+                await RedirectResponse(URL(scope=scope).replace(
+                    path=scope["path"].rstrip("/")))(scope, receive, send)
+                return
+            raise HTTPException(404)
+        if scope["method"] != "POST":
+            raise HTTPException(405, headers={"Allow": "POST"})
+        scope["route"] = e  # the metrics label its path under the mount's
+        await self._answer(e, scope, receive, send)
+
+    async def _answer(self, e: RuntimeEndpoint, scope: Scope, receive: Receive,
+                      send: Send) -> None:
+        client = scope.get("client")
+        ip = client[0] if client else "unknown"
         outcome = runtime_outcome(e.name, "malformed")
         try:
-            body = await read_json(request, e.max_body, e.max_string)
-            answer = await e.call(runtime, body, ip)
+            body = await receive_json(scope, receive, e.max_body, e.max_string)
+            answer = await e.call(self.runtime, body, ip)
             # /check answers `success`, the sealed calls and /verify-source answer `ok`
             passed = answer.get("success") or answer.get("ok")
             outcome = runtime_outcome(e.name, "success" if passed else "denied")
-            return _json(answer)
+            await _send_json(send, answer)
         except (InvalidRequest, PayloadTooLarge):
-            return _json(e.failure, e.malformed_status)
+            await _send_json(send, e.failure, e.malformed_status)
         except RateLimited as limited:
             outcome = runtime_outcome(e.name, "rate_limited")
-            return _json(e.failure, 429, {"Retry-After": str(limited.retry_after)})
+            await _send_json(send, e.failure, 429, {"Retry-After": str(limited.retry_after)})
         except Unavailable as away:
             # The database is away: the failure body, with when to try again.
             outcome = runtime_outcome(e.name, "error")
-            return _json(e.failure, 503, {"Retry-After": str(away.retry_after)})
+            await _send_json(send, e.failure, 503, {"Retry-After": str(away.retry_after)})
         except Exception as exc:
             outcome = runtime_outcome(e.name, "error")
-            log.error("runtime %s failed: %s", request.url.path, type(exc).__name__)
-            return _json(e.failure, 500)
+            log.error("runtime %s failed: %s", scope["path"], type(exc).__name__)
+            await _send_json(send, e.failure, 500)
         finally:
             outcome.inc()
-
-    return endpoint
-
-
-def routes(runtime: Runtime) -> list[Route]:
-    return [Route(e.path, _endpoint(runtime, e), methods=["POST"]) for e in ENDPOINTS]
