@@ -108,8 +108,11 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     if "auth" in only:
         routes.append(Mount("/auth", routes=device.routes(uc.device, authenticate)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
+    middleware = [Middleware(RequestContext), Middleware(Edge)]
     if "runtime" in only:
-        routes.append(Mount("/runtime", app=runtime.RuntimeApp(uc.runtime)))
+        runtime_app = runtime.RuntimeApp(uc.runtime)
+        routes.append(Mount("/runtime", app=runtime_app))
+        middleware.append(Middleware(runtime.RuntimeShortcut, target=runtime_app))
     routes += extra_routes or []
     if "web" in only:
         routes.append(web.mount(deps, uc, web_config or web.WebConfig()))  # last: it is at "/"
@@ -135,7 +138,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         LicoreError: _licore_error, HTTPException: _http_error}
     return Starlette(routes=routes, exception_handlers=handlers,
-                     middleware=[Middleware(RequestContext), Middleware(Edge)],
+                     middleware=middleware,
                      lifespan=lifespan)
 
 
