@@ -23,6 +23,29 @@ class Executor(Protocol):
     async def run(self, sql: str, params: Sequence[Any] = ()) -> int: ...
 
 
+# Rows passed as parameters, as a query that yields them: `INSERT INTO t (a, b) {source}`,
+# `WITH r (a, b) AS ({source})`. Given the SQL type of each column and the rows, it returns
+# the query's text and its parameters. The one place the batched statements of the runtime
+# hot path differ by database; each adapter picks its own.
+RowSource = Callable[[Sequence[str], Sequence[Sequence[Any]]], tuple[str, list[Any]]]
+
+
+def values_rows(types: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+    """SQLite's: `VALUES (?, ?), (?, ?)`. The text grows with the rows, which costs little:
+    sqlite3 caches statements by text, and a batch holds at most MAX_BATCH rows."""
+    row = "(" + ", ".join("?" for _ in types) + ")"
+    return "VALUES " + ", ".join(row for _ in rows), [v for r in rows for v in r]
+
+
+def unnest_rows(types: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]]:
+    """PostgreSQL's: one array parameter per column, read back with `unnest`. The text is the
+    same for any number of rows, so psycopg converts it once and, after a few executions,
+    runs it as a prepared statement (no parse and plan per batch on the server). A None in a
+    list is a NULL element."""
+    arrays = ", ".join(f"CAST(? AS {t}[])" for t in types)
+    return f"SELECT * FROM unnest({arrays})", [[r[k] for r in rows] for k in range(len(types))]
+
+
 async def apply_migrations(db: Executor, dialect: str) -> None:
     """Apply, in the caller's transaction, every migration not yet recorded."""
     await db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
