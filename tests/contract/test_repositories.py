@@ -216,6 +216,28 @@ async def test_runtime_reads_past_a_full_batch_count_in_turn_and_get_their_own_f
         assert await uow.counters.count("k", 2**40) == 1
 
 
+async def test_odd_text_in_a_batch_stays_as_it_was(storage: Storage) -> None:
+    odd = ["NULL", "null", "", " a b ", 'say "hi"', "back\\slash\\", "{a,b}", "x,y", "é✓", "'q'",
+           "%s", "?", "\\N"]
+    async with storage.unit_of_work() as uow:
+        await seed(uow)
+        assert await uow.licenses.add(license(1))
+        for n, game in enumerate(odd):
+            assert await uow.runtime.record_place("lic_1", game, 5) == n + 1
+    answers = await asyncio.gather(*(storage.runtime_read([text, text, "k"], 60, "digest1", "2",
+                                                          text) for text in [*odd, *odd]))
+    assert [counts for counts, _ in answers] == [
+        [1, 2, i + 1] for i in range(len(odd))] + [[3, 4, len(odd) + i + 1]
+                                                   for i in range(len(odd))]
+    assert [facts.place_rank for _, facts in answers] == [*range(1, len(odd) + 1)] * 2
+    # The string "NULL" is not a NULL game id (that has no place), nor "" one.
+    (_, none), = [await storage.runtime_read(["k"], 60, "digest1", "2", None)]
+    assert none.place_rank is None
+    fresh = await asyncio.gather(*(storage.use_nonce("lic_1", text, 2_000, 1_000)
+                                   for text in [*odd, *odd]))
+    assert fresh == [True] * len(odd) + [False] * len(odd)
+
+
 async def _product(storage: Storage, product_id: str) -> Product | None:
     async with storage.unit_of_work() as uow:
         return await uow.products.by_id(product_id)
