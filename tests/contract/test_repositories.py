@@ -177,6 +177,67 @@ async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None
         assert not await uow.runtime.use_nonce("lic_1", "n1", 200, 30)
 
 
+async def test_runtime_reads_past_a_full_batch_count_in_turn_and_get_their_own_facts(
+        storage: Storage) -> None:
+    async with storage.unit_of_work() as uow:
+        await seed(uow)
+        assert await uow.licenses.add(license(1))
+        await uow.blacklist.set("std_1", "66", True, 5)
+        assert await uow.runtime.record_place("lic_1", "g1", 5) == 1
+        assert await uow.runtime.record_place("lic_1", "g2", 6) == 2
+    # 200 concurrent reads: on SQL a batch of MAX_BATCH (128) then the rest. Buckets repeat
+    # across requests and within one, NULL game ids sit among others, some keys are unknown.
+    games = (None, "g1", "g2", "g3")
+    reads = [(["k", f"ip{i % 3}", *(["k"] if i % 5 == 0 else [])],
+              "nobody" if i % 7 == 6 else "digest1", "66" if i % 2 else "2", games[i % 4])
+             for i in range(200)]
+    answers = await asyncio.gather(*(storage.runtime_read(buckets, 60, digest, user, game)
+                                     for buckets, digest, user, game in reads))
+    product_1 = await _product(storage, "prd_1")
+    seen: dict[str, int] = {}
+    for (buckets, digest, user, game), (counts, facts) in zip(reads, answers, strict=True):
+        # Each request sees the counts as they stood when it came, its own hits included.
+        expected = []
+        for bucket in buckets:
+            seen[bucket] = seen.get(bucket, 0) + 1
+            expected.append(seen[bucket])
+        assert counts == expected
+        if digest == "nobody":
+            assert facts.license is None and facts.product is None
+            continue
+        assert (facts.license, facts.product) == (license(1), product_1)
+        assert (facts.place_limit, facts.blacklisted, facts.places_seen, facts.place_rank) == (
+            3, user == "66", 2, {"g1": 1, "g2": 2}.get(game or ""))
+    counts, _ = await storage.runtime_read(["k"], 2**40, "digest1", "2", None)  # a bigint window
+    assert counts == [1]
+    async with storage.unit_of_work() as uow:
+        assert [await uow.counters.count(b, 60) for b in ("k", "ip0", "ip1", "ip2")] == [
+            seen["k"], seen["ip0"], seen["ip1"], seen["ip2"]]
+        assert await uow.counters.count("k", 2**40) == 1
+
+
+async def test_odd_text_in_a_batch_stays_as_it_was(storage: Storage) -> None:
+    odd = ["NULL", "null", "", " a b ", 'say "hi"', "back\\slash\\", "{a,b}", "x,y", "é✓", "'q'",
+           "%s", "?", "\\N"]
+    async with storage.unit_of_work() as uow:
+        await seed(uow)
+        assert await uow.licenses.add(license(1))
+        for n, game in enumerate(odd):
+            assert await uow.runtime.record_place("lic_1", game, 5) == n + 1
+    answers = await asyncio.gather(*(storage.runtime_read([text, text, "k"], 60, "digest1", "2",
+                                                          text) for text in [*odd, *odd]))
+    assert [counts for counts, _ in answers] == [
+        [1, 2, i + 1] for i in range(len(odd))] + [[3, 4, len(odd) + i + 1]
+                                                   for i in range(len(odd))]
+    assert [facts.place_rank for _, facts in answers] == [*range(1, len(odd) + 1)] * 2
+    # The string "NULL" is not a NULL game id (that has no place), nor "" one.
+    (_, none), = [await storage.runtime_read(["k"], 60, "digest1", "2", None)]
+    assert none.place_rank is None
+    fresh = await asyncio.gather(*(storage.use_nonce("lic_1", text, 2_000, 1_000)
+                                   for text in [*odd, *odd]))
+    assert fresh == [True] * len(odd) + [False] * len(odd)
+
+
 async def _product(storage: Storage, product_id: str) -> Product | None:
     async with storage.unit_of_work() as uow:
         return await uow.products.by_id(product_id)

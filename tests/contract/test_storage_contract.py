@@ -419,3 +419,47 @@ async def test_concurrent_nonces_are_each_accepted_once_across_batches(
         assert not await uow.runtime.use_nonce("lic_b", nonces[0], 2_000, 1_000)
         # expired: usable again
         assert await uow.runtime.use_nonce("lic_b", nonces[0], 3_000, 2_000)
+
+
+async def test_nonces_past_a_full_batch_refuse_repeats_and_live_ones_reuse_expired_ones(
+        storage: Storage) -> None:
+    async with storage.unit_of_work() as uow:
+        assert await uow.runtime.use_nonce("lic_b", "live", 5_000, 1_000)
+        assert await uow.runtime.use_nonce("lic_b", "stale", 1_500, 1_000)
+    far = 2**40  # an expiry past 32 bits
+    # 154 concurrent uses: on SQL a batch of MAX_BATCH (128) then the rest. n0..n27 come twice
+    # within the first batch, n28..n49 once in each.
+    calls = ([("lic_b", f"n{i % 100}") for i in range(150)]
+             + [("lic_b", "live"), ("lic_b", "stale"), ("lic_b", "stale"), ("lic_c", "n0")])
+    results = await asyncio.gather(*(storage.use_nonce(lic, n, far, 2_000) for lic, n in calls))
+    firsts = {call: i for i, call in reversed(list(enumerate(calls)))}
+    expected = [firsts[call] == i and call != ("lic_b", "live") for i, call in enumerate(calls)]
+    assert results == expected
+    async with storage.unit_of_work() as uow:
+        assert not await uow.runtime.use_nonce("lic_b", "n0", far + 1, far - 1)
+        assert await uow.runtime.use_nonce("lic_b", "n0", far + 2, far)
+
+
+@pytest.mark.postgres
+async def test_postgres_runs_one_prepared_statement_per_hot_path_step_whatever_the_batch_size(
+        pg_schema_url: str) -> None:
+    # psycopg prepares a statement once its text has run `prepare_threshold` (5) times on a
+    # connection, and converts its placeholders once. A batch's text must therefore not
+    # depend on its size. One connection, so every batch runs on the one we look at.
+    store = PostgresStorage(pg_schema_url, min_size=1, max_size=1)
+    try:
+        await store.migrate()
+        for n, size in enumerate((1, 2, 3, 5, 8, 13, 128)):
+            await asyncio.gather(*(store.runtime_read(["k", f"ip{i}"], 60, f"digest{i}", "2",
+                                                      None if i % 2 else "g1")
+                                   for i in range(size)))
+            await asyncio.gather(*(store.use_nonce("lic_1", f"{n}-{i}", 2_000, 1_000)
+                                   for i in range(size)))
+        async with store.pool.connection() as conn:
+            cur = await conn.execute("SELECT DISTINCT statement FROM pg_prepared_statements")
+            prepared = [str(r[0]) for r in await cur.fetchall()]
+            await conn.rollback()
+    finally:
+        await store.close()
+    for step in ("INSERT INTO rate_counters", "JOIN licenses", "INSERT INTO nonces"):
+        assert len([s for s in prepared if step in s]) == 1, (step, prepared)

@@ -2,7 +2,8 @@
 
 Concurrent runtime reads (and nonce writes) wait in a batcher and go to the database
 together; each batch runs on a connection outside any unit of work, committed before the
-answers return. A database adapter supplies only that connection.
+answers return. A database adapter supplies only that connection, and how a batch's rows
+are passed to a statement (see RowSource).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
-from adapters_storage.sql.common import Executor
+from adapters_storage.sql.common import Executor, RowSource
 from adapters_storage.sql.runtime import runtime_batch, use_nonces
 from licore.runtime import Facts as RuntimeFacts
 
@@ -19,10 +20,11 @@ Autocommit = Callable[[], AbstractAsyncContextManager[Executor]]
 
 
 class HotPath:
-    def __init__(self, autocommit: Autocommit) -> None:
+    def __init__(self, autocommit: Autocommit, source: RowSource) -> None:
         """`autocommit()`: a connection whose statements are committed when the block
-        ends."""
+        ends. `source`: the database's way of passing a batch's rows."""
         self.autocommit = autocommit
+        self.source = source
         self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
         self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
 
@@ -34,11 +36,11 @@ class HotPath:
     async def _runtime_batch(self, window_start: int,
                              requests: Sequence[RuntimeRequest]) -> list[Answer]:
         async with self.autocommit() as db:
-            return await runtime_batch(db, window_start, requests)
+            return await runtime_batch(db, self.source, window_start, requests)
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))
 
     async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
         async with self.autocommit() as db:
-            return await use_nonces(db, now, requests)
+            return await use_nonces(db, self.source, now, requests)

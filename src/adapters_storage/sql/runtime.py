@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from adapters_storage.batching import Answer, NonceRequest, RuntimeRequest
 from adapters_storage.records import column_list, columns, from_row
-from adapters_storage.sql.common import Executor, Repository
+from adapters_storage.sql.common import Executor, Repository, RowSource
 from licore.model import License, Product
 from licore.runtime import Facts as RuntimeFacts
 
 
 class SqlRuntimeRecords(Repository):
+    def __init__(self, db: Executor, source: RowSource) -> None:
+        super().__init__(db)
+        self.source = source
+
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return (await use_nonces(self.db, now, [NonceRequest(license_id, nonce, expires_at)]))[0]
+        request = NonceRequest(license_id, nonce, expires_at)
+        return (await use_nonces(self.db, self.source, now, [request]))[0]
 
     async def record_place(self, license_id: str, game_id: str, now: int) -> int:
         await self.db.run(
@@ -30,11 +34,15 @@ class SqlRuntimeRecords(Repository):
 
 
 class SqlRateCounters(Repository):
+    def __init__(self, db: Executor, source: RowSource) -> None:
+        super().__init__(db)
+        self.source = source
+
     async def hit(self, buckets: Sequence[str], window_start: int) -> list[int]:
         increments: dict[str, int] = {}
         for bucket in buckets:
             increments[bucket] = increments.get(bucket, 0) + 1
-        totals = await add_hits(self.db, increments, window_start)
+        totals = await add_hits(self.db, self.source, increments, window_start)
         return [totals[b] for b in buckets]
 
     async def count(self, bucket: str, window_start: int) -> int:
@@ -48,23 +56,28 @@ class SqlRateCounters(Repository):
             "DELETE FROM rate_counters WHERE window_start < ? AND window_start > 0", [before])
 
 
-async def add_hits(db: Executor, increments: dict[str, int],
+# The batched statements below take their rows from `source` (see RowSource): the same
+# statements on both databases, with the rows spelled out (SQLite) or as arrays (PostgreSQL).
+
+
+async def add_hits(db: Executor, source: RowSource, increments: dict[str, int],
                    window_start: int) -> dict[str, int]:
     # One statement for every bucket: on the hot path each statement is a round trip.
     # A row may appear once per statement, hence the increments; RETURNING order is
     # unspecified, hence the bucket comes back too.
     if not increments:
         return {}  # `VALUES` with no rows is not SQL
-    values = ", ".join("(?, ?, ?)" for _ in increments)
-    params = [v for b, n in increments.items() for v in (b, window_start, n)]
+    rows_sql, params = source(("TEXT", "BIGINT", "INTEGER"),
+                              [(b, window_start, n) for b, n in increments.items()])
     rows = await db.rows(
-        f"INSERT INTO rate_counters (bucket, window_start, count) VALUES {values} "
+        f"INSERT INTO rate_counters (bucket, window_start, count) {rows_sql} "
         "ON CONFLICT (bucket, window_start) DO UPDATE "
         "SET count = rate_counters.count + excluded.count RETURNING bucket, count", params)
     return {r[0]: int(r[1]) for r in rows}
 
 
-async def use_nonces(db: Executor, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
+async def use_nonces(db: Executor, source: RowSource, now: int,
+                     requests: Sequence[NonceRequest]) -> list[bool]:
     """Record each nonce; True where it was fresh. One statement for the whole batch.
 
     An expired row may be reused; otherwise a second use of a nonce is refused, also within
@@ -74,25 +87,25 @@ async def use_nonces(db: Executor, now: int, requests: Sequence[NonceRequest]) -
     for i, r in enumerate(requests):
         first.setdefault((r.license_id, r.nonce), i)
     unique = [requests[i] for i in first.values()]
-    values = ", ".join("(?, ?, ?)" for _ in unique)
+    rows_sql, params = source(("TEXT", "TEXT", "BIGINT"),
+                              [(r.license_id, r.nonce, r.expires_at) for r in unique])
     rows = await db.rows(
-        f"INSERT INTO nonces (license_id, nonce, expires_at) VALUES {values} "
+        f"INSERT INTO nonces (license_id, nonce, expires_at) {rows_sql} "
         "ON CONFLICT (license_id, nonce) DO UPDATE SET expires_at = excluded.expires_at "
-        "WHERE nonces.expires_at <= ? RETURNING license_id, nonce",
-        [*(v for r in unique for v in (r.license_id, r.nonce, r.expires_at)), now])
+        "WHERE nonces.expires_at <= ? RETURNING license_id, nonce", [*params, now])
     fresh = {(str(a), str(b)) for a, b in rows}
     return [(r.license_id, r.nonce) in fresh and first[(r.license_id, r.nonce)] == i
             for i, r in enumerate(requests)]
 
 
-async def runtime_batch(db: Executor, window_start: int,
+async def runtime_batch(db: Executor, source: RowSource, window_start: int,
                         requests: Sequence[RuntimeRequest]) -> list[Answer]:
     """Count every request and load every request's facts: two statements in all."""
     increments: dict[str, int] = {}
     for r in requests:
         for bucket in r.buckets:
             increments[bucket] = increments.get(bucket, 0) + 1
-    totals = await add_hits(db, increments, window_start)
+    totals = await add_hits(db, source, increments, window_start)
     # Each request sees the count as it stood when it arrived in the batch.
     seen: dict[str, int] = {}
     counts: list[list[int]] = []
@@ -102,12 +115,11 @@ async def runtime_batch(db: Executor, window_start: int,
             seen[bucket] = seen.get(bucket, 0) + 1
             mine.append(totals[bucket] - increments[bucket] + seen[bucket])
         counts.append(mine)
-    values = ", ".join("(CAST(? AS INTEGER), CAST(? AS TEXT), CAST(? AS TEXT), "
-                       "CAST(? AS TEXT))" for _ in requests)
-    params: list[Any] = [v for i, r in enumerate(requests)
-                         for v in (i, r.key_digest, r.user_id, r.game_id)]
+    rows_sql, params = source(("INTEGER", "TEXT", "TEXT", "TEXT"),
+                              [(i, r.key_digest, r.user_id, r.game_id)
+                               for i, r in enumerate(requests)])
     rows = await db.rows(
-        f"WITH req (i, digest, user_id, game_id) AS (VALUES {values}) "
+        f"WITH req (i, digest, user_id, game_id) AS ({rows_sql}) "
         f"SELECT req.i, {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
         "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
         "AND b.platform_id = req.user_id), "
