@@ -14,10 +14,16 @@ T = TypeVar("T")
 _UNIONS = (typing.Union, types.UnionType)
 
 
+def _same(v: Any) -> Any:
+    return v
+
+
 def _decoder(tp: Any) -> Callable[[Any], Any]:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     if typing.get_origin(tp) in _UNIONS:
         inner = _decoder(args[0])
+        if inner is _same:
+            return _same
         return lambda v: None if v is None else inner(v)
     if typing.get_origin(tp) is tuple:
         return lambda v: tuple(v.split(" ")) if v else ()
@@ -27,7 +33,7 @@ def _decoder(tp: Any) -> Callable[[Any], Any]:
         return bool
     if tp is bytes:
         return bytes
-    return lambda v: v
+    return _same
 
 
 def _encoder(tp: Any) -> Callable[[Any], Any]:
@@ -42,7 +48,8 @@ def _encoder(tp: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-_Plan = tuple[tuple[str, ...], tuple[Callable[[Any], Any], ...], tuple[Callable[[Any], Any], ...]]
+_Plan = tuple[tuple[str, ...], tuple[Callable[[Any], Any], ...], tuple[Callable[[Any], Any], ...],
+              tuple[tuple[int, Callable[[Any], Any]], ...]]
 _PLANS: dict[type, _Plan] = {}
 
 
@@ -56,10 +63,13 @@ def _plan(cls: type) -> _Plan:
 def _make_plan(cls: type) -> _Plan:
     attrs.resolve_types(cls)
     fields = attrs.fields(cls)
+    decoders = tuple(_decoder(f.type) for f in fields)
     return (
         tuple(f.name for f in fields),
-        tuple(_decoder(f.type) for f in fields),
+        decoders,
         tuple(_encoder(f.type) for f in fields),
+        # only the columns whose value changes on the way in: most are taken as they come
+        tuple((i, d) for i, d in enumerate(decoders) if d is not _same),
     )
 
 
@@ -72,10 +82,14 @@ def column_list(cls: type, prefix: str = "") -> str:
 
 
 def to_row(record: Any) -> list[Any]:
-    names, _, encoders = _plan(type(record))
+    names, _, encoders, _ = _plan(type(record))
     return [enc(getattr(record, name)) for name, enc in zip(names, encoders, strict=True)]
 
 
 def from_row(cls: type[T], row: Sequence[Any]) -> T:
-    _, decoders, _ = _plan(cls)
-    return cls(*(dec(v) for dec, v in zip(decoders, row, strict=False)))
+    names, _, _, changed = _plan(cls)
+    values = list(row[:len(names)])
+    for i, decode in changed:
+        if i < len(values):
+            values[i] = decode(values[i])
+    return cls(*values)

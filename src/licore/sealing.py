@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 _BLOCK = 32
 
@@ -28,27 +31,47 @@ class SealError(Exception):
         self.reason = reason
 
 
-def session_key(license_key: str, nonce: str) -> bytes:
-    """Raw digest bytes of HMAC(licenseKey, "sk|"+nonce); its hex is the spec's sessionKey."""
-    return hmac.new(license_key.encode(), b"sk|" + nonce.encode(), hashlib.sha256).digest()
-
-
 _IPAD = bytes(x ^ 0x36 for x in range(256))
 _OPAD = bytes(x ^ 0x5C for x in range(256))
+Pads = tuple["HASH", "HASH"]  # SHA-256 states that have taken the key's inner and outer pad
+
+
+def _pads(key: bytes) -> Pads:
+    # HMAC by hand (RFC 2104): the two padded-key states are made once per key and copied
+    # for each message. `hmac.new` makes an OpenSSL HMAC context per call, which costs
+    # more than the hashing for the short messages sealing makes.
+    if len(key) > 64:
+        key = hashlib.sha256(key).digest()
+    padded = key.ljust(64, b"\0")
+    return hashlib.sha256(padded.translate(_IPAD)), hashlib.sha256(padded.translate(_OPAD))
+
+
+def _mac(pads: Pads, *parts: bytes) -> HASH:
+    """HMAC-SHA-256 of the concatenated `parts`, as a finished hash object."""
+    inner = pads[0].copy()
+    for part in parts:
+        inner.update(part)
+    outer = pads[1].copy()
+    outer.update(inner.digest())
+    return outer
+
+
+def session_key(license_key: str, nonce: str) -> bytes:
+    """Raw digest bytes of HMAC(licenseKey, "sk|"+nonce); its hex is the spec's sessionKey."""
+    return _mac(_pads(license_key.encode()), b"sk|", nonce.encode()).digest()
 
 
 def keystream(key: bytes, nonce: str, length: int) -> bytes:
     """Concatenated blocks HMAC(sessionKey, nonce+"|"+i), cut to `length` bytes."""
-    # HMAC by hand (RFC 2104) over two prepared SHA-256 states: the inner state has taken
-    # the padded key and the nonce, the outer one the padded key, so each block costs two
-    # state copies and two short updates, with no Python-level HMAC object per block.
-    if len(key) > 64:
-        key = hashlib.sha256(key).digest()
-    padded = key.ljust(64, b"\0")
-    inner = hashlib.sha256(padded.translate(_IPAD))
+    return _keystream(_pads(key), nonce, length)
+
+
+def _keystream(pads: Pads, nonce: str, length: int) -> bytes:
+    # The inner state also takes the nonce once, so each block costs two state copies and
+    # two short updates, with no Python-level HMAC object per block.
+    inner = pads[0].copy()
     inner.update(nonce.encode() + b"|")
-    outer = hashlib.sha256(padded.translate(_OPAD))
-    inner_copy, outer_copy = inner.copy, outer.copy
+    inner_copy, outer_copy = inner.copy, pads[1].copy
 
     def block(counter: bytes) -> bytes:
         h = inner_copy()
@@ -69,31 +92,29 @@ def _xor(data: bytes, stream: bytes) -> bytes:
     return mixed.to_bytes(len(data), "big")
 
 
-def _tag(key: bytes, nonce: str, cipher_hex: str) -> str:
-    mac = hmac.new(key, (nonce + "|tag|").encode(), hashlib.sha256)
-    mac.update(cipher_hex.encode())
-    return mac.hexdigest()
+def _tag(pads: Pads, nonce: str, cipher_hex: str) -> str:
+    return _mac(pads, (nonce + "|tag|").encode(), cipher_hex.encode()).hexdigest()
 
 
 def seal(license_key: str, nonce: str, plaintext: bytes) -> Sealed:
     """Encrypt and tag `plaintext` for the holder of `license_key`."""
-    key = session_key(license_key, nonce)
-    cipher_hex = _xor(plaintext, keystream(key, nonce, len(plaintext))).hex()
-    return Sealed(cipher=cipher_hex, tag=_tag(key, nonce, cipher_hex))
+    pads = _pads(session_key(license_key, nonce))
+    cipher_hex = _xor(plaintext, _keystream(pads, nonce, len(plaintext))).hex()
+    return Sealed(cipher=cipher_hex, tag=_tag(pads, nonce, cipher_hex))
 
 
 def open_sealed(license_key: str, nonce: str, cipher_hex: str, tag_hex: str) -> bytes:
     """Check the tag (constant time) first, then decrypt; raise `SealError` on a bad tag."""
-    key = session_key(license_key, nonce)
+    pads = _pads(session_key(license_key, nonce))
     # The tag covers the hex text exactly as received, so it is checked before parsing it.
-    expected = _tag(key, nonce, cipher_hex)
+    expected = _tag(pads, nonce, cipher_hex)
     if not hmac.compare_digest(expected.encode(), tag_hex.encode()):
         raise SealError("tag_mismatch")
     try:
         cipher = bytes.fromhex(cipher_hex)
     except ValueError:
         raise SealError("tag_mismatch") from None
-    return _xor(cipher, keystream(key, nonce, len(cipher)))
+    return _xor(cipher, _keystream(pads, nonce, len(cipher)))
 
 
 def verify_payload(
