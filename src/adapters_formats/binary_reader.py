@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any
 
 from adapters_formats.binary_bytes import Cursor, read_refs
@@ -37,15 +37,16 @@ def read_shared_strings(data: bytes) -> list[bytes]:
     return out
 
 
-def inst_head(cur: Cursor, sizes: Mapping[int, int], instances: int) -> tuple[int, str, bool, int]:
+def inst_head(cur: Cursor, defined: Container[int],
+              instances: int) -> tuple[int, str, bool, int]:
     """An INST chunk's class id, class name, service flag and instance count, refused when
-    the class id was defined before or the count takes the file past `MAX_INSTANCES`
-    (`instances` are those already read)."""
+    the class id is among those `defined` before or the count takes the file past
+    `MAX_INSTANCES` (`instances` are those already read)."""
     class_id = cur.u32()
     class_name = cur.string().decode("utf-8", "replace")
     service = cur.u8() == 1
     n = cur.count(4)
-    if class_id in sizes:
+    if class_id in defined:
         raise ModelFormatError(f"class id {class_id} is defined twice")
     if instances + n > MAX_INSTANCES:
         raise ModelFormatError(f"more than {MAX_INSTANCES} instances")

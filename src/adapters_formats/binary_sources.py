@@ -17,7 +17,7 @@ import struct
 import attrs
 
 from adapters_formats.binary_bytes import Cursor, read_refs
-from adapters_formats.binary_reader import MAX_DEPTH, MAX_INSTANCES
+from adapters_formats.binary_reader import MAX_DEPTH, inst_head
 from adapters_formats.chunks import chunk_bytes, inflate, scan_framing
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import SCRIPT_CLASSES, ScriptSource, Sources
@@ -74,14 +74,7 @@ def read_binary_sources(data: bytes) -> Sources:
             if parent is not None:
                 raise ModelFormatError("INST chunk after PRNT")
             cur = Cursor(inflate(data, chunk), "INST")
-            class_id = cur.u32()
-            class_name = cur.string().decode("utf-8", "replace")
-            service = cur.u8() == 1
-            n = cur.count(4)
-            if class_id in members:
-                raise ModelFormatError(f"class id {class_id} is defined twice")
-            if len(class_of) + n > MAX_INSTANCES:
-                raise ModelFormatError(f"more than {MAX_INSTANCES} instances")
+            class_id, class_name, service, n = inst_head(cur, members, len(class_of))
             refs = read_refs(cur, n)
             for ref in refs:
                 if ref in class_of or ref < 0:
