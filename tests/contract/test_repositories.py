@@ -153,13 +153,18 @@ async def test_licenses_one_per_user_compare_and_set_and_library_of_active(
             ("lic_2", "prd_2", "Studio 1")]
 
 
-async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None:
+async def seed_runtime(storage: Storage) -> None:
+    """License 1 of studio 1, user 66 blacklisted there, places g1 and g2 seen."""
     async with storage.unit_of_work() as uow:
         await seed(uow)
         assert await uow.licenses.add(license(1))
         await uow.blacklist.set("std_1", "66", True, 5)
         assert await uow.runtime.record_place("lic_1", "g1", 5) == 1
         assert await uow.runtime.record_place("lic_1", "g2", 6) == 2
+
+
+async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None:
+    await seed_runtime(storage)
     counts, facts = await storage.runtime_read(["k", "ip"], 60, "digest1", "66", "g2")
     assert counts == [1, 1]
     assert (facts.license, facts.product) == (license(1), await _product(storage, "prd_1"))
@@ -179,12 +184,7 @@ async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None
 
 async def test_runtime_reads_past_a_full_batch_count_in_turn_and_get_their_own_facts(
         storage: Storage) -> None:
-    async with storage.unit_of_work() as uow:
-        await seed(uow)
-        assert await uow.licenses.add(license(1))
-        await uow.blacklist.set("std_1", "66", True, 5)
-        assert await uow.runtime.record_place("lic_1", "g1", 5) == 1
-        assert await uow.runtime.record_place("lic_1", "g2", 6) == 2
+    await seed_runtime(storage)
     # 200 concurrent reads: on SQL a batch of MAX_BATCH (128) then the rest. Buckets repeat
     # across requests and within one, NULL game ids sit among others, some keys are unknown.
     games = (None, "g1", "g2", "g3")
