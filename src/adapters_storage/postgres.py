@@ -53,7 +53,12 @@ class PostgresStorage:
         self.url = url
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
                                         timeout=BUSY_WAIT,
-                                        kwargs={"connect_timeout": CONNECT_TIMEOUT})
+                                        kwargs={"connect_timeout": CONNECT_TIMEOUT,
+                                                # Statements outside a unit of work
+                                                # commit themselves: no BEGIN and COMMIT
+                                                # trips on the hot path. A unit of work
+                                                # opens its transaction explicitly.
+                                                "autocommit": True})
         self._opened = False
         self._opening = asyncio.Lock()  # several first requests must not each open the pool
         self._down = False  # the last attempt to use the database failed to reach it
@@ -108,7 +113,6 @@ class PostgresStorage:
     async def _autocommit(self) -> AsyncIterator[_Executor]:
         async with self._connection() as conn:
             yield _Executor(conn)
-            await conn.commit()
 
     async def ready(self) -> bool:
         """Whether the database answers a query right now, within about a second."""
@@ -116,7 +120,6 @@ class PostgresStorage:
             async with asyncio.timeout(1.0):
                 async with self._connection() as conn:
                     await conn.execute("SELECT 1")
-                    await conn.rollback()
         except (Unavailable, TimeoutError):
             return False
         return True

@@ -463,3 +463,32 @@ async def test_postgres_runs_one_prepared_statement_per_hot_path_step_whatever_t
         await store.close()
     for step in ("INSERT INTO rate_counters", "JOIN licenses", "INSERT INTO nonces"):
         assert len([s for s in prepared if step in s]) == 1, (step, prepared)
+
+
+@pytest.mark.postgres
+async def test_postgres_hot_path_sends_no_begin_or_commit(pg_schema_url: str,
+                                                           tmp_path: Path) -> None:
+    # Outside a unit of work the connections commit each statement themselves; an implicit
+    # transaction would cost a BEGIN and a COMMIT trip per batch. libpq's own protocol trace
+    # shows what went over the wire.
+    store = PostgresStorage(pg_schema_url, min_size=1, max_size=1)
+    trace = tmp_path / "wire.trace"
+    try:
+        await store.migrate()
+        with trace.open("w") as out:
+            async with store.pool.connection() as conn:
+                conn.pgconn.trace(out.fileno())
+            await asyncio.gather(*(store.runtime_read(["k"], 60, f"d{i}", "2", None)
+                                   for i in range(3)))
+            await store.use_nonce("lic_1", "nonce1", 2_000, 1_000)
+            async with store.unit_of_work() as uow:
+                await uow.runtime.use_nonce("lic_1", "nonce2", 2_000, 1_000)
+            async with store.pool.connection() as conn:
+                conn.pgconn.untrace()
+    finally:
+        await store.close()
+    wire = trace.read_text()
+    assert "rate_counters" in wire and "INSERT INTO nonces" in wire
+    sent = [line.split("\t", 4)[-1] for line in wire.splitlines() if "\tF\t" in line]
+    # Only the unit of work opens and commits a transaction.
+    assert sent.count(' "BEGIN"') == 1 and sent.count(' "COMMIT"') == 1, sent
