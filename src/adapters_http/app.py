@@ -16,6 +16,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
+from starlette.types import Receive, Scope, Send
 
 from adapters_http import device, partner, runtime, web
 from adapters_http.edge import Edge
@@ -109,10 +110,11 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         routes.append(Mount("/auth", routes=device.routes(uc.device, authenticate)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     middleware = [Middleware(RequestContext), Middleware(Edge)]
+    front: runtime.RuntimeFront | None = None
     if "runtime" in only:
         runtime_app = runtime.RuntimeApp(uc.runtime)
         routes.append(Mount("/runtime", app=runtime_app))
-        middleware.append(Middleware(runtime.RuntimeShortcut, target=runtime_app))
+        front = runtime.RuntimeFront(runtime_app)
     routes += extra_routes or []
     if "web" in only:
         routes.append(web.mount(deps, uc, web_config or web.WebConfig()))  # last: it is at "/"
@@ -137,9 +139,27 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
     # last resort would hand it on to Hypercorn, which logs the whole traceback).
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         LicoreError: _licore_error, HTTPException: _http_error}
-    return Starlette(routes=routes, exception_handlers=handlers,
-                     middleware=middleware,
-                     lifespan=lifespan)
+    return LicoreApp(routes=routes, exception_handlers=handlers, middleware=middleware,
+                     lifespan=lifespan, front=front)
+
+
+class LicoreApp(Starlette):
+    """Starlette, with the runtime calls answered in front of the middleware stack by one
+    layer that does the stack's work for them (`runtime.RuntimeFront`)."""
+
+    def __init__(self, *args: Any, front: runtime.RuntimeFront | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.front = front
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        front = self.front
+        call = front.takes(scope) if front is not None else None
+        if front is None or call is None:
+            await super().__call__(scope, receive, send)
+            return
+        scope["app"] = self  # as Starlette sets it
+        await front(call, scope, receive, send)
 
 
 def _scopes() -> tuple[str, ...]:

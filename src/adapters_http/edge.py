@@ -52,7 +52,7 @@ def _server_error(path: str) -> tuple[int, bytes, bytes]:
                        "error_description": "the server failed; retry the request"})
 
 
-def _has_body(scope: Scope) -> bool:
+def has_body(scope: Scope) -> bool:
     for name, value in scope["headers"]:
         if name == b"content-length":
             return value.strip() not in (b"", b"0")
@@ -61,9 +61,23 @@ def _has_body(scope: Scope) -> bool:
     return False
 
 
-def _zero_byte_in_url(scope: Scope) -> bool:
+def zero_byte_in_url(scope: Scope) -> bool:
     query: bytes = scope.get("query_string", b"")
     return "\x00" in scope["path"] or b"\x00" in query or b"%00" in query
+
+
+async def drop_the_rest(receive: Receive) -> None:
+    """Read and drop what the client still sends, for at most DRAIN_FOR seconds."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(DRAIN_FOR):
+            while (await receive())["type"] == "http.request":
+                pass  # each piece is dropped as it comes; the disconnect ends it
+
+
+def log_unhandled(scope: Scope, exc: Exception) -> None:
+    # Type and path only: the message or a traceback could quote a secret.
+    error_log.error("unhandled %s on %s %s", type(exc).__name__, scope["method"],
+                    scope["path"])
 
 
 async def _answer(send: Send, answer: tuple[int, bytes, bytes], close: bool) -> None:
@@ -84,7 +98,7 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        unread = _has_body(scope)
+        unread = has_body(scope)
         started = False
         drain: asyncio.Task[None] | None = None
 
@@ -95,12 +109,6 @@ class Edge:
                 unread = False
             return message
 
-        async def drop_the_rest() -> None:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(DRAIN_FOR):
-                    while (await receive())["type"] == "http.request":
-                        pass  # each piece is dropped as it comes; the disconnect ends it
-
         async def sending(message: Message) -> None:
             nonlocal started, drain
             if message["type"] == "http.response.start":
@@ -110,20 +118,18 @@ class Edge:
                         *(h for h in message.get("headers", []) if h[0].lower()
                           != b"connection"), (b"connection", b"close")]}
                 if unread:
-                    drain = asyncio.create_task(drop_the_rest())
+                    drain = asyncio.create_task(drop_the_rest(receive))
             await send(message)
 
         try:
-            if _zero_byte_in_url(scope):
+            if zero_byte_in_url(scope):
                 await _answer(sending, refusal_for(scope["path"],
                                                    "the address must not contain a zero byte"),
                               close=unread)
                 return
             await self.app(scope, reading, sending)
         except Exception as exc:
-            # Type and path only: the message or a traceback could quote a secret.
-            error_log.error("unhandled %s on %s %s", type(exc).__name__, scope["method"],
-                            scope["path"])
+            log_unhandled(scope, exc)
             if not started:
                 await _answer(sending, _server_error(scope["path"]), close=unread)
         finally:

@@ -30,6 +30,7 @@ from prometheus_client import (
 )
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters_http import flat_json
@@ -82,9 +83,32 @@ def route_template(scope: Scope) -> str:
     the concrete path: ids in label values would make one time series a request."""
     route = scope.get("route")
     path = getattr(route, "path", None)
-    if not isinstance(path, str):
+    if not isinstance(path, str) or isinstance(route, Mount):
+        # A mount that matched nothing under it is no more a route than no match at all.
         return "unmatched"
     return f"{scope.get('root_path', '')}{path}" or "/"
+
+
+def request_id_of(scope: Scope) -> str:
+    """The caller's `X-Request-ID` when it is sane, else a fresh one."""
+    given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+    return given if _SANE_ID.fullmatch(given) else f"{_ids.getrandbits(64):016x}"
+
+
+def record_request(scope: Scope, status: int, elapsed: float) -> None:
+    """A request's metrics and its access log line, once it has been answered."""
+    route = route_template(scope)
+    count, latency = _request_metrics(route, scope["method"], status)
+    count.inc()
+    latency.observe(elapsed)
+    if status == 429:
+        RATE_LIMITED.labels(route).inc()
+    state = scope.get("state", {})
+    access_log.info("request", extra={
+        "method": scope["method"], "path": scope["path"], "route": route,
+        "status": status, "duration_ms": round(elapsed * 1000, 2),
+        "key_id": state.get("key_id"),
+    })
 
 
 class RequestContext:
@@ -97,8 +121,7 @@ class RequestContext:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
-        rid = given if _SANE_ID.fullmatch(given) else f"{_ids.getrandbits(64):016x}"
+        rid = request_id_of(scope)
         token = request_id.set(rid)
         start = time.perf_counter()
         status = 500
@@ -115,19 +138,7 @@ class RequestContext:
         try:
             await self.app(scope, receive, stamped)
         finally:
-            elapsed = time.perf_counter() - start
-            route = route_template(scope)
-            count, latency = _request_metrics(route, scope["method"], status)
-            count.inc()
-            latency.observe(elapsed)
-            if status == 429:
-                RATE_LIMITED.labels(route).inc()
-            state = scope.get("state", {})
-            access_log.info("request", extra={
-                "method": scope["method"], "path": scope["path"], "route": route,
-                "status": status, "duration_ms": round(elapsed * 1000, 2),
-                "key_id": state.get("key_id"),
-            })
+            record_request(scope, status, time.perf_counter() - start)
             request_id.reset(token)
 
 

@@ -8,8 +8,10 @@ failed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -17,12 +19,18 @@ import attrs
 from starlette.datastructures import URL
 from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from adapters_http import flat_json
 from adapters_http.bodies import receive_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
-from adapters_http.observability import runtime_outcome
+from adapters_http.edge import drop_the_rest, has_body, log_unhandled, zero_byte_in_url
+from adapters_http.observability import (
+    record_request,
+    request_id,
+    request_id_of,
+    runtime_outcome,
+)
 from licore import bounds
 from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited, Unavailable
@@ -150,12 +158,12 @@ class RuntimeApp:
                     path=scope["path"].rstrip("/")))(scope, receive, send)
                 return
             raise HTTPException(404)
+        scope["route"] = e  # the metrics label its path under the mount's
         if scope["method"] != "POST":
             raise HTTPException(405, headers={"Allow": "POST"})
-        scope["route"] = e  # the metrics label its path under the mount's
-        await self._answer(e, scope, receive, send)
+        await self.answer(e, scope, receive, send)
 
-    async def _answer(self, e: RuntimeEndpoint, scope: Scope, receive: Receive,
+    async def answer(self, e: RuntimeEndpoint, scope: Scope, receive: Receive,
                       send: Send) -> None:
         client = scope.get("client")
         ip = client[0] if client else "unknown"
@@ -184,24 +192,66 @@ class RuntimeApp:
             outcome.inc()
 
 
-class RuntimeShortcut:
-    """The innermost middleware: a POST to one of the runtime calls goes straight to the
-    `RuntimeApp`, with the scope the `/runtime` mount would have given it, past Starlette's
-    exception middleware, route table and mount (about a tenth of a runtime call's own
-    cost). Anything else (another method, another path, a path under a root path) goes on
-    through the route table, so a 404, 405 or redirect is answered exactly as before."""
+class RuntimeFront:
+    """A runtime call's whole edge in one layer, in front of the middleware stack.
 
-    def __init__(self, app: ASGIApp, target: RuntimeApp, mount: str = "/runtime") -> None:
-        self.app = app
+    The app hands it a POST to one of the five calls (outside a root path, with no zero byte
+    in the query string); it does for that call what `RequestContext` and `Edge` do for every
+    request (request id in and out, metrics and the access line, `Connection: close` and
+    draining when the body was not read to its end, an unexpected exception logged as its
+    type) and answers through the `RuntimeApp` with the scope the `/runtime` mount would
+    have given it. Three layers of wrapped `send` and `receive` were a tenth of a call's
+    cost (docs/performance.md). Anything else goes through the stack and the route table,
+    so a 404, 405, redirect or refusal is answered exactly as before."""
+
+    def __init__(self, target: RuntimeApp, mount: str = "/runtime") -> None:
         self.target = target
         self.mount = mount
-        self.paths = frozenset(mount + path for path in target.endpoints)
+        self.endpoints = {mount + path: e for path, e in target.endpoints.items()}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] == "http" and scope["method"] == "POST"
-                and scope["path"] in self.paths and not scope.get("root_path")):
-            scope["app_root_path"] = scope.get("app_root_path", "")
-            scope["root_path"] = self.mount
-            await self.target(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+    def takes(self, scope: Scope) -> RuntimeEndpoint | None:
+        """The call this request is for, when it is one this layer answers."""
+        if (scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path")
+                or zero_byte_in_url(scope)):
+            return None
+        return self.endpoints.get(scope["path"])
+
+    async def __call__(self, e: RuntimeEndpoint, scope: Scope, receive: Receive,
+                       send: Send) -> None:
+        rid = request_id_of(scope)
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        scope["app_root_path"] = scope.get("app_root_path", "")
+        scope["root_path"] = self.mount
+        scope["route"] = e
+        unread = has_body(scope)
+        status = 500
+        drain: asyncio.Task[None] | None = None
+
+        async def reading() -> Message:
+            nonlocal unread
+            message = await receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                unread = False
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal status, drain
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                # The message is the runtime app's own, made for this answer alone.
+                if unread:
+                    message["headers"].append((b"connection", b"close"))
+                    drain = asyncio.create_task(drop_the_rest(receive))
+                message["headers"].append((b"x-request-id", rid.encode()))
+            await send(message)
+
+        try:
+            await self.target.answer(e, scope, reading, sending)
+        except Exception as exc:  # the answer could not be sent (the app answers the rest)
+            log_unhandled(scope, exc)
+        finally:
+            if drain is not None:
+                await drain
+            record_request(scope, status, time.perf_counter() - start)
+            request_id.reset(token)

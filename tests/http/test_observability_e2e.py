@@ -46,6 +46,18 @@ def test_every_log_line_is_json_with_time_level_and_request_id(server: Server) -
     assert mine and mine[0]["route"] == "/v1/products" and mine[0]["status"] == 401
 
 
+def test_a_runtime_call_echoes_the_request_id_and_logs_under_it(server: Server) -> None:
+    # The runtime calls are answered in front of the middleware stack (RuntimeFront).
+    r = httpx.post(f"{server.url}/runtime/check", json={}, headers={"X-Request-ID": "rt-9"})
+    assert r.status_code == 200 and r.headers["x-request-id"] == "rt-9"
+    deadline = time.monotonic() + 10
+    while '"rt-9"' not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    records = [json.loads(line) for line in server.log().splitlines() if line.strip()]
+    mine = [r for r in records if r.get("request_id") == "rt-9"]
+    assert [(m["route"], m["status"]) for m in mine] == [("/runtime/check", 200)]
+
+
 def _metric(text: str, name: str, **labels: str) -> float:
     total = 0.0
     for line in text.splitlines():
