@@ -67,7 +67,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
                extra_routes: list[Route | Mount] | None = None,
                web_config: web.WebConfig | None = None,
                background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
-               ) -> Starlette:
+               ) -> LicoreApp:
     """`background`: long-running tasks the composition root adds (the outbox workers),
     started with the application and cancelled when it stops."""
     async def healthz(request: Request) -> Response:

@@ -4,6 +4,7 @@ the stack's work for it; everything else goes through the stack and the route ta
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -55,8 +56,8 @@ async def serve(app: LicoreApp, request: dict[str, Any], pieces: list[bytes]
     async def receive() -> dict[str, Any]:
         return left.pop(0)
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     await app(request, receive, send)
     return sent, left
