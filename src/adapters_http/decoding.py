@@ -141,6 +141,12 @@ def _object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return found
 
 
+# Made once: `json.loads` with hooks builds a new decoder on every call, which cost as much
+# as parsing a runtime call's body. A decoder keeps nothing of one text for the next.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_int=_int, parse_float=_float,
+                            parse_constant=_constant)
+
+
 def _check_strings(value: object, max_string: int) -> None:
     """Every string and key of a parsed value, without recursion."""
     stack = [value]
@@ -168,8 +174,7 @@ def parse_json(raw: bytes | str, *, max_string: int = MAX_STRING) -> object:
     if refusal is not None:
         raise refusal
     try:
-        value = json.loads(text, object_pairs_hook=_object, parse_int=_int,
-                           parse_float=_float, parse_constant=_constant)
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError):  # RecursionError: the depth count is the guard
         raise InvalidRequest("the body must be JSON") from None
     _check_strings(value, max_string)
@@ -269,6 +274,19 @@ def _field_names(command: type) -> frozenset[str]:
     return names
 
 
+_JSON_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def _json_fields(command: type) -> frozenset[str]:
+    """The fields that hold a seller's JSON as it came (`JsonValue`)."""
+    names = _JSON_FIELDS.get(command)
+    if names is None:
+        hints = _hints(command)
+        names = _JSON_FIELDS[command] = frozenset(
+            name for name in _field_names(command) if _allows(hints[name], JsonValue))
+    return names
+
+
 def _allows(hint: Any, kind: type) -> bool:
     if hint is kind:
         return True
@@ -284,13 +302,14 @@ def structure(body: object, command: type[T], policy: Policy = STRICT) -> T:
         raise InvalidRequest("the body must be a JSON object")
     hints = _hints(command)
     known = _field_names(command)
+    seller_json = _json_fields(command)
     fields: dict[str, object] = {}
     for name, value in body.items():
         if name not in known:
             if policy is STRICT:
                 raise InvalidRequest(f"unknown field: {_shown(name)}", _shown(name))
             continue
-        if _allows(hints[name], JsonValue):
+        if name in seller_json:
             value = JsonValue(value)  # a seller's JSON: null is a value, not "not sent"
         elif value is None:
             if policy is LENIENT:

@@ -33,7 +33,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http import flat_json
+from adapters_http import json_text
 
 access_log = logging.getLogger("licore.access")
 
@@ -221,7 +221,7 @@ class JsonLines(logging.Formatter):
             line["exc_info"] = self.formatException(record.exc_info)
         if record.stack_info:
             line["stack_info"] = self.formatStack(record.stack_info)
-        return flat_json.dumps(line, default=str)
+        return json_text.dumps(line, default=str)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from adapters_http import flat_json
+from adapters_http import json_text
 from adapters_http.bodies import receive_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.edge import drop_the_rest, has_body, log_unhandled, zero_byte_in_url
@@ -59,7 +59,7 @@ async def _send_json(send: Send, body: J, status: int = 200,
             await send({"type": "http.response.body", "body": piece, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
         return
-    text = flat_json.dumps(body, flat_json.COMPACT).encode()
+    text = json_text.dumps(body, json_text.COMPACT).encode()
     head.append((b"content-length", b"%d" % len(text)))
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": text})
