@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters_storage.sql.common import apply_migrations, unnest_rows
@@ -41,7 +42,12 @@ class _Executor:
 
     async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cur = await self.conn.execute(_pg(sql), params)
-        return [tuple(r) for r in await cur.fetchall()] if cur.description else []
+        # Whether the statement returned rows, from the result's status: `cur.description`
+        # would build a column object for each of the look-up's 33 columns to say so.
+        result = cur.pgresult
+        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+            return []
+        return await cur.fetchall()  # tuples: the connection's default row factory
 
     async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
         cur = await self.conn.execute(_pg(sql), params)

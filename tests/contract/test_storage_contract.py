@@ -10,8 +10,11 @@ from typing import Any
 import attrs
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters_storage import MemoryStorage, PostgresStorage, SqliteStorage, open_storage
+from adapters_storage.sql.common import array_literal
 from licore import commands as c
 from licore.actors import ActingStudio
 from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
@@ -20,6 +23,7 @@ from licore.model import Alert, Page, Product, Version
 from licore.ports import Storage
 from licore.services import device
 from licore.services.wiring import UseCases
+from tests.conftest import PG_URL, _postgres_or_skip
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world
 
@@ -492,3 +496,23 @@ async def test_postgres_hot_path_sends_no_begin_or_commit(pg_schema_url: str,
     sent = [line.split("\t", 4)[-1] for line in wire.splitlines() if "\tF\t" in line]
     # Only the unit of work opens and commits a transaction.
     assert sent.count(' "BEGIN"') == 1 and sent.count(' "COMMIT"') == 1, sent
+
+
+
+@pytest.mark.postgres
+def test_postgres_reads_an_array_literal_back_as_the_values_it_was_made_of() -> None:
+    # The hot path passes a batch's rows as array literals; PostgreSQL itself is the judge
+    # of whether quoting (or its absence, on the fast path) kept every value as it was.
+    _postgres_or_skip()
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+
+        @settings(max_examples=300, deadline=None)
+        @given(st.lists(st.none() | st.integers(min_value=-2**63, max_value=2**63 - 1)
+                        | st.text(st.characters(exclude_categories=["Cs"],
+                                                exclude_characters="\x00")), max_size=12))
+        def read_back(values: list[str | int | None]) -> None:
+            got = conn.execute("SELECT CAST(%s AS TEXT[])", [array_literal(values)]).fetchone()
+            assert got is not None
+            assert got[0] == [None if v is None else str(v) for v in values]
+
+        read_back()

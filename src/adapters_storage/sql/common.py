@@ -54,6 +54,11 @@ def array_literal(values: Sequence[str | int | None]) -> str:
     a small batch), and it types a list of ints by its largest value (int2[], int4[] ...),
     each type another prepared statement. A string parameter costs neither. Every element
     is quoted, so text such as `NULL`, `{`, `,` or spaces stays text; None is NULL."""
+    if values and None not in values:
+        texts = list(map(str, values))
+        joined = "".join(texts)
+        if '"' not in joined and "\\" not in joined:  # nothing to escape: join at C speed
+            return '{"' + '","'.join(texts) + '"}'
     return "{" + ",".join(
         "NULL" if v is None else '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
         for v in values) + "}"
