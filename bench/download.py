@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import attrs
@@ -32,6 +35,7 @@ from licore.builds.tree import Instance, Model, Prop
 from licore.licenses import LicenseEvent
 from licore.ports import KeyVault, Storage
 from licore.services.wiring import UseCases
+from licore_cli.memory import return_large_buffers
 
 TARGET_BYTES = 5 * 1024 * 1024
 SCRIPTS = 200
@@ -159,6 +163,70 @@ def peak_growth(fn: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise LookupError(field)
+
+
+def _read(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def _reset_peak() -> None:
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+
+
+async def _rss_child(case: str, model: str, db: str) -> float:
+    """In a fresh process: the peak resident memory growth (MiB) while `case` runs, from
+    VmHWM after resetting it (Linux's /proc/self/clear_refs) to VmRSS just before."""
+    return_large_buffers()  # as `licore serve` runs its workers
+    data = _read(model)
+    codec = RobloxModelCodec()
+    work: Callable[[], Awaitable[object]]
+    if case == "cold":
+        w = await published(data, Path(db))
+        await w.uc.library.download(w.buyer, c.DownloadCopy(w.product_id))  # warm caches
+        async with w.storage.unit_of_work() as uow:
+            await uow.copies.drop(product_id=w.product_id)
+
+        async def work() -> object:
+            return await w.uc.library.download(w.buyer, c.DownloadCopy(w.product_id))
+    else:
+        def full() -> bytes:
+            return codec.write(codec.read(data))
+
+        def untouched() -> bytes:
+            return codec.write_sources(codec.read_sources(data))
+
+        chosen: Callable[[], bytes] = full if case == "full" else untouched
+        chosen()
+
+        async def work() -> object:
+            return chosen()
+    gc.collect()
+    _reset_peak()
+    before = _status_kib("VmRSS")
+    await work()
+    grown = (_status_kib("VmHWM") - before) / 1024
+    if case == "cold":
+        await w.storage.close()
+    return grown
+
+
+def peak_rss_growth(case: str, data: bytes) -> float:
+    """`_rss_child` run in its own interpreter, so no earlier case's freed memory is reused."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "model.rbxm"
+        model.write_bytes(data)
+        out = subprocess.run(
+            [sys.executable, "-m", "bench.download", "--rss-child", case, str(model),
+             str(Path(tmp) / "rss.db")], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parents[1])
+        return float(out.stdout.strip().splitlines()[-1])
+
+
 def model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mib", type=float, nargs="*", default=[5.0])
     parser.add_argument("--shape", choices=SHAPES, default="plain")
@@ -170,7 +238,12 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="best of this many, per case")
     parser.add_argument("--skip-heap", action="store_true",
                         help="leave out the (slow) tracemalloc peak heap measurements")
+    parser.add_argument("--rss-child", nargs=3, metavar=("CASE", "MODEL", "DB"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_child:
+        print(f"{await _rss_child(*args.rss_child):.1f}")
+        return
     global SHAPE, TARGET_BYTES
     SHAPE = args.shape
     for mib in args.mib:
@@ -224,6 +297,11 @@ async def one(runs: int, heap: bool) -> None:
                      ("download, cached", t_cached)]:
         print(f"{label:<46}{t:>10.3f}{t / baseline:>9.2f}{t / passthrough:>9.2f}")
     print(f"peak heap growth: whole tree {mem_full:.0f} MiB, sources only {mem_sources:.0f} MiB")
+    if heap:
+        rss = {case: peak_rss_growth(case, data) for case in ("full", "bytes", "cold")}
+        print(f"peak RSS growth, each in a fresh process: whole tree {rss['full']:.0f} MiB, "
+              f"sources only untouched {rss['bytes']:.0f} MiB, download cold "
+              f"{rss['cold']:.0f} MiB")
 
 
 if __name__ == "__main__":
