@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from licore import sealing
 from licore.sealing import SealError, open_sealed, seal, verify_payload
 from tests.support import spec_verifier
 
@@ -141,3 +143,23 @@ def test_tag_is_checked_before_decrypting_garbage() -> None:
     with pytest.raises(SealError) as err:
         open_sealed("k", "a" * 16, "zz-not-hex", "00" * 32)
     assert err.value.reason == "tag_mismatch"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=80), st.text(alphabet="abcdef0123456789", min_size=16,
+                                                 max_size=64),
+       st.binary(max_size=3000) | st.binary(min_size=2048, max_size=9000))
+def test_cpythons_sha256_and_openssls_seal_alike(key: str, nonce: str, plaintext: bytes
+                                                 ) -> None:
+    # Short messages are hashed by CPython's SHA-256 module where it has one; forcing
+    # OpenSSL's everywhere must not change a byte (cipher texts over the long-message
+    # threshold take the other branch of the tag).
+    fast = seal(key, nonce, plaintext)
+    assert sealing._SHORT is not hashlib.sha256  # the fast path is what runs here
+    original = sealing._SHORT
+    sealing._SHORT = hashlib.sha256
+    try:
+        assert seal(key, nonce, plaintext) == fast
+        assert open_sealed(key, nonce, fast.cipher, fast.tag) == plaintext
+    finally:
+        sealing._SHORT = original

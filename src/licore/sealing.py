@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
@@ -36,14 +38,37 @@ _OPAD = bytes(x ^ 0x5C for x in range(256))
 Pads = tuple["HASH", "HASH"]  # SHA-256 states that have taken the key's inner and outer pad
 
 
-def _pads(key: bytes) -> Pads:
+Sha256 = Callable[[bytes], "HASH"]
+
+
+def _short_message_sha256() -> Sha256:
+    """CPython's own SHA-256 (`_sha2` from 3.12, `_sha256` before), else OpenSSL's.
+
+    A keystream block hashes two short messages; for those the cost is the hash object's
+    copy, update and digest calls, which are about a third cheaper in CPython's module than
+    through OpenSSL's EVP layer (a 1 MiB seal: 89 -> 60 ms). OpenSSL stays for long messages
+    (the tag over the whole cipher text), where its SHA instructions are several times
+    faster. Both compute the same SHA-256, so the output is the same either way."""
+    for name in ("_sha2", "_sha256"):
+        try:
+            return cast(Sha256, importlib.import_module(name).sha256)
+        except (ImportError, AttributeError):
+            continue
+    return hashlib.sha256
+
+
+_SHORT = _short_message_sha256()
+_LONG = 4096  # a message at least this long is hashed through OpenSSL
+
+
+def _pads(key: bytes, new: Sha256 = hashlib.sha256) -> Pads:
     # HMAC by hand (RFC 2104): the two padded-key states are made once per key and copied
     # for each message. `hmac.new` makes an OpenSSL HMAC context per call, which costs
     # more than the hashing for the short messages sealing makes.
     if len(key) > 64:
         key = hashlib.sha256(key).digest()
     padded = key.ljust(64, b"\0")
-    return hashlib.sha256(padded.translate(_IPAD)), hashlib.sha256(padded.translate(_OPAD))
+    return new(padded.translate(_IPAD)), new(padded.translate(_OPAD))
 
 
 def _mac(pads: Pads, *parts: bytes) -> HASH:
@@ -58,12 +83,12 @@ def _mac(pads: Pads, *parts: bytes) -> HASH:
 
 def session_key(license_key: str, nonce: str) -> bytes:
     """Raw digest bytes of HMAC(licenseKey, "sk|"+nonce); its hex is the spec's sessionKey."""
-    return _mac(_pads(license_key.encode()), b"sk|", nonce.encode()).digest()
+    return _mac(_pads(license_key.encode(), _SHORT), b"sk|", nonce.encode()).digest()
 
 
 def keystream(key: bytes, nonce: str, length: int) -> bytes:
     """Concatenated blocks HMAC(sessionKey, nonce+"|"+i), cut to `length` bytes."""
-    return _keystream(_pads(key), nonce, length)
+    return _keystream(_pads(key, _SHORT), nonce, length)
 
 
 def _keystream(pads: Pads, nonce: str, length: int) -> bytes:
@@ -92,22 +117,25 @@ def _xor(data: bytes, stream: bytes) -> bytes:
     return mixed.to_bytes(len(data), "big")
 
 
-def _tag(pads: Pads, nonce: str, cipher_hex: str) -> str:
+def _tag(key: bytes, short: Pads, nonce: str, cipher_hex: str) -> str:
+    pads = short if len(cipher_hex) < _LONG else _pads(key)
     return _mac(pads, (nonce + "|tag|").encode(), cipher_hex.encode()).hexdigest()
 
 
 def seal(license_key: str, nonce: str, plaintext: bytes) -> Sealed:
     """Encrypt and tag `plaintext` for the holder of `license_key`."""
-    pads = _pads(session_key(license_key, nonce))
+    key = session_key(license_key, nonce)
+    pads = _pads(key, _SHORT)
     cipher_hex = _xor(plaintext, _keystream(pads, nonce, len(plaintext))).hex()
-    return Sealed(cipher=cipher_hex, tag=_tag(pads, nonce, cipher_hex))
+    return Sealed(cipher=cipher_hex, tag=_tag(key, pads, nonce, cipher_hex))
 
 
 def open_sealed(license_key: str, nonce: str, cipher_hex: str, tag_hex: str) -> bytes:
     """Check the tag (constant time) first, then decrypt; raise `SealError` on a bad tag."""
-    pads = _pads(session_key(license_key, nonce))
+    key = session_key(license_key, nonce)
+    pads = _pads(key, _SHORT)
     # The tag covers the hex text exactly as received, so it is checked before parsing it.
-    expected = _tag(pads, nonce, cipher_hex)
+    expected = _tag(key, pads, nonce, cipher_hex)
     if not hmac.compare_digest(expected.encode(), tag_hex.encode()):
         raise SealError("tag_mismatch")
     try:
