@@ -74,6 +74,33 @@ async def drop_the_rest(receive: Receive) -> None:
                 pass  # each piece is dropped as it comes; the disconnect ends it
 
 
+class BodyWatch:
+    """Whether the client is still sending the request's body: the app reads through
+    `receive`; when an answer starts before the body was read to its end, `answering` says
+    the connection must close and starts reading and dropping the rest, which `finish`
+    waits for."""
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.unread = has_body(scope)
+        self._receive = receive
+        self._drain: asyncio.Task[None] | None = None
+
+    async def receive(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.disconnect" or not message.get("more_body", False):
+            self.unread = False
+        return message
+
+    def answering(self) -> bool:
+        if self.unread and self._drain is None:
+            self._drain = asyncio.create_task(drop_the_rest(self._receive))
+        return self.unread
+
+    async def finish(self) -> None:
+        if self._drain is not None:
+            await self._drain
+
+
 def log_unhandled(scope: Scope, exc: Exception) -> None:
     # Type and path only: the message or a traceback could quote a secret.
     error_log.error("unhandled %s on %s %s", type(exc).__name__, scope["method"],
@@ -98,40 +125,29 @@ class Edge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        unread = has_body(scope)
+        watch = BodyWatch(scope, receive)
         started = False
-        drain: asyncio.Task[None] | None = None
-
-        async def reading() -> Message:
-            nonlocal unread
-            message = await receive()
-            if message["type"] == "http.disconnect" or not message.get("more_body", False):
-                unread = False
-            return message
 
         async def sending(message: Message) -> None:
-            nonlocal started, drain
+            nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                if unread or message["status"] == 413:
+                if watch.answering() or message["status"] == 413:
                     message = {**message, "headers": [
                         *(h for h in message.get("headers", []) if h[0].lower()
                           != b"connection"), (b"connection", b"close")]}
-                if unread:
-                    drain = asyncio.create_task(drop_the_rest(receive))
             await send(message)
 
         try:
             if zero_byte_in_url(scope):
                 await _answer(sending, refusal_for(scope["path"],
                                                    "the address must not contain a zero byte"),
-                              close=unread)
+                              close=watch.unread)
                 return
-            await self.app(scope, reading, sending)
+            await self.app(scope, watch.receive, sending)
         except Exception as exc:
             log_unhandled(scope, exc)
             if not started:
-                await _answer(sending, _server_error(scope["path"]), close=unread)
+                await _answer(sending, _server_error(scope["path"]), close=watch.unread)
         finally:
-            if drain is not None:
-                await drain
+            await watch.finish()

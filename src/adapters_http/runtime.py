@@ -8,7 +8,6 @@ failed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -24,7 +23,7 @@ from starlette.types import Message, Receive, Scope, Send
 from adapters_http import json_text
 from adapters_http.bodies import receive_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
-from adapters_http.edge import drop_the_rest, has_body, log_unhandled, zero_byte_in_url
+from adapters_http.edge import BodyWatch, log_unhandled, zero_byte_in_url
 from adapters_http.observability import (
     record_request,
     request_id,
@@ -224,34 +223,24 @@ class RuntimeFront:
         scope["app_root_path"] = scope.get("app_root_path", "")
         scope["root_path"] = self.mount
         scope["route"] = e
-        unread = has_body(scope)
+        watch = BodyWatch(scope, receive)
         status = 500
-        drain: asyncio.Task[None] | None = None
-
-        async def reading() -> Message:
-            nonlocal unread
-            message = await receive()
-            if message["type"] == "http.disconnect" or not message.get("more_body", False):
-                unread = False
-            return message
 
         async def sending(message: Message) -> None:
-            nonlocal status, drain
+            nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
                 # The message is the runtime app's own, made for this answer alone.
-                if unread:
+                if watch.answering():
                     message["headers"].append((b"connection", b"close"))
-                    drain = asyncio.create_task(drop_the_rest(receive))
                 message["headers"].append((b"x-request-id", rid.encode()))
             await send(message)
 
         try:
-            await self.target.answer(e, scope, reading, sending)
+            await self.target.answer(e, scope, watch.receive, sending)
         except Exception as exc:  # the answer could not be sent (the app answers the rest)
             log_unhandled(scope, exc)
         finally:
-            if drain is not None:
-                await drain
+            await watch.finish()
             record_request(scope, status, time.perf_counter() - start)
             request_id.reset(token)
