@@ -13,7 +13,7 @@ import psycopg
 from psycopg import pq
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from adapters_storage.sql.common import apply_migrations, unnest_rows
+from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Unavailable
@@ -68,7 +68,7 @@ class PostgresStorage:
         self._opened = False
         self._opening = asyncio.Lock()  # several first requests must not each open the pool
         self._down = False  # the last attempt to use the database failed to reach it
-        self._hot = HotPath(self._autocommit, unnest_rows)
+        self._hot = HotPath(self._autocommit, "postgresql")
 
     async def open(self) -> None:
         """Connect at start (the server calls this before it serves)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiosqlite
 
-from adapters_storage.sql.common import apply_migrations, values_rows
+from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Unavailable
@@ -49,7 +49,7 @@ class SqliteStorage:
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._opening = asyncio.Lock()
-        self._hot = HotPath(self._autocommit, values_rows)
+        self._hot = HotPath(self._autocommit, "sqlite")
 
     @classmethod
     def from_url(cls, url: str) -> SqliteStorage:

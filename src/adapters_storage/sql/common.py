@@ -46,6 +46,11 @@ def unnest_rows(types: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[st
             [array_literal([r[k] for r in rows]) for k in range(len(types))])
 
 
+def row_source(dialect: str) -> RowSource:
+    """The database's way of passing a batch's rows: arrays on PostgreSQL, VALUES on SQLite."""
+    return unnest_rows if dialect == "postgresql" else values_rows
+
+
 def array_literal(values: Sequence[str | int | None]) -> str:
     """`{"a","b",NULL}`: a PostgreSQL array as text, to be cast to its type by the statement.
 

@@ -2,8 +2,8 @@
 
 Concurrent runtime reads (and nonce writes) wait in a batcher and go to the database
 together; each batch runs on a connection outside any unit of work, committed before the
-answers return. A database adapter supplies only that connection, and how a batch's rows
-are passed to a statement (see RowSource).
+answers return. A database adapter supplies only that connection and its dialect, which
+decides how a batch's rows are passed to a statement (see `row_source`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
-from adapters_storage.sql.common import Executor, RowSource
+from adapters_storage.sql.common import Executor, row_source
 from adapters_storage.sql.runtime import runtime_batch, use_nonces
 from licore.runtime import Facts as RuntimeFacts
 
@@ -20,11 +20,11 @@ Autocommit = Callable[[], AbstractAsyncContextManager[Executor]]
 
 
 class HotPath:
-    def __init__(self, autocommit: Autocommit, source: RowSource) -> None:
+    def __init__(self, autocommit: Autocommit, dialect: str) -> None:
         """`autocommit()`: a connection whose statements are committed when the block
-        ends. `source`: the database's way of passing a batch's rows."""
+        ends. `dialect`: the database, which decides how a batch's rows are passed."""
         self.autocommit = autocommit
-        self.source = source
+        self.source = row_source(dialect)
         self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
         self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
 

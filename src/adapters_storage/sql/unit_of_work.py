@@ -10,7 +10,7 @@ from adapters_storage.sql.catalog import (
     SqlProducts,
     SqlVersions,
 )
-from adapters_storage.sql.common import Executor, unnest_rows, values_rows
+from adapters_storage.sql.common import Executor, row_source
 from adapters_storage.sql.events import SqlHooks, SqlOutbox
 from adapters_storage.sql.people import (
     SqlAccounts,
@@ -36,7 +36,7 @@ class SqlUnitOfWork:
         self.licenses = SqlLicenses(db)
         self.alerts = SqlAlerts(db)
         self.blacklist = SqlBlacklist(db)
-        source = unnest_rows if dialect == "postgresql" else values_rows
+        source = row_source(dialect)
         self.runtime = SqlRuntimeRecords(db, source)
         self.counters = SqlRateCounters(db, source)
         self.outbox = SqlOutbox(db, dialect)
