@@ -498,7 +498,6 @@ async def test_postgres_hot_path_sends_no_begin_or_commit(pg_schema_url: str,
     assert sent.count(' "BEGIN"') == 1 and sent.count(' "COMMIT"') == 1, sent
 
 
-
 @pytest.mark.postgres
 def test_postgres_reads_an_array_literal_back_as_the_values_it_was_made_of() -> None:
     # The hot path passes a batch's rows as array literals; PostgreSQL itself is the judge
