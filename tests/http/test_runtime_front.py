@@ -118,3 +118,16 @@ async def test_a_body_left_unread_closes_the_connection_and_is_drained(
     read, left = await serve(app, scope("POST", "/runtime/unlock", headers=JSON), [b"{}"])
     assert (b"connection", b"close") not in read[0]["headers"]
     assert left == [{"type": "http.disconnect"}]
+
+
+async def test_the_metrics_label_is_the_call_or_unmatched_never_the_mount_twice(
+        access: Lines) -> None:
+    # Requests the front leaves to the route table: a wrong method on a call is labelled
+    # with the call; a path the /runtime mount has nothing for is unmatched, as a path no
+    # route has (it was labelled "/runtime/runtime").
+    app = create_app(make_deps(MemoryStorage()))
+    await serve(app, scope("GET", "/runtime/unlock"), [b""])
+    await serve(app, scope("POST", "/runtime/nope", headers=JSON), [b"{}"])
+    await serve(app, scope("POST", "/nowhere", headers=JSON), [b"{}"])
+    lines = [(r.route, r.status) for r in access.records]  # type: ignore[attr-defined]
+    assert lines == [("/runtime/unlock", 405), ("unmatched", 404), ("unmatched", 404)]
