@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import IN_CI
+from tests.support.locks import exclusive
 from tests.support.server import Server, running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -26,6 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def _install_chromium() -> str:
     """Try apt as root; return what went wrong, or "" when Chromium is there."""
     if CHROMIUM.exists():
+        return ""
+    with exclusive("apt-get"):
+        return _install_chromium_alone()
+
+
+def _install_chromium_alone() -> str:
+    if CHROMIUM.exists():  # another test worker installed it while this one waited
         return ""
     if os.geteuid() != 0:
         return f"{CHROMIUM} is missing and the tests are not root; run: sudo sh -c '{INSTALL}'"

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IN_CI
+from tests.support.locks import exclusive
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = Path(__file__).with_name("rbxts")
@@ -49,17 +50,8 @@ def project() -> Path:
     npm = _npm()
     lock = (SAMPLE / "package-lock.json").read_bytes()
     home = ROOT / ".venv" / f"rbxts-{hashlib.sha256(lock).hexdigest()[:12]}"
-    if not (home / ".installed").exists():
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(SAMPLE / name, home / name)
-        result = subprocess.run(
-            [npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"],
-            cwd=home,
-            capture_output=True, text=True, timeout=600, check=False)
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        (home / ".installed").write_text("ok", encoding="utf-8")
+    with exclusive(str(home)):
+        _install(npm, home)
     for name in ("tsconfig.json", "default.project.json"):
         shutil.copy(SAMPLE / name, home / name)
     installed = home / "node_modules" / "@rbxts" / "licore"
@@ -72,6 +64,21 @@ def project() -> Path:
         else:
             shutil.copy(source, installed / name)
     return home
+
+
+def _install(npm: str, home: Path) -> None:
+    if (home / ".installed").exists():
+        return
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copy(SAMPLE / name, home / name)
+    result = subprocess.run(
+        [npm, "ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts"],
+        cwd=home,
+        capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    (home / ".installed").write_text("ok", encoding="utf-8")
 
 
 def _compile(home: Path, script: str) -> subprocess.CompletedProcess[str]:

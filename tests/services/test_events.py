@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adapters_events import ChatClient, ChatConfig, SignedSender
 from licore import commands as c
@@ -35,7 +37,9 @@ def pending(created_at: int = 0) -> Message:
                    "{}", MessageState.PENDING, 0, created_at, created_at)
 
 
-@pytest.mark.parametrize("fraction", [0.0, 0.5, 0.999])
+# The smallest draw (0.0) waits a second a try, so following it to the end would take
+# ~260,000 settles; the property below covers every draw at every age instead.
+@pytest.mark.parametrize("fraction", [0.5, 0.999])
 def test_retries_span_at_least_a_day_whatever_the_jitter_draws(fraction: float) -> None:
     schedule = Schedule()
     message, now = pending(), 0
@@ -45,6 +49,21 @@ def test_retries_span_at_least_a_day_whatever_the_jitter_draws(fraction: float) 
     assert message.state is MessageState.DEAD
     assert now >= max(86400, schedule.give_up_after)
     assert message.attempts > 10
+
+
+@given(fraction=st.floats(min_value=0.0, max_value=0.999),
+       attempts=st.integers(min_value=0, max_value=10_000),
+       age=st.integers(min_value=0, max_value=10 * 86400))
+def test_a_failed_message_dies_exactly_when_it_is_older_than_the_give_up_age(
+        fraction: float, attempts: int, age: int) -> None:
+    schedule = Schedule()
+    message = attrs.evolve(pending(created_at=1000), attempts=attempts)
+    after = settle(message, Delivered(False, status=500), 1000 + age, schedule, fraction)
+    if age >= schedule.give_up_after:
+        assert after.state is MessageState.DEAD
+    else:
+        assert after.state is MessageState.PENDING
+        assert after.next_attempt_at > 1000 + age
 
 
 def test_a_429s_retry_after_is_a_floor_and_the_ceiling_is_capped() -> None:

@@ -27,24 +27,37 @@ def free_port() -> int:
 
 class Server:
     def __init__(self, database_url: str, data_dir: Path, extra_env: dict[str, str]) -> None:
+        self.database_url = database_url
+        self.data_dir = data_dir
+        self.workers = extra_env.pop("workers", "1")
+        self.extra_env = extra_env
+        # Several test workers pick free ports at once; a port another process took between
+        # the pick and the bind is picked again rather than failing the test.
+        for attempt in range(3):
+            self._start()
+            try:
+                self._wait_ready()
+                return
+            except RuntimeError:
+                if attempt == 2 or "address already in use" not in self.log().lower():
+                    raise
+                self._log.close()
+
+    def _start(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.database_url = database_url
-        self.log_path = data_dir / f"server-{self.port}.log"
-        workers = extra_env.pop("workers", "1")
+        self.log_path = self.data_dir / f"server-{self.port}.log"
         # A setting may name the server's own address (its public URL, say) as "{url}".
-        extra_env = {k: v.replace("{url}", self.url) for k, v in extra_env.items()}
-        env = {**os.environ, "LICORE_DATABASE_URL": database_url,
-               "LICORE_DATA_DIR": str(data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
+        extra_env = {k: v.replace("{url}", self.url) for k, v in self.extra_env.items()}
+        env = {**os.environ, "LICORE_DATABASE_URL": self.database_url,
+               "LICORE_DATA_DIR": str(self.data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(LICORE), "serve", "--port", str(self.port), "--workers", workers], env=env,
-            cwd=data_dir,
-            stdout=self._log, stderr=subprocess.STDOUT)
-        self._wait_ready()
+            [str(LICORE), "serve", "--port", str(self.port), "--workers", self.workers],
+            env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"licore serve exited:\n{self.log()}")
@@ -53,7 +66,9 @@ class Server:
                     return
             except httpx.HTTPError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.05)
+        self.process.kill()
+        self.process.wait()
         raise RuntimeError(f"licore serve did not become ready:\n{self.log()}")
 
     def log(self) -> str:
