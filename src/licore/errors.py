@@ -34,7 +34,7 @@ class LicoreError(Exception):
         # Made safe here, where every error of every interface is born, so no edge that
         # turns errors into bodies or headers can echo a client's text as it came.
         self.description = printable(description or self.code.replace("_", " "))
-        super().__init__(description and self.description or self.code)
+        super().__init__(self.description if description else self.code)
 
 
 class InvalidRequest(LicoreError):

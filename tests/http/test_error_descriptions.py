@@ -40,7 +40,7 @@ def test_a_duplicate_key_is_quoted_without_quote_or_backslash() -> None:
 
 def test_the_answer_to_a_duplicate_key_carries_the_safe_description() -> None:
     refused = refusal(lambda: parse_json(b'{"a\\"b\\\\": 1, "a\\"b\\\\": 2}'))
-    body = json.loads(error_response(refused).body)
+    body = json.loads(bytes(error_response(refused).body))
     assert body == {"error": "invalid_request",
                     "error_description": "duplicate key: aU+0022bU+005C"}
 
@@ -73,7 +73,7 @@ def test_any_description_is_made_conforming_in_body_and_header(text: str) -> Non
     for error in (LicoreError(text), InvalidRequest(text, "f"), InvalidToken(text)):
         assert conforms(error.description), error.description
         answer = error_response(error)
-        assert conforms(json.loads(answer.body)["error_description"])
+        assert conforms(json.loads(bytes(answer.body))["error_description"])
     header = error_response(InvalidToken(text)).headers["www-authenticate"]
     quoted = re.fullmatch(r'Bearer error="invalid_token", error_description="(.*)"', header)
     assert quoted is not None and conforms(quoted.group(1)), header
