@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from licore import bounds
+from licore import commands as c
 from licore.events import TOPICS
 
 J = dict[str, Any]
@@ -29,6 +30,8 @@ class Doc:
     media: tuple[str, ...] = ("application/json",)
     description: str | None = None
     ok_response: J | None = None  # a success answer that is not JSON, written whole
+    # The command a JSON body is read into: a test holds `body`'s properties to its fields.
+    reads: type | None = None
 
 
 def limited(rule: bounds.Text | bounds.WholeNumber) -> J:
@@ -173,18 +176,18 @@ def _listing(name: str, item: J) -> J:
 LIST_PRODUCTS = Doc("listProducts", "List the studio's products",
                     _listing("products", PRODUCT), params=PAGE_PARAMS)
 SAVE_PRODUCT = Doc("saveProduct", "Create (no id) or change (with id) a product", SAVED,
-                   body=PRODUCT_BODY, errors=(404,))
+                   body=PRODUCT_BODY, errors=(404,), reads=c.ChangeProduct)
 LIST_LICENSES = Doc("listLicenses", "List a product's licenses", _listing("licenses", LICENSE),
                     params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
 GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one)",
                     obj(["ok", "license"], ok=BOOL, license=LICENSE), body=TARGET,
-                    errors=(404, 409))
+                    errors=(404, 409), reads=c.LicenseTarget)
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
                      params=[q("product_id"), q("user")], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
-                    errors=(404,))
+                    errors=(404,), reads=c.LicenseTarget)
 RESUME_LICENSE = Doc("resumeLicense", "Resume a paused license (extension)", OK, body=TARGET,
-                     errors=(404,))
+                     errors=(404,), reads=c.LicenseTarget)
 LIST_ALERTS = Doc("listAlerts", "List the studio's alerts (extension)",
                   _listing("alerts", ALERT), params=[q("product_id", False), *PAGE_PARAMS],
                   errors=(404,))
@@ -199,7 +202,7 @@ LIST_PACKAGES = Doc("listPackages", "The studio's packages", _listing("packages"
 SET_PACKAGE_SETTINGS = Doc(
     "setPackageSettings",
     "Set the placeholder, Verify scripts, unlock_data and protection rules", SETTINGS,
-    body=SETTINGS_BODY, errors=(404,))
+    body=SETTINGS_BODY, errors=(404,), reads=c.ChangeSettings)
 LIST_PACKAGE_VERSIONS = Doc("listPackageVersions", "A product's versions, drafts included",
                             _listing("versions", PACKAGE_VERSION),
                             params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
@@ -213,7 +216,8 @@ UPLOAD_PACKAGE_VERSION = Doc(
 PUBLISH_PACKAGE_VERSION = Doc(
     "publishPackageVersion",
     "Make a version live, once the protection rules apply to all its scripts", PUBLISHED,
-    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR), errors=(404,))
+    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR), errors=(404,),
+    reads=c.PublishVersion)
 DOWNLOAD_COPY = Doc(
     "downloadCopy", "The buyer's own copy of the live build or of version_id", {},
     params=[q("product_id"), q("version_id", False)], errors=(404,),
@@ -229,31 +233,33 @@ CLAIM_PURCHASE = Doc(
     "paused)", CLAIMED, body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
     errors=(404, 409, 503),
     description="409 is `pass_not_owned`: the platform says the person does not own the "
-                "product's pass. See docs/platform.md.")
+                "product's pass. See docs/platform.md.", reads=c.ClaimPurchase)
 LIST_WEBHOOKS = Doc("listWebhooks", "List the studio's webhook endpoints (extension)",
                     obj(["webhooks"], webhooks=array(WEBHOOK)))
 ADD_WEBHOOK = Doc("addWebhook", "Add a webhook endpoint; the secret is shown once "
                   "(extension)", WEBHOOK_SECRET,
-                  body=obj(["url", "events"], url=STR, events=array({"enum": list(TOPICS)})))
+                  body=obj(["url", "events"], url=STR, events=array({"enum": list(TOPICS)})),
+                  reads=c.AddWebhook)
 REMOVE_WEBHOOK = Doc("removeWebhook", "Remove a webhook endpoint (extension)", OK,
                      params=[q("id")], errors=(404,))
 ROTATE_WEBHOOK_SECRET = Doc(
     "rotateWebhookSecret", "A new secret; the old one still signs for 24 hours (extension)",
-    WEBHOOK_SECRET, body=BY_ID, errors=(404,))
+    WEBHOOK_SECRET, body=BY_ID, errors=(404,), reads=c.WebhookTarget)
 ENABLE_WEBHOOK = Doc("enableWebhook", "Turn a disabled endpoint back on (extension)",
-                     _with(WEBHOOK, ok=BOOL), body=BY_ID, errors=(404,))
+                     _with(WEBHOOK, ok=BOOL), body=BY_ID, errors=(404,), reads=c.WebhookTarget)
 LIST_WEBHOOK_DELIVERIES = Doc("listWebhookDeliveries",
                               "The delivery log, newest first (extension)",
                               _listing("deliveries", DELIVERY), params=PAGE_PARAMS)
 RESEND_WEBHOOK_DELIVERY = Doc("resendWebhookDelivery",
                               "Send a delivery again now, with the same id (extension)",
-                              _with(DELIVERY, ok=BOOL), body=BY_ID, errors=(404,))
+                              _with(DELIVERY, ok=BOOL), body=BY_ID, errors=(404,),
+                              reads=c.WebhookTarget)
 LIST_CHAT_ROLES = Doc("listChatRoles", "The chat roles owning a product earns (extension)",
                       ROLES, params=[q("product_id")], errors=(404,))
 SET_CHAT_ROLES = Doc("setChatRoles", "Replace the chat roles owning a product earns "
                      "(extension)", _with(ROLES, ok=BOOL),
                      body=obj(["product_id", "roles"], product_id=STR, roles=array(ROLE)),
-                     errors=(404,))
+                     errors=(404,), reads=c.SetChatRoles)
 LIST_CHAT_ROLE_HAND_OUTS = Doc("listChatRoleHandOuts",
                                "Chat-role hand-outs and removals, newest first (extension)",
                                _listing("hand_outs", DELIVERY), params=PAGE_PARAMS)
@@ -266,12 +272,12 @@ START_DEVICE_AUTHORIZATION = Doc(
          "expires_in", "interval"],
         device_code=STR, user_code={"type": "string", "pattern": "^[A-Z]{4}-[A-Z]{4}$"},
         verification_uri=STR, verification_uri_complete=STR, expires_in=INT, interval=INT),
-    body=DEVICE_CODE_BODY, media=JSON_OR_FORM, errors=(400, 429))
+    body=DEVICE_CODE_BODY, media=JSON_OR_FORM, errors=(400, 429), reads=c.StartAuthorization)
 POLL_DEVICE_TOKEN = Doc(
     "pollDeviceToken", "Poll for the key (returned once; JSON or form body)",
     obj(["access_token", "token_type", "scope", "studio_id"], access_token=STR,
         token_type={"const": "Bearer"}, scope=STR, studio_id=NSTR),
-    body=TOKEN_BODY, media=JSON_OR_FORM, errors=(400,))
+    body=TOKEN_BODY, media=JSON_OR_FORM, errors=(400,), reads=c.PollToken)
 REVOKE_KEY = Doc("revokeKey", "Revoke the bearer key (any body, JSON or form, is ignored)",
                  OK, errors=(401,))
 
@@ -280,26 +286,26 @@ REVOKE_KEY = Doc("revokeKey", "Revoke the bearer key (any body, JSON or form, is
 RUNTIME_CHECK = Doc(
     "runtimeCheck", "Is this license valid? (forgeable; non-critical checks only)",
     obj(["success"], success=BOOL),
-    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, game_id=ID))
+    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, game_id=ID), reads=c.Check)
 RUNTIME_UNLOCK = Doc(
     "runtimeUnlock", "The seller's unlock payload, sealed under the license key",
     {"oneOf": [obj(["ok", "exp", "cipher", "tag"], ok={"const": True}, exp=INT, cipher=STR,
                    tag=STR), RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-             game_id=ID))
+             game_id=ID), reads=c.Unlock)
 RUNTIME_VERSION = Doc(
     "runtimeVersion", "The newest published version label",
     {"oneOf": [obj(["ok", "latest", "update", "fileId"], ok={"const": True}, latest=STR,
                    update=BOOL, fileId=STR), RUNTIME_FAIL]},
-    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR))
+    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR), reads=c.AskVersion)
 RUNTIME_UPDATE = Doc(
     "runtimeUpdate", "The buyer's protected copy of the live build, sealed",
     {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"], ok={"const": True},
                    version=STR, update=BOOL, cipher=STR, tag=STR), RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-             current=STR, nodes={"enum": ["compact", "tagged"]}))
+             current=STR, nodes={"enum": ["compact", "tagged"]}), reads=c.Update)
 RUNTIME_VERIFY_SOURCE = Doc(
     "runtimeVerifySource", "Is the running source byte-identical to the stored live source?",
     obj(["ok"], ok=BOOL),
     body=obj(["user_id", "product_id", "key", "script_name", "source"], **RUNTIME_BASE,
-             script_name=STR, source=STR))
+             script_name=STR, source=STR), reads=c.VerifySource)

@@ -43,3 +43,20 @@ def test_each_partner_call_names_the_scope_its_route_requires() -> None:
     for e in ENDPOINTS:
         operation = doc["paths"][MOUNT + e.path][e.method.lower()]
         assert operation["security"] == [{"bearer": [e.scope]}]
+
+
+def test_each_documented_json_body_names_the_fields_of_the_command_it_is_read_into() -> None:
+    import attrs
+
+    from adapters_http import device, partner, runtime
+
+    docs = [e.doc for table in (partner.ENDPOINTS, device.ENDPOINTS, runtime.ENDPOINTS)
+            for e in table]
+    with_json_body = [doc for doc in docs if doc.body is not None
+                      and "application/json" in doc.media]
+    assert len(with_json_body) == 19
+    for doc in with_json_body:
+        assert doc.reads is not None and doc.body is not None, doc.operation_id
+        fields = {f.name for f in attrs.fields(doc.reads)}
+        assert set(doc.body["properties"]) == fields, doc.operation_id
+        assert set(doc.body["required"]) <= fields, doc.operation_id
