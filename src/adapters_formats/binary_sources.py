@@ -13,12 +13,13 @@ on the chunks that pass through undecoded were checked when the build was upload
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import attrs
 
 from adapters_formats.binary_bytes import Cursor, read_refs
 from adapters_formats.binary_reader import MAX_DEPTH, inst_head
-from adapters_formats.chunks import chunk_bytes, inflate, scan_framing
+from adapters_formats.chunks import StoredChunk, chunk_bytes, inflate, scan_framing
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import SCRIPT_CLASSES, ScriptSource, Sources
 
@@ -57,63 +58,94 @@ def _prop_head(cur: Cursor) -> tuple[int, bytes, int]:
     return class_id, name, cur.u8()
 
 
+@attrs.define(eq=False)
+class _Read:
+    """What the kept chunks said, as they are read in file order."""
+
+    data: bytes
+    parts: list[bytes]  # the file as stored pieces: header, then each kept chunk
+    class_of: dict[int, int] = attrs.Factory(dict)  # referent -> class id
+    members: dict[int, list[int]] = attrs.Factory(dict)  # class id -> referents, in order
+    class_names: dict[int, str] = attrs.Factory(dict)
+    parent: dict[int, int] | None = None
+    wanted: dict[tuple[int, bytes], int] = attrs.Factory(dict)  # (class, property) -> slot
+    payloads: dict[int, bytes] = attrs.Factory(dict)  # slot -> inflated PROP, those wanted
+
+    def inst(self, chunk: StoredChunk) -> None:
+        if self.parent is not None:
+            raise ModelFormatError("INST chunk after PRNT")
+        cur = Cursor(inflate(self.data, chunk), "INST")
+        class_id, class_name, service, n = inst_head(cur, self.members, len(self.class_of))
+        refs = read_refs(cur, n)
+        for ref in refs:
+            if ref in self.class_of or ref < 0:
+                raise ModelFormatError(f"referent {ref} is invalid or used twice")
+            self.class_of[ref] = class_id
+        if service:
+            cur.take(n)
+        cur.end()
+        self.members[class_id] = refs
+        self.class_names[class_id] = class_name
+
+    def prop(self, chunk: StoredChunk) -> None:
+        payload = inflate(self.data, chunk)
+        class_id, name, _ = _prop_head(Cursor(payload, "PROP"))
+        if class_id not in self.members:
+            raise ModelFormatError(f"property {name!r} names an unknown class id {class_id}")
+        if name in (b"Name", b"Source"):
+            if (class_id, name) in self.wanted:
+                raise Unusual("a property stored twice for one class")
+            self.wanted[class_id, name] = len(self.parts) - 1
+            self.payloads[len(self.parts) - 1] = payload
+
+    def prnt(self, chunk: StoredChunk) -> None:
+        if self.parent is not None:
+            raise ModelFormatError("more than one PRNT chunk")
+        self.parent = _parents(inflate(self.data, chunk), self.class_of)
+
+
 def read_binary_sources(data: bytes) -> Sources:
     _, _, _, stored = scan_framing(data)
-    parts = [data[:stored[0].start]]
-    class_of: dict[int, int] = {}  # referent -> class id
-    members: dict[int, list[int]] = {}  # class id -> referents in column order
-    class_names: dict[int, str] = {}
-    parent: dict[int, int] | None = None
-    wanted: dict[tuple[int, bytes], int] = {}  # (class id, property name) -> part slot
-    payloads: dict[int, bytes] = {}  # part slot -> inflated PROP payload, for those wanted
+    read = _Read(data, [data[:stored[0].start]])
+    readers = {b"INST": read.inst, b"PROP": read.prop, b"PRNT": read.prnt}
     for chunk in stored:
         if chunk.name not in _KEPT:
             continue
-        parts.append(data[chunk.start:chunk.end])
-        if chunk.name == b"INST":
-            if parent is not None:
-                raise ModelFormatError("INST chunk after PRNT")
-            cur = Cursor(inflate(data, chunk), "INST")
-            class_id, class_name, service, n = inst_head(cur, members, len(class_of))
-            refs = read_refs(cur, n)
-            for ref in refs:
-                if ref in class_of or ref < 0:
-                    raise ModelFormatError(f"referent {ref} is invalid or used twice")
-                class_of[ref] = class_id
-            if service:
-                cur.take(n)
-            cur.end()
-            members[class_id] = refs
-            class_names[class_id] = class_name
-        elif chunk.name == b"PROP":
-            payload = inflate(data, chunk)
-            class_id, name, _ = _prop_head(Cursor(payload, "PROP"))
-            if class_id not in members:
-                raise ModelFormatError(f"property {name!r} names an unknown class id {class_id}")
-            if name in (b"Name", b"Source"):
-                if (class_id, name) in wanted:
-                    raise Unusual("a property stored twice for one class")
-                wanted[class_id, name] = len(parts) - 1
-                payloads[len(parts) - 1] = payload
-        elif chunk.name == b"PRNT":
-            if parent is not None:
-                raise ModelFormatError("more than one PRNT chunk")
-            parent = _parents(inflate(data, chunk), class_of)
-    if parent is None:
+        read.parts.append(data[chunk.start:chunk.end])
+        reader = readers.get(chunk.name)
+        if reader is not None:
+            reader(chunk)
+    if read.parent is None:
         raise ModelFormatError("no PRNT chunk")
-
-    scripted = {cid for cid, name in class_names.items() if name in SCRIPT_CLASSES}
-    sources = [(slot, cid) for (cid, name), slot in wanted.items()
+    scripted = {cid for cid, name in read.class_names.items() if name in SCRIPT_CLASSES}
+    sources = [(slot, cid) for (cid, name), slot in read.wanted.items()
                if name == b"Source" and cid in scripted]
-    # The classes whose names a script's path needs: the scripts' own and their ancestors'.
+    path_of = _paths(read, read.parent, sources)
+    columns = []
+    scripts: list[ScriptSource] = []
+    for slot, cid in sources:
+        values = _column(read.payloads[slot], len(read.members[cid]))
+        column = _Column(slot, _head(read.payloads[slot]), [
+            ScriptSource(path_of(ref), value) for ref, value in zip(read.members[cid], values,
+                                                                     strict=True)], values)
+        columns.append(column)
+        scripts += column.scripts
+    return Sources("binary", scripts, BinarySources(read.parts, columns))
+
+
+def _paths(read: _Read, parent: dict[int, int],
+           sources: list[tuple[int, int]]) -> Callable[[int], str]:
+    """A script's path from its referent, reading only the `Name` columns it needs: those
+    of the scripts' own classes and their ancestors'."""
     on_paths: set[int] = set()
     for _, cid in sources:
-        for ref in members[cid]:
-            _ancestry(ref, parent, class_of, on_paths)
+        for ref in read.members[cid]:
+            _ancestry(ref, parent, read.class_of, on_paths)
     names: dict[int, bytes] = {}
-    for (cid, name), slot in wanted.items():
+    for (cid, name), slot in read.wanted.items():
         if name == b"Name" and cid in on_paths:
-            for ref, value in zip(members[cid], _column(payloads[slot], len(members[cid])),
+            for ref, value in zip(read.members[cid],
+                                  _column(read.payloads[slot], len(read.members[cid])),
                                   strict=True):
                 names[ref] = value
 
@@ -121,21 +153,12 @@ def read_binary_sources(data: bytes) -> Sources:
         chain = []
         while ref != -1:
             value = names.get(ref)
-            chain.append(class_names[class_of[ref]] if value is None
+            chain.append(read.class_names[read.class_of[ref]] if value is None
                          else value.decode("utf-8", "replace"))
             ref = parent.get(ref, -1)
         return "/".join(reversed(chain))
 
-    columns = []
-    scripts: list[ScriptSource] = []
-    for slot, cid in sources:
-        values = _column(payloads[slot], len(members[cid]))
-        column = _Column(slot, _head(payloads[slot]), [
-            ScriptSource(path_of(ref), value) for ref, value in zip(members[cid], values,
-                                                                     strict=True)], values)
-        columns.append(column)
-        scripts += column.scripts
-    return Sources("binary", scripts, BinarySources(parts, columns))
+    return path_of
 
 
 def _parents(data: bytes, class_of: dict[int, int]) -> dict[int, int]:

@@ -72,6 +72,29 @@ def _value(prop: Prop | None, tid: int) -> Any:
 
 def write_binary(model: Model) -> bytes:
     ctx = Context()
+    classes, parents = _walk(model, ctx)
+    inst_chunks: list[bytes] = []
+    prop_chunks: list[bytes] = []
+    for class_id, class_name in enumerate(sorted(classes)):
+        members = _column_order(classes[class_name])
+        inst_chunks.append(_inst_chunk(class_id, class_name, members, ctx))
+        for name in sorted({n for m in members for n in m.properties}):
+            tid, column = _column(name, members, ctx)
+            head = struct.pack("<I", class_id) + _string(name) + bytes([tid])
+            prop_chunks.append(chunk_bytes(b"PROP", head + column))
+    # After the columns: writing them is what fills the shared strings.
+    chunks = _head_chunks(model, ctx)
+    prnt = b"\x00" + struct.pack("<I", len(parents))
+    prnt += write_refs([ctx.refs[i.referent] for i, _ in parents])
+    prnt += write_refs([-1 if p is None else ctx.refs[p.referent] for _, p in parents])
+    chunks += inst_chunks + prop_chunks + [chunk_bytes(b"PRNT", prnt)]
+    return file_bytes(len(classes), len(parents), chunks)
+
+
+def _walk(model: Model, ctx: Context) -> tuple[dict[str, list[Instance]],
+                                               list[tuple[Instance, Instance | None]]]:
+    """Each instance's referent number in `ctx`, in depth-first order; the instances of
+    each class; each instance with its parent."""
     classes: dict[str, list[Instance]] = defaultdict(list)
     parents: list[tuple[Instance, Instance | None]] = []
     stack: list[tuple[Instance, Instance | None]] = [(r, None) for r in reversed(model.roots)]
@@ -83,29 +106,28 @@ def write_binary(model: Model) -> bytes:
         parents.append((inst, parent))
         classes[inst.class_name].append(inst)
         stack.extend((c, inst) for c in reversed(inst.children))
+    return classes, parents
 
-    inst_chunks: list[bytes] = []
-    prop_chunks: list[bytes] = []
-    for class_id, class_name in enumerate(sorted(classes)):
-        members = _column_order(classes[class_name])
-        service = any(m.service for m in members)
-        body = struct.pack("<I", class_id) + _string(class_name) + bytes([int(service)])
-        body += struct.pack("<I", len(members))
-        body += write_refs([ctx.refs[m.referent] for m in members])
-        if service:
-            body += b"\x01" * len(members)
-        inst_chunks.append(chunk_bytes(b"INST", body))
-        names = sorted({n for m in members for n in m.properties})
-        for name in names:
-            props = [m.properties.get(name) for m in members]
-            if any(p is not None and isinstance(p.value, Raw) for p in props):
-                tid, column = _raw_column(name, members)
-            else:
-                tid = _type_id(name, props)
-                column = CODECS[tid][2]([_value(p, tid) for p in props], ctx)
-            head = struct.pack("<I", class_id) + _string(name) + bytes([tid])
-            prop_chunks.append(chunk_bytes(b"PROP", head + column))
 
+def _inst_chunk(class_id: int, class_name: str, members: list[Instance], ctx: Context) -> bytes:
+    service = any(m.service for m in members)
+    body = struct.pack("<I", class_id) + _string(class_name) + bytes([int(service)])
+    body += struct.pack("<I", len(members))
+    body += write_refs([ctx.refs[m.referent] for m in members])
+    if service:
+        body += b"\x01" * len(members)
+    return chunk_bytes(b"INST", body)
+
+
+def _column(name: str, members: list[Instance], ctx: Context) -> tuple[int, bytes]:
+    props = [m.properties.get(name) for m in members]
+    if any(p is not None and isinstance(p.value, Raw) for p in props):
+        return _raw_column(name, members)
+    tid = _type_id(name, props)
+    return tid, CODECS[tid][2]([_value(p, tid) for p in props], ctx)
+
+
+def _head_chunks(model: Model, ctx: Context) -> list[bytes]:
     chunks: list[bytes] = []
     if model.metadata:
         meta = struct.pack("<I", len(model.metadata)) + b"".join(
@@ -115,8 +137,4 @@ def write_binary(model: Model) -> bytes:
         sstr = struct.pack("<II", 0, len(ctx.shared)) + b"".join(
             hashlib.md5(s, usedforsecurity=False).digest() + _string(s) for s in ctx.shared)
         chunks.append(chunk_bytes(b"SSTR", sstr))
-    prnt = b"\x00" + struct.pack("<I", len(parents))
-    prnt += write_refs([ctx.refs[i.referent] for i, _ in parents])
-    prnt += write_refs([-1 if p is None else ctx.refs[p.referent] for _, p in parents])
-    chunks += inst_chunks + prop_chunks + [chunk_bytes(b"PRNT", prnt)]
-    return file_bytes(len(classes), len(parents), chunks)
+    return chunks

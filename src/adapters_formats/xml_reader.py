@@ -358,58 +358,80 @@ def read_xml(data: bytes, skeleton: bool = False) -> Model:
     the instances are built by streaming the elements, each property element parsed and
     dropped as soon as it ends, each <Item> element dropped when it ends."""
     scan = _scan(data)
-    reader = _Reader(scan.shared, new_era=scan.new_era)
-    model = Model("xml")
-    by_referent: dict[str, Instance] = {}
-    # The open elements; for an <Item>, its instance; for <Properties>, its instance too.
-    open_: list[tuple[ET.Element, str, Instance | None]] = []
-    in_value = 0  # elements inside the property element being read
+    stream = _Stream(_Reader(scan.shared, new_era=scan.new_era), skeleton)
     try:
         events = SafeET.iterparse(io.BytesIO(data), events=("start", "end"), forbid_dtd=True)
         for event, el in events:
             if event == "start":
-                parent_kind = open_[-1][1] if open_ else None
-                owner = open_[-1][2] if open_ else None
-                kind = "other"
-                inst: Instance | None = None
-                if parent_kind is None:
-                    kind = "root"
-                elif el.tag == "Item" and parent_kind in ("root", "item"):
-                    kind = "item"
-                    inst = _new_item(el, by_referent)
-                    (owner.children if owner is not None else model.roots).append(inst)
-                elif el.tag == "Properties" and parent_kind == "item":
-                    kind, inst = "props", owner
-                elif parent_kind == "props":
-                    kind, inst = "prop", owner
-                    in_value = 0
-                elif parent_kind in ("prop", "value"):
-                    # A property's parts stay until the property ends and is parsed.
-                    kind = "value"
-                    in_value += 1
-                    if in_value > MAX_VALUE_ELEMENTS:
-                        raise ModelFormatError(f"a property value holds more than "
-                                               f"{MAX_VALUE_ELEMENTS} XML elements")
-                elif parent_kind == "root" and el.tag == "Meta":
-                    kind = "meta"
-                open_.append((el, kind, inst))
-                continue
-            _, kind, inst = open_.pop()
-            if kind == "prop" and inst is not None:
-                _property(reader, el, inst, skeleton)
-            elif kind == "meta" and "name" in el.attrib:
-                model.metadata[el.attrib["name"]] = _text(el)
-            if kind != "value":
-                el.clear()
-                if open_:
-                    # What has ended is the last child its parent has so far: drop it.
-                    del open_[-1][0][-1]
+                stream.start(el)
+            else:
+                stream.end(el)
     except defusedxml.DefusedXmlException as err:
         raise ModelFormatError(f"XML declares a document type or entities ({type(err).__name__}),"
                                " which model files never do") from None
     except (ET.ParseError, ValueError) as err:
         raise ModelFormatError(f"not well-formed XML: {err}") from None
-    # A Ref to a referent no Item has is an unset value, as Studio reads it.
+    _unset_dangling(stream.model, stream.by_referent)
+    return stream.model
+
+
+class _Stream:
+    """The second pass of `read_xml`: the instances, built as the elements stream by."""
+
+    def __init__(self, reader: _Reader, skeleton: bool) -> None:
+        self.reader = reader
+        self.skeleton = skeleton
+        self.model = Model("xml")
+        self.by_referent: dict[str, Instance] = {}
+        # The open elements; for an <Item>, its instance; for <Properties>, its instance too.
+        self.open: list[tuple[ET.Element, str, Instance | None]] = []
+        self.in_value = 0  # elements inside the property element being read
+
+    def start(self, el: ET.Element) -> None:
+        if self.open:
+            _, parent_kind, owner = self.open[-1]
+            kind, inst = self._kind(el, parent_kind, owner)
+        else:
+            kind, inst = "root", None
+        self.open.append((el, kind, inst))
+
+    def _kind(self, el: ET.Element, parent_kind: str,
+              owner: Instance | None) -> tuple[str, Instance | None]:
+        if el.tag == "Item" and parent_kind in ("root", "item"):
+            inst = _new_item(el, self.by_referent)
+            (owner.children if owner is not None else self.model.roots).append(inst)
+            return "item", inst
+        if el.tag == "Properties" and parent_kind == "item":
+            return "props", owner
+        if parent_kind == "props":
+            self.in_value = 0
+            return "prop", owner
+        if parent_kind in ("prop", "value"):
+            # A property's parts stay until the property ends and is parsed.
+            self.in_value += 1
+            if self.in_value > MAX_VALUE_ELEMENTS:
+                raise ModelFormatError(f"a property value holds more than "
+                                       f"{MAX_VALUE_ELEMENTS} XML elements")
+            return "value", None
+        if parent_kind == "root" and el.tag == "Meta":
+            return "meta", None
+        return "other", None
+
+    def end(self, el: ET.Element) -> None:
+        _, kind, inst = self.open.pop()
+        if kind == "prop" and inst is not None:
+            _property(self.reader, el, inst, self.skeleton)
+        elif kind == "meta" and "name" in el.attrib:
+            self.model.metadata[el.attrib["name"]] = _text(el)
+        if kind != "value":
+            el.clear()
+            if self.open:
+                # What has ended is the last child its parent has so far: drop it.
+                del self.open[-1][0][-1]
+
+
+def _unset_dangling(model: Model, by_referent: dict[str, Instance]) -> None:
+    """A Ref to a referent no Item has is an unset value, as Studio reads it."""
     for _, inst in model.walk():
         for name, prop in list(inst.properties.items()):
             if prop.type == "Ref" and prop.value is not None and prop.value not in by_referent:
@@ -417,7 +439,6 @@ def read_xml(data: bytes, skeleton: bool = False) -> Model:
             elif (prop.type == "Content" and isinstance(prop.value, tuple)
                   and prop.value[0] == "object" and prop.value[1] not in by_referent):
                 inst.properties[name] = Prop("Content", None)
-    return model
 
 
 def _new_item(el: ET.Element, by_referent: dict[str, Instance]) -> Instance:

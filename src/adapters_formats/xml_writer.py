@@ -139,84 +139,125 @@ class _Writer:
         return f"<string name={attr}>{_esc(text)}</string>"
 
     def _body(self, t: str, v: Any) -> str:
-        if t == "ContentId":
-            return f"<url>{_esc(str(v))}</url>" if v else "<null></null>"
-        if t == "Bool":
-            return "true" if v else "false"
-        if t in ("Int32", "Int64", "BrickColor", "Enum", "SecurityCapabilities"):
-            return str(int(v))
-        if t == "Float32":
-            return _f32(v)
-        if t == "Float64":
-            return _f64(v)
-        if t == "UDim":
-            s, o = _checked(v, 2, t)
-            return f"<S>{_f32(s)}</S><O>{int(o)}</O>"
-        if t == "UDim2":
-            xs, xo, ys, yo = _checked(v, 4, t)
-            return f"<XS>{_f32(xs)}</XS><XO>{int(xo)}</XO><YS>{_f32(ys)}</YS><YO>{int(yo)}</YO>"
-        if t == "Ray":
-            r = _checked(v, 6, t)
-            return (f"<origin>{_tags(_XYZ, r[:3], _f32)}</origin>"
-                    f"<direction>{_tags(_XYZ, r[3:], _f32)}</direction>")
-        if t == "Faces":
-            return f"<faces>{int(v)}</faces>"
-        if t == "Axes":
-            return f"<axes>{int(v)}</axes>"
-        if t == "Color3":
-            return _tags(("R", "G", "B"), _checked(v, 3, t), _f32)
-        if t == "Color3uint8":
-            r, g, b = _checked(v, 3, t)
-            return str(0xFF000000 | (r << 16) | (g << 8) | b)
-        if t == "Vector2":
-            return _tags(("X", "Y"), _checked(v, 2, t), _f32)
-        if t == "Vector3":
-            return _tags(_XYZ, _checked(v, 3, t), _f32)
-        if t == "Vector2int16":
-            return _tags(("X", "Y"), _checked(v, 2, t), str)
-        if t == "Vector3int16":
-            return _tags(_XYZ, _checked(v, 3, t), str)
-        if t == "CFrame":
-            return _tags(_CFRAME, _checked(v, 12, t), _f32)
-        if t == "OptionalCFrame":
-            if v is None:
-                return ""
-            return f"<CFrame>{_tags(_CFRAME, _checked(v, 12, t), _f32)}</CFrame>"
-        if t == "Ref":
-            return self.ref(v)
-        if t in ("NumberSequence", "ColorSequence", "NumberRange"):
-            points = [v] if t == "NumberRange" else list(v)
-            return "".join(f"{_f32(x)} " for p in points for x in p)
-        if t == "Rect":
-            r = _checked(v, 4, t)
-            return (f"<min>{_tags(('X', 'Y'), r[:2], _f32)}</min>"
-                    f"<max>{_tags(('X', 'Y'), r[2:], _f32)}</max>")
-        if t == "PhysicalProperties":
-            if v is None:
-                return "<CustomPhysics>false</CustomPhysics>"
-            names = ("Density", "Friction", "Elasticity", "FrictionWeight",
-                     "ElasticityWeight", "AcousticAbsorption")[:len(v)]
-            return "<CustomPhysics>true</CustomPhysics>" + _tags(names, tuple(v), _f32)
-        if t in ("SharedString", "NetAssetRef"):
-            return self.share(bytes(v))
-        if t == "UniqueId":
-            index, time, rand = _checked(v, 3, t)
-            return f"{rand & 0xFFFFFFFFFFFFFFFF:016x}{time:08x}{index:08x}"
-        if t == "Font":
-            family, weight, style, cached = _checked(v, 4, t)
-            out = (f"<Family>{self._body('ContentId', family)}</Family>"
-                   f"<Weight>{int(weight)}</Weight>"
-                   f"<Style>{'Italic' if style == 1 else 'Normal'}</Style>")
-            if cached:
-                out += f"<CachedFaceId>{self._body('ContentId', cached)}</CachedFaceId>"
-            return out
-        if t == "Content":
-            if v is None:
-                return "<null></null>"
-            if v[0] == "uri":
-                return f"<uri>{_esc(v[1])}</uri>"
-            return f"<Ref>{self.ref(v[1])}</Ref>"
-        raise ModelFormatError(f"a property of type {t} has no XML form")
+        write = _BODIES.get(t)
+        if write is None:
+            raise ModelFormatError(f"a property of type {t} has no XML form")
+        return write(self, t, v)
+
+
+# Each property type's element body, one small writer a type (a table, not a chain of ifs).
+Body = Callable[[_Writer, str, Any], str]
+
+
+def _content_id(w: _Writer, t: str, v: Any) -> str:
+    return f"<url>{_esc(str(v))}</url>" if v else "<null></null>"
+
+
+def _udim(w: _Writer, t: str, v: Any) -> str:
+    s, o = _checked(v, 2, t)
+    return f"<S>{_f32(s)}</S><O>{int(o)}</O>"
+
+
+def _udim2(w: _Writer, t: str, v: Any) -> str:
+    xs, xo, ys, yo = _checked(v, 4, t)
+    return f"<XS>{_f32(xs)}</XS><XO>{int(xo)}</XO><YS>{_f32(ys)}</YS><YO>{int(yo)}</YO>"
+
+
+def _ray(w: _Writer, t: str, v: Any) -> str:
+    r = _checked(v, 6, t)
+    return (f"<origin>{_tags(_XYZ, r[:3], _f32)}</origin>"
+            f"<direction>{_tags(_XYZ, r[3:], _f32)}</direction>")
+
+
+def _color3uint8(w: _Writer, t: str, v: Any) -> str:
+    r, g, b = _checked(v, 3, t)
+    return str(0xFF000000 | (r << 16) | (g << 8) | b)
+
+
+def _tagged(names: tuple[str, ...], size: int, fmt: Callable[[Any], str]) -> Body:
+    return lambda w, t, v: _tags(names, _checked(v, size, t), fmt)
+
+
+def _optional_cframe(w: _Writer, t: str, v: Any) -> str:
+    if v is None:
+        return ""
+    return f"<CFrame>{_tags(_CFRAME, _checked(v, 12, t), _f32)}</CFrame>"
+
+
+def _sequence(w: _Writer, t: str, v: Any) -> str:
+    points = [v] if t == "NumberRange" else list(v)
+    return "".join(f"{_f32(x)} " for p in points for x in p)
+
+
+def _rect(w: _Writer, t: str, v: Any) -> str:
+    r = _checked(v, 4, t)
+    return (f"<min>{_tags(('X', 'Y'), r[:2], _f32)}</min>"
+            f"<max>{_tags(('X', 'Y'), r[2:], _f32)}</max>")
+
+
+def _physical(w: _Writer, t: str, v: Any) -> str:
+    if v is None:
+        return "<CustomPhysics>false</CustomPhysics>"
+    names = ("Density", "Friction", "Elasticity", "FrictionWeight",
+             "ElasticityWeight", "AcousticAbsorption")[:len(v)]
+    return "<CustomPhysics>true</CustomPhysics>" + _tags(names, tuple(v), _f32)
+
+
+def _unique_id(w: _Writer, t: str, v: Any) -> str:
+    index, time, rand = _checked(v, 3, t)
+    return f"{rand & 0xFFFFFFFFFFFFFFFF:016x}{time:08x}{index:08x}"
+
+
+def _font(w: _Writer, t: str, v: Any) -> str:
+    family, weight, style, cached = _checked(v, 4, t)
+    out = (f"<Family>{_content_id(w, 'ContentId', family)}</Family>"
+           f"<Weight>{int(weight)}</Weight>"
+           f"<Style>{'Italic' if style == 1 else 'Normal'}</Style>")
+    if cached:
+        out += f"<CachedFaceId>{_content_id(w, 'ContentId', cached)}</CachedFaceId>"
+    return out
+
+
+def _content(w: _Writer, t: str, v: Any) -> str:
+    if v is None:
+        return "<null></null>"
+    if v[0] == "uri":
+        return f"<uri>{_esc(v[1])}</uri>"
+    return f"<Ref>{w.ref(v[1])}</Ref>"
+
+
+def _whole(w: _Writer, t: str, v: Any) -> str:
+    return str(int(v))
+
+
+_BODIES: dict[str, Body] = {
+    "ContentId": _content_id,
+    "Bool": lambda w, t, v: "true" if v else "false",
+    **dict.fromkeys(("Int32", "Int64", "BrickColor", "Enum", "SecurityCapabilities"), _whole),
+    "Float32": lambda w, t, v: _f32(v),
+    "Float64": lambda w, t, v: _f64(v),
+    "UDim": _udim,
+    "UDim2": _udim2,
+    "Ray": _ray,
+    "Faces": lambda w, t, v: f"<faces>{int(v)}</faces>",
+    "Axes": lambda w, t, v: f"<axes>{int(v)}</axes>",
+    "Color3": _tagged(("R", "G", "B"), 3, _f32),
+    "Color3uint8": _color3uint8,
+    "Vector2": _tagged(("X", "Y"), 2, _f32),
+    "Vector3": _tagged(_XYZ, 3, _f32),
+    "Vector2int16": _tagged(("X", "Y"), 2, str),
+    "Vector3int16": _tagged(_XYZ, 3, str),
+    "CFrame": _tagged(_CFRAME, 12, _f32),
+    "OptionalCFrame": _optional_cframe,
+    "Ref": lambda w, t, v: w.ref(v),
+    **dict.fromkeys(("NumberSequence", "ColorSequence", "NumberRange"), _sequence),
+    "Rect": _rect,
+    "PhysicalProperties": _physical,
+    **dict.fromkeys(("SharedString", "NetAssetRef"), lambda w, t, v: w.share(bytes(v))),
+    "UniqueId": _unique_id,
+    "Font": _font,
+    "Content": _content,
+}
 
 
 def property_element(name: str, prop: Prop) -> str:

@@ -105,15 +105,15 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         Route("/openapi.json", openapi), Route("/metrics", metrics),
     ]
     if "partner" in only:
-        routes.append(Mount("/v1", routes=partner.routes(authenticate, uc)))
+        routes.append(Mount(partner.MOUNT, routes=partner.routes(authenticate, uc)))
     if "auth" in only:
-        routes.append(Mount("/auth", routes=device.routes(uc.device, authenticate)))
+        routes.append(Mount(device.MOUNT, routes=device.routes(uc.device, authenticate)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     middleware = [Middleware(RequestContext), Middleware(Edge)]
     front: runtime.RuntimeFront | None = None
     if "runtime" in only:
         runtime_app = runtime.RuntimeApp(uc.runtime)
-        routes.append(Mount("/runtime", app=runtime_app))
+        routes.append(Mount(runtime.MOUNT, app=runtime_app))
         front = runtime.RuntimeFront(runtime_app)
     routes += extra_routes or []
     if "web" in only:

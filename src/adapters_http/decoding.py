@@ -37,7 +37,7 @@ import cattrs
 from cattrs.errors import ClassValidationError
 
 from licore.commands import JsonValue, NumberOrText, Paging
-from licore.errors import InvalidRequest, LicoreError
+from licore.errors import InvalidRequest, LicoreError, printable
 
 T = TypeVar("T")
 
@@ -246,11 +246,9 @@ def _refusal(error: BaseException) -> LicoreError:
 
 
 def _shown(name: str) -> str:
-    """A client's name for a field, fit to quote in a refusal: short, and printable."""
-    if not name.isprintable() or text_problem(name) is not None:
-        name = name.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
-        name = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in name)
-    return name if len(name) <= 40 else name[:40] + "..."
+    """A client's name for a field, fit to quote in a refusal: short, and in the characters
+    an `error_description` allows (`licore.errors.printable`)."""
+    return printable(name if len(name) <= 40 else name[:40] + "...")
 
 
 _HINTS: dict[type, dict[str, Any]] = {}

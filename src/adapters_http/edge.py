@@ -21,6 +21,8 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from licore.errors import printable
+
 error_log = logging.getLogger("licore.error")
 
 DRAIN_FOR = 30.0  # seconds at most to read and drop what a refused client still sends
@@ -37,7 +39,8 @@ def refusal_for(path: str, description: str) -> tuple[int, bytes, bytes]:
     if path.startswith("/runtime/"):
         return _json(400, {"ok": False})
     if path.startswith(("/v1/", "/auth/", "/openapi.json", "/metrics", "/.well-known/")):
-        return _json(400, {"error": "invalid_request", "error_description": description})
+        return _json(400, {"error": "invalid_request",
+                           "error_description": printable(description)})
     page = ("<!doctype html><html lang=en><meta charset=utf-8><title>Bad request</title>"
             f"<h1>Bad request</h1><p>{description}.</p><p><a href=\"/\">Home</a></p></html>")
     return 400, b"text/html; charset=utf-8", page.encode()

@@ -14,7 +14,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters_http import api_doc as d
 from adapters_http import wire
+from adapters_http.api_doc import Doc
 from adapters_http.bodies import bearer, read_bytes, read_json
 from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
@@ -30,6 +32,7 @@ from licore.services import limits
 from licore.services.device import DeviceFlow
 from licore.services.wiring import UseCases
 
+MOUNT = "/v1"  # where the app mounts these routes
 Handler = Callable[[UseCases, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
 STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY
 
@@ -40,6 +43,7 @@ class Endpoint:
     path: str
     scope: str
     handler: Handler
+    doc: Doc = attrs.field(kw_only=True)  # what /openapi.json says of the call
 
     @property
     def kind(self) -> sc.KeyKind:
@@ -237,36 +241,62 @@ async def set_chat_roles(uc: UseCases, key: ApiKey, request: Request) -> dict[st
 
 
 ENDPOINTS: list[Endpoint] = [
-    Endpoint("GET", "/products", "products:read", list_products),
-    Endpoint("POST", "/products", "products:write", save_product),
-    Endpoint("GET", "/licenses", "licenses:read", list_licenses),
-    Endpoint("POST", "/licenses", "licenses:write", grant),
-    Endpoint("DELETE", "/licenses", "licenses:write", revoke),
-    Endpoint("POST", "/licenses/pause", "licenses:write", by_body(LicenseEvent.PAUSE)),
-    Endpoint("POST", "/licenses/resume", "licenses:write", by_body(LicenseEvent.RESUME)),
-    Endpoint("GET", "/alerts", "licenses:read", alerts),
-    Endpoint("GET", "/library", "library:read", library),
-    Endpoint("GET", "/packages", "packages:read", list_packages),
-    Endpoint("POST", "/packages/settings", "packages:write", settings),
-    Endpoint("GET", "/packages/versions", "packages:read", list_versions),
-    Endpoint("POST", "/packages/versions", "packages:write", upload),
-    Endpoint("POST", "/packages/publish", "packages:write", publish),
-    Endpoint("GET", "/library/download", "library:download", download),
+    Endpoint("GET", "/products", "products:read", list_products,
+             doc=d.LIST_PRODUCTS),
+    Endpoint("POST", "/products", "products:write", save_product,
+             doc=d.SAVE_PRODUCT),
+    Endpoint("GET", "/licenses", "licenses:read", list_licenses,
+             doc=d.LIST_LICENSES),
+    Endpoint("POST", "/licenses", "licenses:write", grant,
+             doc=d.GRANT_LICENSE),
+    Endpoint("DELETE", "/licenses", "licenses:write", revoke,
+             doc=d.REVOKE_LICENSE),
+    Endpoint("POST", "/licenses/pause", "licenses:write", by_body(LicenseEvent.PAUSE),
+             doc=d.PAUSE_LICENSE),
+    Endpoint("POST", "/licenses/resume", "licenses:write", by_body(LicenseEvent.RESUME),
+             doc=d.RESUME_LICENSE),
+    Endpoint("GET", "/alerts", "licenses:read", alerts,
+             doc=d.LIST_ALERTS),
+    Endpoint("GET", "/library", "library:read", library,
+             doc=d.GET_LIBRARY),
+    Endpoint("GET", "/packages", "packages:read", list_packages,
+             doc=d.LIST_PACKAGES),
+    Endpoint("POST", "/packages/settings", "packages:write", settings,
+             doc=d.SET_PACKAGE_SETTINGS),
+    Endpoint("GET", "/packages/versions", "packages:read", list_versions,
+             doc=d.LIST_PACKAGE_VERSIONS),
+    Endpoint("POST", "/packages/versions", "packages:write", upload,
+             doc=d.UPLOAD_PACKAGE_VERSION),
+    Endpoint("POST", "/packages/publish", "packages:write", publish,
+             doc=d.PUBLISH_PACKAGE_VERSION),
+    Endpoint("GET", "/library/download", "library:download", download,
+             doc=d.DOWNLOAD_COPY),
     # Claiming adds only what the platform says the person already bought, so the person's
     # read scope covers it (docs/platform.md): no new scope in the specification's table.
-    Endpoint("POST", "/library/claim", "library:read", claim),
-    Endpoint("GET", "/webhooks", "licenses:read", list_webhooks),
-    Endpoint("POST", "/webhooks", "licenses:write", add_webhook),
-    Endpoint("DELETE", "/webhooks", "licenses:write", remove_webhook),
-    Endpoint("POST", "/webhooks/rotate", "licenses:write", rotate_webhook),
-    Endpoint("POST", "/webhooks/enable", "licenses:write", enable_webhook),
+    Endpoint("POST", "/library/claim", "library:read", claim,
+             doc=d.CLAIM_PURCHASE),
+    Endpoint("GET", "/webhooks", "licenses:read", list_webhooks,
+             doc=d.LIST_WEBHOOKS),
+    Endpoint("POST", "/webhooks", "licenses:write", add_webhook,
+             doc=d.ADD_WEBHOOK),
+    Endpoint("DELETE", "/webhooks", "licenses:write", remove_webhook,
+             doc=d.REMOVE_WEBHOOK),
+    Endpoint("POST", "/webhooks/rotate", "licenses:write", rotate_webhook,
+             doc=d.ROTATE_WEBHOOK_SECRET),
+    Endpoint("POST", "/webhooks/enable", "licenses:write", enable_webhook,
+             doc=d.ENABLE_WEBHOOK),
     Endpoint("GET", "/webhooks/deliveries", "licenses:read",
-             log_of(MessageKind.WEBHOOK, "deliveries")),
-    Endpoint("POST", "/webhooks/resend", "licenses:write", resend),
-    Endpoint("GET", "/chat-roles", "products:read", chat_roles),
-    Endpoint("POST", "/chat-roles", "products:write", set_chat_roles),
+             log_of(MessageKind.WEBHOOK, "deliveries"),
+             doc=d.LIST_WEBHOOK_DELIVERIES),
+    Endpoint("POST", "/webhooks/resend", "licenses:write", resend,
+             doc=d.RESEND_WEBHOOK_DELIVERY),
+    Endpoint("GET", "/chat-roles", "products:read", chat_roles,
+             doc=d.LIST_CHAT_ROLES),
+    Endpoint("POST", "/chat-roles", "products:write", set_chat_roles,
+             doc=d.SET_CHAT_ROLES),
     Endpoint("GET", "/chat-roles/hand-outs", "licenses:read",
-             log_of(MessageKind.CHAT_ROLE, "hand_outs")),
+             log_of(MessageKind.CHAT_ROLE, "hand_outs"),
+             doc=d.LIST_CHAT_ROLE_HAND_OUTS),
 ]
 
 

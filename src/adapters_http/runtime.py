@@ -20,7 +20,9 @@ from starlette.exceptions import HTTPException
 from starlette.responses import RedirectResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from adapters_http import api_doc as d
 from adapters_http import json_text
+from adapters_http.api_doc import Doc
 from adapters_http.bodies import receive_json
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.edge import BodyWatch, log_unhandled, zero_byte_in_url
@@ -35,6 +37,7 @@ from licore import commands as c
 from licore.errors import InvalidRequest, PayloadTooLarge, RateLimited, Unavailable
 from licore.services.runtime import Runtime
 
+MOUNT = "/runtime"  # where the app mounts these calls
 MAX_BODY = 64 * 1024
 log = logging.getLogger("licore.runtime")
 
@@ -117,6 +120,7 @@ class RuntimeEndpoint:
     malformed_status: int
     max_body: int = MAX_BODY
     max_string: int = MAX_STRING
+    doc: Doc = attrs.field(kw_only=True)  # what /openapi.json says of the call
 
     @property
     def name(self) -> str:
@@ -125,13 +129,14 @@ class RuntimeEndpoint:
 
 
 ENDPOINTS = [
-    RuntimeEndpoint("/check", check, CHECK_FAIL, 200),
-    RuntimeEndpoint("/unlock", unlock, FAIL, 400),
-    RuntimeEndpoint("/version", version, FAIL, 400),
-    RuntimeEndpoint("/update", update, FAIL, 400),
+    RuntimeEndpoint("/check", check, CHECK_FAIL, 200, doc=d.RUNTIME_CHECK),
+    RuntimeEndpoint("/unlock", unlock, FAIL, 400, doc=d.RUNTIME_UNLOCK),
+    RuntimeEndpoint("/version", version, FAIL, 400, doc=d.RUNTIME_VERSION),
+    RuntimeEndpoint("/update", update, FAIL, 400, doc=d.RUNTIME_UPDATE),
     # a whole script rides in the body, JSON-escaped (up to 6 bytes a character)
     RuntimeEndpoint("/verify-source", verify_source, FAIL, 400,
-                    6 * bounds.SOURCE.max_len + MAX_BODY, bounds.SOURCE.max_len),
+                    6 * bounds.SOURCE.max_len + MAX_BODY, bounds.SOURCE.max_len,
+                    doc=d.RUNTIME_VERIFY_SOURCE),
 ]
 
 
@@ -203,7 +208,7 @@ class RuntimeFront:
     cost (docs/performance.md). Anything else goes through the stack and the route table,
     so a 404, 405, redirect or refusal is answered exactly as before."""
 
-    def __init__(self, target: RuntimeApp, mount: str = "/runtime") -> None:
+    def __init__(self, target: RuntimeApp, mount: str = MOUNT) -> None:
         self.target = target
         self.mount = mount
         self.endpoints = {mount + path: e for path, e in target.endpoints.items()}

@@ -102,61 +102,80 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
     must not touch a literal) applied in the same pass; and the byte range of the
     declarations added at the top (the decoder and the tables)."""
-    cipher = _Strings(license_secret, namer) if encrypt else None
-    table = _Table(namer) if hoist else None
-    uses: list[_Use] = []
-    hoisted_strings: list[tuple[int, int, str, bytes, str]] = []
-
-    def plan(start: int, end: int, before: str, key: str, expression: str,
-             after: str) -> None:
-        if table is not None:
-            table.add(key, expression)
-            uses.append((start, end, before, key, True, after))
-        else:
-            uses.append((start, end, before, expression, False, after))
-
-    def plan_string(start: int, end: int, before: str, value: bytes, original: str,
-                    after: str) -> None:
-        if cipher is not None:
-            cipher.add(value)
-            hoisted_strings.append((start, end, before, value, after))
-        else:
-            plan(start, end, before, "s" + value.hex(), original, after)
-
+    plan = _Plan(_Strings(license_secret, namer) if encrypt else None,
+                 _Table(namer) if hoist else None)
     for node in value_literals(root):
-        source = (node.text or b"").decode()
-        if node.type == "number" and table is None:
-            continue
-        if is_interpolated(node):
-            if table is None and cipher is None:
-                continue
-            for start, end in interpolation_pieces(node):
-                if start < end:
-                    value = decode_quoted(data[start:end].decode())
-                    plan_string(start, end, "{", value, quote(value), "}")
-            continue
-        wrap = _call_argument(node)
-        before, after = ("(", ")") if wrap else (" ", " ")
-        if node.type == "number":
-            plan(node.start_byte, node.end_byte, before, "n" + source, source, after)
-        else:
-            plan_string(node.start_byte, node.end_byte, before, literal_bytes(node), source,
-                        after)
-
-    prelude, string_slots = cipher.finish() if cipher is not None else ("", {})
-    slots: dict[str, int] = {}
-    if table is not None and uses:
-        declaration, slots = table.finish()
-        prelude += declaration
-    edits: list[Edit] = [
-        (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
-                                else what) + after).encode())
-        for start, end, before, what, indexed, after in uses]
-    if cipher is not None:
-        edits += [(start, end, f"{before}{cipher.table}[{string_slots[value]}]{after}".encode())
-                  for start, end, before, value, after in hoisted_strings]
+        plan.literal(data, node)
+    prelude, edits = plan.finish()
     body = apply(data, [*edits, *also])
     at = prelude_offset(body)
     if prelude:
         body = body[:at] + prelude.encode() + b" " + body[at:]
     return body, range(at, at + len(prelude.encode()))
+
+
+class _Plan:
+    """Each literal's replacement, planned in source order, then written as edits once the
+    tables are complete (a hoisted value's slot is known only then)."""
+
+    def __init__(self, cipher: _Strings | None, table: _Table | None) -> None:
+        self.cipher = cipher
+        self.table = table
+        self.uses: list[_Use] = []
+        self.hoisted_strings: list[tuple[int, int, str, bytes, str]] = []
+
+    def literal(self, data: bytes, node: Node) -> None:
+        source = (node.text or b"").decode()
+        if node.type == "number" and self.table is None:
+            return
+        if is_interpolated(node):
+            self._interpolated(data, node)
+            return
+        before, after = ("(", ")") if _call_argument(node) else (" ", " ")
+        if node.type == "number":
+            self.plan(node.start_byte, node.end_byte, before, "n" + source, source, after)
+        else:
+            self.plan_string(node.start_byte, node.end_byte, before, literal_bytes(node),
+                             source, after)
+
+    def _interpolated(self, data: bytes, node: Node) -> None:
+        if self.table is None and self.cipher is None:
+            return
+        for start, end in interpolation_pieces(node):
+            if start < end:
+                value = decode_quoted(data[start:end].decode())
+                self.plan_string(start, end, "{", value, quote(value), "}")
+
+    def plan(self, start: int, end: int, before: str, key: str, expression: str,
+             after: str) -> None:
+        if self.table is not None:
+            self.table.add(key, expression)
+            self.uses.append((start, end, before, key, True, after))
+        else:
+            self.uses.append((start, end, before, expression, False, after))
+
+    def plan_string(self, start: int, end: int, before: str, value: bytes, original: str,
+                    after: str) -> None:
+        if self.cipher is not None:
+            self.cipher.add(value)
+            self.hoisted_strings.append((start, end, before, value, after))
+        else:
+            self.plan(start, end, before, "s" + value.hex(), original, after)
+
+    def finish(self) -> tuple[str, list[Edit]]:
+        """The declarations to add at the top, and the edits of every planned literal."""
+        cipher, table = self.cipher, self.table
+        prelude, string_slots = cipher.finish() if cipher is not None else ("", {})
+        slots: dict[str, int] = {}
+        if table is not None and self.uses:
+            declaration, slots = table.finish()
+            prelude += declaration
+        edits: list[Edit] = [
+            (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
+                                    else what) + after).encode())
+            for start, end, before, what, indexed, after in self.uses]
+        if cipher is not None:
+            edits += [(start, end,
+                       f"{before}{cipher.table}[{string_slots[value]}]{after}".encode())
+                      for start, end, before, value, after in self.hoisted_strings]
+        return prelude, edits

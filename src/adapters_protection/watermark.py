@@ -238,45 +238,94 @@ def carriers(text: str) -> Iterator[Carrier]:
     i = 0
     while True:
         if not exhausted and i + _LOOKAHEAD >= len(toks):
-            keep = max(i - 1, 0)
-            del toks[:keep]
-            i -= keep
-            before = len(toks)
-            toks.extend(itertools.islice(stream, _REFILL))
-            exhausted = len(toks) - before < _REFILL
+            i, exhausted = _refill(toks, i, stream)
         if i >= len(toks):
             return
-        tok = toks[i]
-        kind, word = tok[0], tok[1]
-        if i and toks[i - 1][1] in _OPENS and i + 2 < len(toks) and (
-                toks[i + 1][1] in _AFTER_FIRST or word == "#"):
+        if _may_compare(toks, i):
             found = _comparison(toks, i, context)
             if found is not None:
                 yield from found[0]
                 context.append("C")
                 i = found[1]
                 continue
+        kind, word = toks[i][0], toks[i][1]
         if kind == "num":
-            yield from _number(tok, " ".join(context))
-        elif (word == "." or word == "[") and i and (
-                toks[i - 1][0] == "name" or toks[i - 1][1] in (")", "]")):
-            field = _field(toks, i)
-            if field is not None:
-                size = 2 if field[1] == 0 else 3
-                yield Carrier(_digest("idx", field[0], " ".join(context)), field[1], tok[2],
-                              toks[i + size - 1][3], tuple(toks[i:i + size]), "index")
-                context.append("." + field[0])
-                i += size
+            yield from _number(toks[i], " ".join(context))
+        elif (word == "." or word == "[") and _after_value(toks, i):
+            index = _index(toks, i, " ".join(context))
+            if index is not None:
+                yield index[0]
+                context.append("." + index[1])
+                i += len(index[0].tokens)
                 continue
         if kind != "op" or word not in _NOT_CONTEXT:
             context.append(_CLASSES.get(kind, word))
         i += 1
 
 
+def _refill(toks: list[Token], i: int, stream: Iterator[Token]) -> tuple[int, bool]:
+    """Drops the tokens behind the window and reads more; the new index of toks[i], and
+    whether the stream is exhausted."""
+    keep = max(i - 1, 0)
+    del toks[:keep]
+    i -= keep
+    before = len(toks)
+    toks.extend(itertools.islice(stream, _REFILL))
+    return i, len(toks) - before < _REFILL
+
+
+def _may_compare(toks: list[Token], i: int) -> bool:
+    return bool(i) and toks[i - 1][1] in _OPENS and i + 2 < len(toks) and (
+        toks[i + 1][1] in _AFTER_FIRST or toks[i][1] == "#")
+
+
+def _after_value(toks: list[Token], i: int) -> bool:
+    return bool(i) and (toks[i - 1][0] == "name" or toks[i - 1][1] in (")", "]"))
+
+
+def _index(toks: list[Token], i: int, where: str) -> tuple[Carrier, str] | None:
+    """The carrier of a field access at toks[i] (`.name` or `["name"]`), and the field."""
+    field = _field(toks, i)
+    if field is None:
+        return None
+    size = 2 if field[1] == 0 else 3
+    return Carrier(_digest("idx", field[0], where), field[1], toks[i][2],
+                   toks[i + size - 1][3], tuple(toks[i:i + size]), "index"), field[0]
+
+
 def _comparison(toks: list[Token], i: int, context: deque[str]
                 ) -> tuple[list[Carrier], int] | None:
     """The carriers of a comparison starting at toks[i] (its own and its operands'), and
     the index after it; None when none starts there."""
+    parsed = _compared(toks, i)
+    if parsed is None:
+        return None
+    x, y, op_tok = parsed
+    after = y[0]
+    ordered = _ordered(op_tok[1], x[1], y[1])
+    if ordered is None:
+        return None
+    op, left, right, bit = ordered
+    where = " ".join(context)
+    inner = f"{where} {op} {left} {right}"
+    out = [Carrier(_digest("cmp", op, left, right, where), bit, toks[i][2],
+                   toks[after - 1][3], tuple(toks[i:after]), "comparison", x[0] - i)]
+    for j in range(i, after):
+        tok = toks[j]
+        if tok[0] == "num":
+            out += _number(tok, inner)
+        if j > i and (toks[j - 1][0] == "name") and toks[j][1] in (".", "["):
+            index = _index(toks, j, inner)
+            if index is not None:
+                out.append(index[0])
+    return out, after
+
+
+Operand = tuple[int, str, bool]
+
+
+def _compared(toks: list[Token], i: int) -> tuple[Operand, Operand, Token] | None:
+    """The two operands and the operator of a comparison starting at toks[i], or None."""
     if i == 0 or toks[i - 1][1] not in _OPENS or toks[i - 1][0] == "str":
         return None
     x = _operand(toks, i)
@@ -291,30 +340,19 @@ def _comparison(toks: list[Token], i: int, context: deque[str]
     after = y[0]
     if after < len(toks) and (toks[after][1] in _BINDS or toks[after][0] == "str"):
         return None
-    op, mirrored = _COMPARE[op_tok[1]]
-    left, right = (y[1], x[1]) if mirrored else (x[1], y[1])
-    if op in ("==", "~="):
-        if left == right:
-            return None
-        bit = 1 if left > right else 0
-        left, right = min(left, right), max(left, right)
-    else:
-        bit = 1 if mirrored else 0
-    where = " ".join(context)
-    inner = f"{where} {op} {left} {right}"
-    out = [Carrier(_digest("cmp", op, left, right, where), bit, toks[i][2],
-                   toks[after - 1][3], tuple(toks[i:after]), "comparison", x[0] - i)]
-    for j in range(i, after):
-        tok = toks[j]
-        if tok[0] == "num":
-            out += _number(tok, inner)
-        if j > i and (toks[j - 1][0] == "name") and toks[j][1] in (".", "["):
-            field = _field(toks, j)
-            if field is not None:
-                size = 2 if field[1] == 0 else 3
-                out.append(Carrier(_digest("idx", field[0], inner), field[1], tok[2],
-                                   toks[j + size - 1][3], tuple(toks[j:j + size]), "index"))
-    return out, after
+    return x, y, op_tok
+
+
+def _ordered(written: str, x: str, y: str) -> tuple[str, str, str, int] | None:
+    """The comparison in its canonical form: (operator, left, right, the bit it carries);
+    None for an equality of two same operands, which carries nothing."""
+    op, mirrored = _COMPARE[written]
+    left, right = (y, x) if mirrored else (x, y)
+    if op not in ("==", "~="):
+        return op, left, right, 1 if mirrored else 0
+    if left == right:
+        return None
+    return op, min(left, right), max(left, right), 1 if left > right else 0
 
 
 def _number(tok: Token, where: str) -> Iterator[Carrier]:
@@ -357,7 +395,23 @@ def mark_edits(text: str, root: Node,
     bits = dict(zip((c.position for c in found), code([c.position for c in found]),
                     strict=True))
     wanted = bits.__getitem__
-    inner: dict[int, tuple[int, str]] = {}  # start -> (end, new text) of a number or field
+    inner = _inner_edits(found, wanted, root, byte)
+    edits: list[Edit] = []
+    for c in found:
+        if c.kind == "comparison" and wanted(c.position) != c.bit:
+            edit = _mirrored(c, text, root, byte, inner)
+            if edit is not None:
+                edits.append(edit)
+    for at, (end, new) in inner.items():
+        new = _spaced(text[at - 1:at], new, text[end:end + 1])
+        edits.append((byte(at), byte(end), new.encode()))
+    return edits
+
+
+def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Node,
+                 byte: Callable[[int], int]) -> dict[int, tuple[int, str]]:
+    """start -> (end, new text) of each number or field written anew for its bits."""
+    inner: dict[int, tuple[int, str]] = {}
     numbers: dict[int, list[int]] = {}  # start -> the number's wanted [form, leading zero]
     for c in found:
         if c.kind == "number" or c.kind == "pad":
@@ -377,25 +431,24 @@ def mark_edits(text: str, root: Node,
             new = _written(whole[0], hexadecimal, zero)
             if new != c.tokens[0][1] and _confirmed_number(c, root, byte):
                 inner[c.start] = (c.end, new)
-    edits: list[Edit] = []
-    for c in found:
-        if c.kind != "comparison" or wanted(c.position) == c.bit:
-            continue
-        x_end = c.tokens[c.op_index - 1][3]
-        op = c.tokens[c.op_index]
-        y_start = c.tokens[c.op_index + 1][2]
-        if not _is_comparison(root, byte(c.start), byte(x_end), byte(op[2]), byte(op[3]),
-                              byte(y_start), byte(c.end)):
-            continue
-        starts = [t[2] for t in c.tokens]
-        new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
-               + _with(text, c.start, x_end, inner, starts))
-        new = _spaced(text[c.start - 1:c.start], new, text[c.end:c.end + 1])
-        edits.append((byte(c.start), byte(c.end), new.encode()))
-    for at, (end, new) in inner.items():
-        new = _spaced(text[at - 1:at], new, text[end:end + 1])
-        edits.append((byte(at), byte(end), new.encode()))
-    return edits
+    return inner
+
+
+def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int],
+              inner: dict[int, tuple[int, str]]) -> Edit | None:
+    """The edit writing comparison `c` the other way round (with the re-formed numbers
+    and fields inside it), once the tree confirms it is one."""
+    x_end = c.tokens[c.op_index - 1][3]
+    op = c.tokens[c.op_index]
+    y_start = c.tokens[c.op_index + 1][2]
+    if not _is_comparison(root, byte(c.start), byte(x_end), byte(op[2]), byte(op[3]),
+                          byte(y_start), byte(c.end)):
+        return None
+    starts = [t[2] for t in c.tokens]
+    new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
+           + _with(text, c.start, x_end, inner, starts))
+    new = _spaced(text[c.start - 1:c.start], new, text[c.end:c.end + 1])
+    return byte(c.start), byte(c.end), new.encode()
 
 
 def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],

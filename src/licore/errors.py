@@ -9,14 +9,32 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+MAX_DESCRIPTION = 500  # characters of a description, whatever client text it quotes
+
+
+def _allowed(ch: str) -> bool:
+    # RFC 6749 section 5.2: error_description is %x20-21 / %x23-5B / %x5D-7E.
+    return " " <= ch <= "~" and ch not in '"\\'
+
+
+def printable(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    """`text` fit for an `error_description` (and the `WWW-Authenticate` header that quotes
+    it): a character RFC 6749 section 5.2 does not allow is written as its code point
+    (`"` as `U+0022`), and the text is cut to `limit` characters."""
+    if not (text.isascii() and text.isprintable() and '"' not in text and "\\" not in text):
+        text = "".join(ch if _allowed(ch) else f"U+{ord(ch):04X}" for ch in text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
 
 class LicoreError(Exception):
     code: ClassVar[str] = "server_error"
     status: ClassVar[int] = 500
 
     def __init__(self, description: str = "") -> None:
-        super().__init__(description or self.code)
-        self.description = description or self.code.replace("_", " ")
+        # Made safe here, where every error of every interface is born, so no edge that
+        # turns errors into bodies or headers can echo a client's text as it came.
+        self.description = printable(description or self.code.replace("_", " "))
+        super().__init__(self.description if description else self.code)
 
 
 class InvalidRequest(LicoreError):

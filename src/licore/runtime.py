@@ -97,22 +97,33 @@ def verify_source(caller: Caller, script_name: str, source: bytes,
     key_license = facts.key_license
     if key_license is not None and key_license.product_id != product.id:
         key_license = None
-    if key_license is not None and key_license.platform_id != caller.user_id:
-        return Verdict(False, (AlertDraft(KEY_USER_MISMATCH, key_license.id, caller.user_id,
-                                          key_license.platform_id, None, script_name),))
+    refused = _license_refusal(caller, script_name, key_license, facts.user_license)
+    if refused is not None:
+        return refused
     mine = facts.user_license
-    if mine is None or mine.state is LicenseState.INACTIVE:
-        return Verdict(False)
-    if key_license is None or key_license.id != mine.id or mine.state is LicenseState.PAUSED:
-        return Verdict(False, (AlertDraft(
-            INVALID_KEY_FOR_LICENSE, mine.id, caller.user_id,
-            key_license.platform_id if key_license else None, None, script_name),))
+    assert mine is not None  # _license_refusal refuses a caller without a license
     if facts.blacklisted or not facts.stored:
         return Verdict(False)
     if source not in facts.stored:
         return Verdict(False, (AlertDraft(STOLEN_PRODUCT, mine.id, caller.user_id,
                                           mine.platform_id, None, script_name),))
     return Verdict(True)
+
+
+def _license_refusal(caller: Caller, script_name: str, key_license: License | None,
+                     mine: License | None) -> Verdict | None:
+    """The refusal of `verify_source` on the licenses, or None when the key is the
+    caller's own active license of the product."""
+    if key_license is not None and key_license.platform_id != caller.user_id:
+        return Verdict(False, (AlertDraft(KEY_USER_MISMATCH, key_license.id, caller.user_id,
+                                          key_license.platform_id, None, script_name),))
+    if mine is None or mine.state is LicenseState.INACTIVE:
+        return Verdict(False)
+    if key_license is None or key_license.id != mine.id or mine.state is LicenseState.PAUSED:
+        return Verdict(False, (AlertDraft(
+            INVALID_KEY_FOR_LICENSE, mine.id, caller.user_id,
+            key_license.platform_id if key_license else None, None, script_name),))
+    return None
 
 
 def new_place(caller: Caller, facts: Facts) -> bool:

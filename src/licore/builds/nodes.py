@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from licore.builds.defaults import is_class_default
@@ -50,38 +51,54 @@ def _tagged(prop: Prop, ids: dict[str, str]) -> Any:
     if isinstance(v, Raw):
         return {"type": "Raw", "value": _b64(v.data),
                 "origin": v.origin, "typeId": v.type_id}
-    if t in _STRINGS:
-        data = v if isinstance(v, bytes) else str(v).encode()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"type": "BinaryString", "value": _b64(data)}
-    if t == "Bool":
-        return bool(v)
-    if t in _PLAIN_NUMBERS:
-        # A bare "inf" would read as a string property; tag the non-finite ones.
-        return v if _number(v) is v else {"type": t, "value": _number(v)}
-    if t in ("BinaryString", "SharedString", "NetAssetRef"):
-        return {"type": t, "value": _b64(v)}
-    if t == "Faces":
-        return {"type": t, "value": _bits(v, _FACES)}
-    if t == "Axes":
-        return {"type": t, "value": _bits(v, _AXES)}
-    if t == "Ref":
-        return {"type": t, "value": None if v is None else ids.get(v)}
-    if t == "Font":
-        family, weight, style, cached = v
-        return {"type": t, "value": {
-            "family": family, "weight": weight,
-            "style": _STYLES[style] if 0 <= style < len(_STYLES) else style,
-            "cachedFaceId": cached}}
-    if t == "Content":
-        if v is None:
-            return {"type": t, "value": None}
-        kind, target = v
-        return {"type": t, "value": {"uri": target} if kind == "uri"
-                else {"object": ids.get(target)}}
-    return {"type": t, "value": _numbers(v)}
+    tag = _TAGGED.get(t)
+    if tag is None:
+        return {"type": t, "value": _numbers(v)}
+    return tag(t, v, ids)
+
+
+def _string(t: str, v: Any, ids: dict[str, str]) -> Any:
+    data = v if isinstance(v, bytes) else str(v).encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"type": "BinaryString", "value": _b64(data)}
+
+
+def _plain_number(t: str, v: Any, ids: dict[str, str]) -> Any:
+    # A bare "inf" would read as a string property; tag the non-finite ones.
+    return v if _number(v) is v else {"type": t, "value": _number(v)}
+
+
+def _font(t: str, v: Any, ids: dict[str, str]) -> Any:
+    family, weight, style, cached = v
+    return {"type": t, "value": {
+        "family": family, "weight": weight,
+        "style": _STYLES[style] if 0 <= style < len(_STYLES) else style,
+        "cachedFaceId": cached}}
+
+
+def _content(t: str, v: Any, ids: dict[str, str]) -> Any:
+    if v is None:
+        return {"type": t, "value": None}
+    kind, target = v
+    return {"type": t, "value": {"uri": target} if kind == "uri"
+            else {"object": ids.get(target)}}
+
+
+# The types whose tagged form is not `{"type": T, "value": the numbers}`, one writer each.
+_TAGGED: dict[str, Callable[[str, Any, dict[str, str]], Any]] = {
+    **dict.fromkeys(_STRINGS, _string),
+    "Bool": lambda t, v, ids: bool(v),
+    **dict.fromkeys(_PLAIN_NUMBERS, _plain_number),
+    **dict.fromkeys(("BinaryString", "SharedString", "NetAssetRef"),
+                    lambda t, v, ids: {"type": t, "value": _b64(v)}),
+    "Faces": lambda t, v, ids: {"type": t, "value": _bits(v, _FACES)},
+    "Axes": lambda t, v, ids: {"type": t, "value": _bits(v, _AXES)},
+    "Ref": lambda t, v, ids: {"type": t, "value": None if v is None else ids.get(v)},
+    "Font": _font,
+    "Content": _content,
+}
 
 
 # Compact form: a tagged value is an array, its type first. These types carry one value after
@@ -123,6 +140,12 @@ def _compact_numbers(value: Any, doubles: bool) -> Any:
     return value
 
 
+def _compact_float(t: str, v: float) -> Any:
+    if not math.isfinite(v):
+        return [t, _number(v)]
+    return v if t == "Float64" else _short(v)
+
+
 def _compact(prop: Prop, ids: dict[str, str]) -> Any:
     """The compact form of one value (docs/instances.md): plain JSON where the tagged form
     is plain, else an array `[type, ...]`, float32 numbers with their shortest digits, and
@@ -131,9 +154,7 @@ def _compact(prop: Prop, ids: dict[str, str]) -> Any:
     if isinstance(v, Raw):
         return ["Raw", _b64(v.data), v.origin, v.type_id]
     if t in ("Float32", "Float64"):
-        if not math.isfinite(v):
-            return [t, _number(v)]
-        return v if t == "Float64" else _short(v)
+        return _compact_float(t, v)
     tagged = _tagged(prop, ids)
     if not isinstance(tagged, dict):
         return tagged

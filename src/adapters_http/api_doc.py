@@ -1,0 +1,311 @@
+"""What the OpenAPI document says of each call beyond its route: its id, summary and the
+JSON Schemas of its body and answers. Each route table entry (`partner.ENDPOINTS`,
+`device.ENDPOINTS`, `runtime.ENDPOINTS`) carries one `Doc` from here; `openapi.py` reads
+the tables, so a call's method, path and scope are written once, in its table.
+
+The shapes are written once as constants; `openapi.py` turns every use of a shape named in
+`NAMED` into a `$ref` to `components/schemas`, so generated clients get one class a shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from licore import bounds
+from licore import commands as c
+from licore.events import TOPICS
+
+J = dict[str, Any]
+
+
+@attrs.frozen(eq=False)
+class Doc:
+    operation_id: str
+    summary: str
+    ok: J  # the success answer's JSON Schema
+    body: J | None = None  # the request body's schema, sent as each of `media`
+    params: list[J] | None = None  # query parameters
+    errors: tuple[int, ...] = ()  # error statuses beyond the ones the whole family has
+    media: tuple[str, ...] = ("application/json",)
+    description: str | None = None
+    ok_response: J | None = None  # a success answer that is not JSON, written whole
+    # The command a JSON body is read into: a test holds `body`'s properties to its fields.
+    reads: type | None = None
+
+
+def limited(rule: bounds.Text | bounds.WholeNumber) -> J:
+    """The JSON Schema of a field bounded by `rule`: the limits are written once, in
+    `licore.bounds`, and this document only repeats them."""
+    if isinstance(rule, bounds.WholeNumber):
+        return {"type": "integer", "minimum": rule.low, "maximum": rule.high}
+    schema: J = {"type": "string", "maxLength": rule.max_len}
+    if rule.min_len:
+        schema["minLength"] = rule.min_len
+    if rule.pattern is not None:
+        schema["pattern"] = f"^{rule.pattern}$"
+    return schema
+
+
+def obj(required: list[str], **props: J) -> J:
+    return {"type": "object", "required": required, "properties": props,
+            "additionalProperties": False}
+
+
+def _with(base: J, **more: J) -> J:
+    """`base` (an `obj`) with more required properties: `ok: true`, a secret, ..."""
+    return obj([*base["required"], *more], **base["properties"], **more)
+
+
+def q(name: str, required: bool = True) -> J:
+    return {"name": name, "in": "query", "required": required, "schema": STR}
+
+
+def array(items: J) -> J:
+    return {"type": "array", "items": items}
+
+
+STR: J = {"type": "string"}
+BOOL: J = {"type": "boolean"}
+INT: J = {"type": "integer"}
+NSTR: J = {"type": ["string", "null"]}
+TIME: J = {"type": "string", "format": "date-time"}
+NTIME: J = {"type": ["string", "null"], "format": "date-time"}
+NINT: J = {"type": ["integer", "null"]}
+ID: J = {"type": ["string", "integer"]}
+BINARY: J = {"type": "string", "format": "binary"}
+
+ERROR = obj(["error", "error_description"], error=STR, error_description=STR,
+            interval=INT)
+PAGE_PARAMS: list[J] = [
+    {"name": "limit", "in": "query", "required": False, "schema": limited(bounds.PAGE_LIMIT)},
+    {"name": "cursor", "in": "query", "required": False, "schema": limited(bounds.CURSOR)},
+]
+NEXT = {"next_cursor": NSTR}
+
+PRODUCT = obj(["id", "slug", "title", "tagline", "price_credit", "discoverable",
+               "licensing_enabled", "current_version"],
+              id=STR, slug=STR, title=STR, tagline=STR, price_credit=INT, discoverable=BOOL,
+              licensing_enabled=BOOL, current_version=NSTR)
+LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
+              id=STR, platform_id=STR, verified_at=TIME, is_active=BOOL,
+              source={"enum": ["purchase_pass", "grant"]},
+              state={"enum": ["active", "paused", "inactive"]})
+LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
+                      id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
+                      acquired_at=TIME)
+VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "created_at"],
+              id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL, created_at=TIME)
+ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner_platform_id",
+             "game_id", "script_name", "count", "first_seen_at", "last_seen_at"],
+            id=STR, kind={"enum": ["leaked_key", "stolen_product", "key_user_mismatch",
+                                   "invalid_key_for_license", "unrecognised_place"]},
+            product_id=STR, license_id=NSTR, platform_id=NSTR, key_owner_platform_id=NSTR,
+            game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
+PACKAGE = obj(["product_id", "slug", "title", "current_version", "versions", "placeholder",
+               "verify_scripts"], product_id=STR, slug=STR, title=STR, current_version=NSTR,
+              versions=array(STR), placeholder=STR, verify_scripts=BOOL)
+PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "published",
+                       "created_at", "format"],
+                      id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,
+                      published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]})
+CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
+              result={"enum": ["granted", "already_held", "paused", "revoked"]},
+              product_id=STR, license=LICENSE)
+SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
+OK = obj(["ok"], ok=BOOL)
+TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
+PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
+                   tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
+                   price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
+WEBHOOK = obj(["id", "url", "events", "created_at", "enabled", "disabled_at",
+               "disabled_reason", "failing_since", "previous_secret_valid_until"],
+              id=STR, url=STR, events=array(STR), created_at=TIME,
+              enabled=BOOL, disabled_at=NTIME, disabled_reason=NSTR, failing_since=NTIME,
+              previous_secret_valid_until=NTIME)
+WEBHOOK_SECRET = _with(WEBHOOK, ok=BOOL, secret={"type": "string", "pattern": "^whsec_"})
+DELIVERY = obj(["id", "event", "state", "attempts", "created_at", "delivered_at",
+                "next_attempt_at", "last_status", "last_error", "last_duration_ms"],
+               id=STR, event=STR,
+               state={"enum": ["pending", "delivered", "skipped", "dead"]}, attempts=INT,
+               created_at=TIME, delivered_at=NTIME, next_attempt_at=NTIME, last_status=NINT,
+               last_error=NSTR, last_duration_ms=NINT, endpoint_id=STR, license_id=STR,
+               guild_id=STR, role_id=STR)
+ROLE = obj(["guild_id", "role_id"], guild_id=STR, role_id=STR)
+ROLES = obj(["product_id", "roles"], product_id=STR, roles=array(ROLE))
+BY_ID = obj(["id"], id=STR)
+SETTINGS = obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
+                "verify_scripts", "unlock_data", "protection"], ok=BOOL, product_id=STR,
+               slug=STR, title=STR, current_version=NSTR, placeholder=STR,
+               verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
+               purchase_pass_id=NSTR)
+SETTINGS_BODY = obj(["product_id"], product_id=STR, placeholder=limited(bounds.PLACEHOLDER),
+                    verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
+                    purchase_pass_id={"oneOf": [limited(bounds.PURCHASE_PASS_ID),
+                                                {"type": "integer", "minimum": 1}]})
+PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
+                 "verify_scripts", "version"], ok=BOOL, product_id=STR, slug=STR,
+                title=STR, current_version=NSTR, placeholder=STR, verify_scripts=BOOL,
+                version=PACKAGE_VERSION)
+
+DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
+TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)
+# RFC 8628 clients send forms; licore also takes the same fields as JSON.
+JSON_OR_FORM = ("application/json", "application/x-www-form-urlencoded")
+
+RUNTIME_BASE = {"user_id": ID, "product_id": STR, "key": STR}
+NONCE = limited(bounds.NONCE)
+RUNTIME_FAIL = obj(["ok"], ok={"const": False})
+
+# Every named shape, in components/schemas; each use of one of these objects becomes a $ref.
+NAMED: dict[str, J] = {
+    "Error": ERROR, "Product": PRODUCT, "License": LICENSE, "LibraryProduct": LIBRARY_PRODUCT,
+    "Version": VERSION, "Alert": ALERT, "Package": PACKAGE, "PackageVersion": PACKAGE_VERSION,
+    "Saved": SAVED, "Ok": OK, "LicenseTarget": TARGET, "ProductChange": PRODUCT_BODY,
+    "RuntimeFailure": RUNTIME_FAIL, "DeviceCodeRequest": DEVICE_CODE_BODY,
+    "TokenRequest": TOKEN_BODY, "Claim": CLAIMED,
+}
+
+
+def _listing(name: str, item: J) -> J:
+    return obj([name], **{name: array(item)}, **NEXT)
+
+
+# The Partner API (partner.ENDPOINTS) -----------------------------------------------------
+
+LIST_PRODUCTS = Doc("listProducts", "List the studio's products",
+                    _listing("products", PRODUCT), params=PAGE_PARAMS)
+SAVE_PRODUCT = Doc("saveProduct", "Create (no id) or change (with id) a product", SAVED,
+                   body=PRODUCT_BODY, errors=(404,), reads=c.ChangeProduct)
+LIST_LICENSES = Doc("listLicenses", "List a product's licenses", _listing("licenses", LICENSE),
+                    params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
+GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one)",
+                    obj(["ok", "license"], ok=BOOL, license=LICENSE), body=TARGET,
+                    errors=(404, 409), reads=c.LicenseTarget)
+REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
+                     params=[q("product_id"), q("user")], errors=(404,))
+PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
+                    errors=(404,), reads=c.LicenseTarget)
+RESUME_LICENSE = Doc("resumeLicense", "Resume a paused license (extension)", OK, body=TARGET,
+                     errors=(404,), reads=c.LicenseTarget)
+LIST_ALERTS = Doc("listAlerts", "List the studio's alerts (extension)",
+                  _listing("alerts", ALERT), params=[q("product_id", False), *PAGE_PARAMS],
+                  errors=(404,))
+GET_LIBRARY = Doc("getLibrary", "A person's products, or one product's versions with "
+                  "versions=1",
+                  {"oneOf": [_listing("products", LIBRARY_PRODUCT),
+                             obj(["versions"], versions=array(VERSION))]},
+                  params=[q("product_id", False), q("versions", False), *PAGE_PARAMS],
+                  errors=(404,))
+LIST_PACKAGES = Doc("listPackages", "The studio's packages", _listing("packages", PACKAGE),
+                    params=PAGE_PARAMS)
+SET_PACKAGE_SETTINGS = Doc(
+    "setPackageSettings",
+    "Set the placeholder, Verify scripts, unlock_data and protection rules", SETTINGS,
+    body=SETTINGS_BODY, errors=(404,), reads=c.ChangeSettings)
+LIST_PACKAGE_VERSIONS = Doc("listPackageVersions", "A product's versions, drafts included",
+                            _listing("versions", PACKAGE_VERSION),
+                            params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
+UPLOAD_PACKAGE_VERSION = Doc(
+    "uploadPackageVersion",
+    "Upload a version: the raw .rbxm or .rbxmx file as the body, checked by parsing before "
+    "it is stored", obj(["ok", "version"], ok=BOOL, version=PACKAGE_VERSION),
+    body=BINARY, media=("application/octet-stream",),
+    params=[q("product_id"), {**q("version"), "schema": limited(bounds.VERSION_LABEL)}],
+    errors=(404, 409, 413))
+PUBLISH_PACKAGE_VERSION = Doc(
+    "publishPackageVersion",
+    "Make a version live, once the protection rules apply to all its scripts", PUBLISHED,
+    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR), errors=(404,),
+    reads=c.PublishVersion)
+DOWNLOAD_COPY = Doc(
+    "downloadCopy", "The buyer's own copy of the live build or of version_id", {},
+    params=[q("product_id"), q("version_id", False)], errors=(404,),
+    ok_response={"description": "the model file, in the format it was uploaded in",
+                 "headers": {"X-Service-Version": {"description": "the version label",
+                                                   "schema": STR}},
+                 "content": {"application/octet-stream": {"schema": BINARY},
+                             "application/xml": {"schema": STR}}})
+CLAIM_PURCHASE = Doc(
+    "claimPurchase",
+    "Extension: claim a product whose purchase pass the person owns on the platform "
+    "(granted with source purchase_pass; a revoked license stays revoked, a paused one "
+    "paused)", CLAIMED, body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
+    errors=(404, 409, 503),
+    description="409 is `pass_not_owned`: the platform says the person does not own the "
+                "product's pass. See docs/platform.md.", reads=c.ClaimPurchase)
+LIST_WEBHOOKS = Doc("listWebhooks", "List the studio's webhook endpoints (extension)",
+                    obj(["webhooks"], webhooks=array(WEBHOOK)))
+ADD_WEBHOOK = Doc("addWebhook", "Add a webhook endpoint; the secret is shown once "
+                  "(extension)", WEBHOOK_SECRET,
+                  body=obj(["url", "events"], url=STR, events=array({"enum": list(TOPICS)})),
+                  reads=c.AddWebhook)
+REMOVE_WEBHOOK = Doc("removeWebhook", "Remove a webhook endpoint (extension)", OK,
+                     params=[q("id")], errors=(404,))
+ROTATE_WEBHOOK_SECRET = Doc(
+    "rotateWebhookSecret", "A new secret; the old one still signs for 24 hours (extension)",
+    WEBHOOK_SECRET, body=BY_ID, errors=(404,), reads=c.WebhookTarget)
+ENABLE_WEBHOOK = Doc("enableWebhook", "Turn a disabled endpoint back on (extension)",
+                     _with(WEBHOOK, ok=BOOL), body=BY_ID, errors=(404,), reads=c.WebhookTarget)
+LIST_WEBHOOK_DELIVERIES = Doc("listWebhookDeliveries",
+                              "The delivery log, newest first (extension)",
+                              _listing("deliveries", DELIVERY), params=PAGE_PARAMS)
+RESEND_WEBHOOK_DELIVERY = Doc("resendWebhookDelivery",
+                              "Send a delivery again now, with the same id (extension)",
+                              _with(DELIVERY, ok=BOOL), body=BY_ID, errors=(404,),
+                              reads=c.WebhookTarget)
+LIST_CHAT_ROLES = Doc("listChatRoles", "The chat roles owning a product earns (extension)",
+                      ROLES, params=[q("product_id")], errors=(404,))
+SET_CHAT_ROLES = Doc("setChatRoles", "Replace the chat roles owning a product earns "
+                     "(extension)", _with(ROLES, ok=BOOL),
+                     body=obj(["product_id", "roles"], product_id=STR, roles=array(ROLE)),
+                     errors=(404,), reads=c.SetChatRoles)
+LIST_CHAT_ROLE_HAND_OUTS = Doc("listChatRoleHandOuts",
+                               "Chat-role hand-outs and removals, newest first (extension)",
+                               _listing("hand_outs", DELIVERY), params=PAGE_PARAMS)
+
+# The device authorization flow (device.ENDPOINTS) -----------------------------------------
+
+START_DEVICE_AUTHORIZATION = Doc(
+    "startDeviceAuthorization", "Start a device authorization (JSON or form body)",
+    obj(["device_code", "user_code", "verification_uri", "verification_uri_complete",
+         "expires_in", "interval"],
+        device_code=STR, user_code={"type": "string", "pattern": "^[A-Z]{4}-[A-Z]{4}$"},
+        verification_uri=STR, verification_uri_complete=STR, expires_in=INT, interval=INT),
+    body=DEVICE_CODE_BODY, media=JSON_OR_FORM, errors=(400, 429), reads=c.StartAuthorization)
+POLL_DEVICE_TOKEN = Doc(
+    "pollDeviceToken", "Poll for the key (returned once; JSON or form body)",
+    obj(["access_token", "token_type", "scope", "studio_id"], access_token=STR,
+        token_type={"const": "Bearer"}, scope=STR, studio_id=NSTR),
+    body=TOKEN_BODY, media=JSON_OR_FORM, errors=(400,), reads=c.PollToken)
+REVOKE_KEY = Doc("revokeKey", "Revoke the bearer key (any body, JSON or form, is ignored)",
+                 OK, errors=(401,))
+
+# The Runtime API (runtime.ENDPOINTS) ------------------------------------------------------
+
+RUNTIME_CHECK = Doc(
+    "runtimeCheck", "Is this license valid? (forgeable; non-critical checks only)",
+    obj(["success"], success=BOOL),
+    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, game_id=ID), reads=c.Check)
+RUNTIME_UNLOCK = Doc(
+    "runtimeUnlock", "The seller's unlock payload, sealed under the license key",
+    {"oneOf": [obj(["ok", "exp", "cipher", "tag"], ok={"const": True}, exp=INT, cipher=STR,
+                   tag=STR), RUNTIME_FAIL]},
+    body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
+             game_id=ID), reads=c.Unlock)
+RUNTIME_VERSION = Doc(
+    "runtimeVersion", "The newest published version label",
+    {"oneOf": [obj(["ok", "latest", "update", "fileId"], ok={"const": True}, latest=STR,
+                   update=BOOL, fileId=STR), RUNTIME_FAIL]},
+    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR), reads=c.AskVersion)
+RUNTIME_UPDATE = Doc(
+    "runtimeUpdate", "The buyer's protected copy of the live build, sealed",
+    {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"], ok={"const": True},
+                   version=STR, update=BOOL, cipher=STR, tag=STR), RUNTIME_FAIL]},
+    body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
+             current=STR, nodes={"enum": ["compact", "tagged"]}), reads=c.Update)
+RUNTIME_VERIFY_SOURCE = Doc(
+    "runtimeVerifySource", "Is the running source byte-identical to the stored live source?",
+    obj(["ok"], ok=BOOL),
+    body=obj(["user_id", "product_id", "key", "script_name", "source"], **RUNTIME_BASE,
+             script_name=STR, source=STR), reads=c.VerifySource)
