@@ -24,6 +24,10 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 
 
+# What `python3 dev.py test` took last measured, on a clean clone (docs/performance.md).
+MEASURED = "measured: about N minutes on 2 cores"
+
+
 def _ensure_venv(extras: str) -> None:
     if sys.version_info < (3, 11):
         sys.exit("licore needs Python 3.11 or newer")
@@ -65,11 +69,16 @@ def serve(args: list[str]) -> None:
 def test(args: list[str]) -> None:
     _ensure_venv("test")
     started = time.monotonic()
-    _say("lint, types, import rules, then the whole suite (about 5-10 minutes on 2 cores)")
+    workers = os.environ.get("LICORE_TEST_WORKERS") or str((os.cpu_count() or 1) + 1)
+    _say(f"lint, types, import rules, then the whole suite in {workers} workers "
+         f"({MEASURED})")
     _run(BIN / "ruff", "check", "src", "tests", "bench", "dev.py", "noxfile.py")
     _run(BIN / "mypy")
     _run(BIN / "lint-imports")
-    _run(PY, "-m", "pytest", *args)
+    # Whole modules to a worker (their servers start once), the longest first
+    # (tests/support/ordering.py). One more worker than cores: much of an end-to-end test
+    # is waiting for a server process, which leaves a core free for another worker.
+    _run(PY, "-m", "pytest", "-n", workers, "--dist", "loadfile", *args)
     _say(f"all checks passed in {time.monotonic() - started:.0f} s")
 
 

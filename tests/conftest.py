@@ -19,6 +19,7 @@ import pytest_asyncio
 
 from adapters_storage import MemoryStorage, open_storage
 from licore.ports import Storage
+from tests.support.ordering import longest_first, recorder
 
 PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -90,3 +91,13 @@ async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield store
     finally:
         await store.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    recording = recorder()
+    if recording is not None:
+        config.pluginmanager.register(recording, "licore-durations")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    longest_first(items)
