@@ -49,7 +49,7 @@ def test_a_large_sealed_answer_is_compressed_in_pieces_as_it_goes() -> None:
         messages.append(message)
 
     scope = {"headers": [(b"accept-encoding", b"gzip, deflate")]}
-    asyncio.run(_send_json(send, body, scope=scope))  # type: ignore[arg-type]
+    asyncio.run(_send_json(send, body, scope=scope))
     start, *pieces = messages
     headers = dict(start["headers"])
     assert headers[b"content-encoding"] == b"gzip" and headers[b"vary"] == b"Accept-Encoding"
