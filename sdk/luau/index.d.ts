@@ -70,7 +70,10 @@ declare namespace Licore {
 		verifySource(scriptName: string, source: string, userId?: string | number): boolean;
 	}
 
+	/** A key's HMAC state: its pads, and on the pure Luau path the pads absorbed once. */
 	interface HmacKey {
+		ipad: buffer;
+		opad: buffer;
 		inner: Array<number>;
 		outer: Array<number>;
 	}
@@ -81,6 +84,8 @@ declare namespace Licore {
 
 interface LicoreConstructor {
 	readonly VERSION: string;
+	/** true where SHA-256 runs through EncodingService (native code), false in pure Luau. */
+	readonly nativeHashing: boolean;
 	/** `new Licore(config)` compiles to `Licore.new(config)`. */
 	new (config: Licore.Config): Licore.Client;
 	/** Verified nodes -> unparented instances, and the "Path.Property: reason" list of what

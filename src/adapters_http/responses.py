@@ -8,7 +8,9 @@ from typing import Any
 
 import cattrs
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
+from adapters_http.compression import FILES, GZIP_ABOVE, VARY, accepts_gzip, send_gzip, slices
 from licore.errors import (
     InsufficientScope,
     InvalidToken,
@@ -60,10 +62,26 @@ _MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
 _SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
 
 
+class FileResponse(Response):
+    """A file, gzip-encoded on the way out when it is large and the caller accepts gzip
+    (decided here, from the request, so the routes that answer with a file need not)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if len(self.body) <= GZIP_ABOVE:
+            await super().__call__(scope, receive, send)
+            return
+        # A HEAD is answered plain: there is no body to compress.
+        if scope.get("method") == "HEAD" or not accepts_gzip(scope["headers"]):
+            self.raw_headers.append(VARY)
+            await super().__call__(scope, receive, send)
+            return
+        await send_gzip(send, self.status_code, self.raw_headers, slices(self.body), FILES)
+
+
 def file_response(got: Download) -> Response:
     """A buyer's copy as a file: named after its version label, never cached by others."""
     name = f"{_UNSAFE_IN_NAME.sub('', got.version) or 'build'}.{_SUFFIX[got.format]}"
-    return Response(got.data, media_type=_MEDIA[got.format], headers={
+    return FileResponse(got.data, media_type=_MEDIA[got.format], headers={
         "X-Service-Version": got.version,
         "Content-Disposition": f'attachment; filename="{name}"',
         "Cache-Control": "private, no-store",

@@ -24,6 +24,7 @@ from adapters_http import api_doc as d
 from adapters_http import json_text
 from adapters_http.api_doc import Doc
 from adapters_http.bodies import receive_json
+from adapters_http.compression import GZIP_ABOVE, SEALED, VARY, accepts_gzip, send_gzip
 from adapters_http.decoding import LENIENT, MAX_STRING, structure
 from adapters_http.edge import BodyWatch, log_unhandled, zero_byte_in_url
 from adapters_http.observability import (
@@ -51,16 +52,22 @@ _PIECE = 1 << 20
 
 
 async def _send_json(send: Send, body: J, status: int = 200,
-                     headers: dict[str, str] | None = None) -> None:
+                     headers: dict[str, str] | None = None, scope: Scope | None = None) -> None:
     head = [(b"content-type", b"application/json")]
     head += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     cipher = body.get("cipher")
-    if isinstance(cipher, str) and len(cipher) > STREAM_ABOVE:
-        await send({"type": "http.response.start", "status": status, "headers": head})
-        for piece in _pieces(body, cipher):
-            await send({"type": "http.response.body", "body": piece, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
-        return
+    if isinstance(cipher, str) and len(cipher) > GZIP_ABOVE:
+        # A large sealed answer (an /update): gzip-encoded when the caller accepts it.
+        if scope is not None and accepts_gzip(scope["headers"]):
+            await send_gzip(send, status, head, _pieces(body, cipher), SEALED)
+            return
+        head.append(VARY)
+        if len(cipher) > STREAM_ABOVE:
+            await send({"type": "http.response.start", "status": status, "headers": head})
+            for piece in _pieces(body, cipher):
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            return
     text = json_text.dumps(body, json_text.COMPACT).encode()
     head.append((b"content-length", b"%d" % len(text)))
     await send({"type": "http.response.start", "status": status, "headers": head})
@@ -178,7 +185,7 @@ class RuntimeApp:
             # /check answers `success`, the sealed calls and /verify-source answer `ok`
             passed = answer.get("success") or answer.get("ok")
             outcome = runtime_outcome(e.name, "success" if passed else "denied")
-            await _send_json(send, answer)
+            await _send_json(send, answer, scope=scope)
         except (InvalidRequest, PayloadTooLarge):
             await _send_json(send, e.failure, e.malformed_status)
         except RateLimited as limited:

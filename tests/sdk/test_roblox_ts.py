@@ -45,15 +45,32 @@ def _npm() -> str:
     return npm
 
 
-@pytest.fixture(scope="module")
-def project() -> Path:
+def npm_home() -> Path:
+    """The sample project with its npm packages installed (once per lock file)."""
     npm = _npm()
     lock = (SAMPLE / "package-lock.json").read_bytes()
     home = ROOT / ".venv" / f"rbxts-{hashlib.sha256(lock).hexdigest()[:12]}"
     with exclusive(str(home)):
         _install(npm, home)
-    for name in ("tsconfig.json", "default.project.json"):
+    return home
+
+
+def private_project(home: Path) -> Path:
+    """A project of its own at `home` sharing the installed packages by hard links: the
+    shared install is never written after `npm ci`, so test workers may use it at once."""
+    shared = npm_home()
+    home.mkdir(parents=True)
+    subprocess.run(["cp", "-al", str(shared / "node_modules"), str(home / "node_modules")],
+                   check=True)
+    shutil.rmtree(home / "node_modules" / "@rbxts" / "licore", ignore_errors=True)
+    for name in ("package.json", "package-lock.json", "tsconfig.json", "default.project.json"):
         shutil.copy(SAMPLE / name, home / name)
+    return home
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = private_project(tmp_path_factory.mktemp("rbxts") / "game")
     installed = home / "node_modules" / "@rbxts" / "licore"
     shutil.rmtree(installed, ignore_errors=True)
     installed.mkdir()
@@ -81,7 +98,7 @@ def _install(npm: str, home: Path) -> None:
     (home / ".installed").write_text("ok", encoding="utf-8")
 
 
-def _compile(home: Path, script: str) -> subprocess.CompletedProcess[str]:
+def compile_script(home: Path, script: str) -> subprocess.CompletedProcess[str]:
     for stale in ("src", "out", "include"):
         shutil.rmtree(home / stale, ignore_errors=True)
     (home / "src" / "server").mkdir(parents=True)
@@ -93,7 +110,7 @@ def _compile(home: Path, script: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_game_script_using_the_typings_compiles(project: Path) -> None:
     sample = (SAMPLE / "src" / "server" / "main.server.ts").read_text(encoding="utf-8")
-    result = _compile(project, sample)
+    result = compile_script(project, sample)
     assert result.returncode == 0, result.stdout + result.stderr
     out = (project / "out" / "server" / "main.server.luau").read_text(encoding="utf-8")
     # The compiled calls are the SDK's: constructor, colon methods, dot functions.
@@ -105,7 +122,7 @@ def test_a_game_script_using_the_typings_compiles(project: Path) -> None:
 
 
 def test_a_script_misusing_the_api_is_refused(project: Path) -> None:
-    result = _compile(project, MISUSE)
+    result = compile_script(project, MISUSE)
     assert result.returncode != 0
     errors = result.stdout + result.stderr
     assert "licenseKey" in errors  # a required config field left out
