@@ -81,7 +81,10 @@ class ChatClient:
         url = f"{self.config.api_url}/guilds/{guild_id}/members/{user_id}/roles/{role_id}"
         started = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=self.config.timeout) as http:
+            # httpx's limit is per phase (connect, each read); the whole call gets the same
+            # bound, so a service trickling its answer holds a delivery slot no longer.
+            async with asyncio.timeout(self.config.timeout), httpx.AsyncClient(
+                    timeout=self.config.timeout) as http:
                 response = await http.request(
                     "PUT" if present else "DELETE", url,
                     headers={"Authorization": f"Bot {self.config.bot_token}",
@@ -90,6 +93,10 @@ class ChatClient:
         except httpx.HTTPError as exc:
             return Delivered(False, error=f"could not reach the chat service "
                              f"({type(exc).__name__})")
+        except TimeoutError:
+            return Delivered(False, error=f"the chat service did not answer within "
+                             f"{self.config.timeout:g} seconds",
+                             duration_ms=int((time.monotonic() - started) * 1000))
         took = int((time.monotonic() - started) * 1000)
         self._learn(response)
         status = response.status_code
