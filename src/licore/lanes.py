@@ -57,10 +57,10 @@ class BreakerEvent(Event):
 
 
 class BreakerEffect(enum.Enum):
-    CLEAR = "the run of failures ends"
-    COUNT = "one more failure in a row is counted"
-    COOL_DOWN = ("nothing of the lane goes until the cool-down ends; it doubles each time "
-                 "the breaker opens again, up to the cap")
+    CLEAR = "The run of failures ends"
+    COUNT = "One more failure in a row is counted"
+    COOL_DOWN = ("Nothing of the lane goes until the cool-down ends (30 s, doubling each "
+                 "time it opens again, up to an hour)")
 
 
 B, BE, BX = BreakerState, BreakerEvent, BreakerEffect
