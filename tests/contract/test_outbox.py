@@ -8,7 +8,11 @@ import asyncio
 from collections.abc import Sequence
 
 import attrs
+import pytest
 
+from adapters_storage import open_storage, schema
+from adapters_storage.records import column_list, to_row
+from adapters_storage.sql import common
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.lanes import Breaker, BreakerState
 from licore.ports import Storage
@@ -195,3 +199,32 @@ async def test_concurrent_claims_never_take_two_messages_of_a_lane_or_one_twice(
     assert len({m.id for m in taken}) == len(taken) == 6  # two lanes of each of 3 studios
     assert len({m.lane for m in taken}) == 6
     assert all(m.id[-1] == "0" for m in taken)  # each lane's oldest
+
+
+async def test_messages_queued_before_lanes_existed_get_theirs_on_migrating(
+        database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database upgraded with messages pending: each one's lane is filled in from its kind
+    and target, as `lane_of` makes it, and the claims keep order by it at once."""
+    store = open_storage(database_url)
+    monkeypatch.setattr(common, "MIGRATIONS", schema.MIGRATIONS[:-1])
+    await store.migrate()
+    old = [message(1, target="whk_a"), message(2, target="whk_a"),
+           message(3, kind=MessageKind.CHAT_ROLE, target="11/22"),
+           message(4, kind=MessageKind.FAN_OUT, target="prd_1")]
+    columns = [c for c in column_list(Message).split(", ") if c != "lane"]
+    try:
+        async with store.unit_of_work() as uow:
+            db = uow.db  # the SQL unit of work: rows written as the old schema had them
+            for m in old:
+                row = dict(zip(column_list(Message).split(", "), to_row(m), strict=True))
+                await db.run(f"INSERT INTO outbox ({', '.join(columns)}) VALUES "
+                             f"({', '.join('?' for _ in columns)})", [row[c] for c in columns])
+        monkeypatch.setattr(common, "MIGRATIONS", schema.MIGRATIONS)
+        await store.migrate()
+        async with store.unit_of_work() as uow:
+            for m in old:
+                assert await uow.outbox.by_id(m.id) == m  # the lane made as lane_of makes it
+            claimed = await uow.outbox.claim(100, "w", 160, 10)
+        assert [m.id for m in claimed] == ["msg_001", "msg_003", "msg_004"]
+    finally:
+        await store.close()
