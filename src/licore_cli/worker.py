@@ -45,6 +45,8 @@ async def work_forever(delivery: Delivery, poll_seconds: float,
                        slots: int = SLOTS) -> None:
     name = worker_name()
     running: set[asyncio.Task[None]] = set()
+    loop = asyncio.get_running_loop()
+    counted = -poll_seconds  # when the backlog was last counted: once a poll at most
     try:
         while True:
             free = slots - len(running)
@@ -52,7 +54,8 @@ async def work_forever(delivery: Delivery, poll_seconds: float,
                 try:
                     for message in await delivery.claim(name, free):
                         running.add(asyncio.create_task(_send(delivery, message, name)))
-                    if on_backlog is not None:
+                    if on_backlog is not None and loop.time() - counted >= poll_seconds:
+                        counted = loop.time()
                         on_backlog(await delivery.backlog())
                 except asyncio.CancelledError:
                     raise

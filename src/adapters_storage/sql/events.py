@@ -40,12 +40,13 @@ class SqlOutbox(Repository):
             # before the other's lease is written (the one statement below cannot lock its
             # rows: PostgreSQL refuses FOR UPDATE with a window function).
             await self.db.run(f"SELECT pg_advisory_xact_lock({CLAIM_LOCK})")
-        rows = await self.db.rows(_CLAIM, [now, _PENDING, now, now, _PENDING, now, per_studio,
-                                           limit])
+        rows = await self.db.rows(_CLAIM, [now, _PENDING, now, now, now, per_studio, limit])
         taken = [from_row(Message, r) for r in rows]
-        for message in taken:
-            await self.db.run("UPDATE outbox SET claimed_by = ?, claimed_until = ? "
-                              "WHERE id = ?", [worker, lease_until, message.id])
+        if taken:
+            marks = ", ".join("?" for _ in taken)
+            await self.db.run(f"UPDATE outbox SET claimed_by = ?, claimed_until = ? "
+                              f"WHERE id IN ({marks})",
+                              [worker, lease_until, *(m.id for m in taken)])
         return [attrs.evolve(m, claimed_by=worker, claimed_until=lease_until) for m in taken]
 
     async def breakers(self, lanes: Sequence[str]) -> Mapping[str, Breaker]:
@@ -109,7 +110,8 @@ _COLUMNS = tuple(c.strip() for c in column_list(Message).split(","))
 CLAIM_LOCK = 0x11C0B  # any constant; the advisory lock makes claims take turns
 
 # `licore.lanes.plan` in one statement: `busy` counts each studio's leased messages; `heads`
-# are the due, unleased messages that are the oldest pending of their lane and whose lane's
+# are the due, unleased messages that are the oldest pending of their lane (one pass over the
+# pending rows: a "no earlier one" test per row is quadratic in a long lane) and whose lane's
 # breaker is not open, numbered within their studio by due time (`turn`); a studio gets
 # turns up to its free slots, and turns go round the studios before any gets a second.
 _CLAIM = f"""WITH busy AS (
@@ -119,10 +121,8 @@ heads AS (
     SELECT o.*, ROW_NUMBER() OVER (PARTITION BY o.studio_id
                                    ORDER BY o.next_attempt_at, o.id) AS turn
     FROM outbox o
-    WHERE o.state = ? AND o.next_attempt_at <= ?
-    AND (o.claimed_until IS NULL OR o.claimed_until < ?)
-    AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.lane = o.lane AND e.state = ?
-                    AND e.id < o.id)
+    JOIN (SELECT MIN(id) AS id FROM outbox WHERE state = ? GROUP BY lane) f ON f.id = o.id
+    WHERE o.next_attempt_at <= ? AND (o.claimed_until IS NULL OR o.claimed_until < ?)
     AND NOT EXISTS (SELECT 1 FROM outbox_lanes b WHERE b.lane = o.lane
                     AND b.state = 'open' AND b.open_until > ?))
 SELECT {column_list(Message, 'h.')} FROM heads h LEFT JOIN busy ON busy.studio_id = h.studio_id
