@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 import attrs
 import httpx
 
+from adapters_events.webhooks import tls_context
 from licore.events import Delivered
 
 UNKNOWN_MEMBER = 10007
@@ -50,6 +51,7 @@ class ChatClient:
     def __init__(self, config: ChatConfig) -> None:
         self.config = config
         self._not_before = 0.0  # monotonic time the spent bucket resets
+        self._tls = tls_context()
 
     def __repr__(self) -> str:
         return f"ChatClient({self.config.api_url!r})"
@@ -81,7 +83,10 @@ class ChatClient:
         url = f"{self.config.api_url}/guilds/{guild_id}/members/{user_id}/roles/{role_id}"
         started = time.monotonic()
         try:
-            async with httpx.AsyncClient(timeout=self.config.timeout) as http:
+            # httpx's limit is per phase (connect, each read); the whole call gets the same
+            # bound, so a service trickling its answer holds a delivery slot no longer.
+            async with asyncio.timeout(self.config.timeout), httpx.AsyncClient(
+                    timeout=self.config.timeout, verify=self._tls) as http:
                 response = await http.request(
                     "PUT" if present else "DELETE", url,
                     headers={"Authorization": f"Bot {self.config.bot_token}",
@@ -90,6 +95,10 @@ class ChatClient:
         except httpx.HTTPError as exc:
             return Delivered(False, error=f"could not reach the chat service "
                              f"({type(exc).__name__})")
+        except TimeoutError:
+            return Delivered(False, error=f"the chat service did not answer within "
+                             f"{self.config.timeout:g} seconds",
+                             duration_ms=int((time.monotonic() - started) * 1000))
         took = int((time.monotonic() - started) * 1000)
         self._learn(response)
         status = response.status_code
@@ -125,7 +134,7 @@ class ChatClient:
 
     async def identify(self, code: str, redirect_uri: str) -> str | None:
         try:
-            async with httpx.AsyncClient(timeout=self.config.timeout) as http:
+            async with httpx.AsyncClient(timeout=self.config.timeout, verify=self._tls) as http:
                 token = await http.post(
                     f"{self.config.api_url}/oauth2/token",
                     data={"grant_type": "authorization_code", "code": code,

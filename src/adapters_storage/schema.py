@@ -243,6 +243,21 @@ MIGRATIONS: list[list[str]] = [
             chat_user_id TEXT NOT NULL,
             linked_at {bigint} NOT NULL)""",
     ],
+    [
+        # Lanes (licore.lanes, docs/events.md): one message in flight per destination, in
+        # order; a breaker per lane, stored only while it is not the default (closed, no
+        # failures).
+        "ALTER TABLE outbox ADD COLUMN lane TEXT NOT NULL DEFAULT ''",
+        """UPDATE outbox SET lane = CASE kind WHEN 'fan_out' THEN 'fan:' || id
+            WHEN 'chat_role' THEN 'chat:' || target ELSE 'hook:' || target END""",
+        "CREATE INDEX outbox_lane ON outbox(lane, state, id)",
+        """CREATE TABLE outbox_lanes (
+            lane TEXT PRIMARY KEY,
+            state TEXT NOT NULL,
+            failures INTEGER NOT NULL,
+            opened INTEGER NOT NULL,
+            open_until {bigint} NOT NULL)""",
+    ],
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from licore.lanes import STUDIO_SLOTS, BreakerPolicy, lane_of
 from licore.licenses import LicenseState
 
 
@@ -70,6 +71,9 @@ class Message:
     delivered_at: int | None = None
     claimed_by: str | None = None
     claimed_until: int | None = None  # a lease: another worker may take it after this
+    # The destination whose order it keeps (licore.lanes); made from the rest when not given.
+    lane: str = attrs.field(default=attrs.Factory(
+        lambda m: lane_of(m.kind.value, m.target, m.id), takes_self=True))
 
 
 @attrs.frozen
@@ -125,6 +129,8 @@ class Schedule:
     cap: int = 3 * 3600
     give_up_after: int = 3 * 86400
     lease: int = 60  # how long a claimed message is a worker's before another may take it
+    studio_slots: int = STUDIO_SLOTS  # a studio's messages in flight at once (licore.lanes)
+    breaker: BreakerPolicy = attrs.field(factory=BreakerPolicy)
 
 
 def next_delay(schedule: Schedule, attempts: int, fraction: float,

@@ -13,6 +13,7 @@ import attrs
 from licore.builds.tree import CheckedModel, Model, Sources
 from licore.device_flow import DeviceState
 from licore.events import ChatRole, Delivered, Message, MessageKind, WebhookEndpoint
+from licore.lanes import STUDIO_SLOTS, Breaker
 from licore.licenses import LicenseState
 from licore.model import (
     Account,
@@ -337,10 +338,20 @@ class Outbox(Protocol):
     claimed by workers under a lease so that many processes never send one twice at once."""
 
     async def add(self, messages: Sequence[Message]) -> None: ...
-    async def claim(self, now: int, worker: str, lease_until: int,
-                    limit: int) -> Sequence[Message]:
-        """Take up to `limit` pending messages due by `now` whose lease (if any) ran out,
-        leasing them to `worker` until `lease_until`; others skip them meanwhile."""
+    async def claim(self, now: int, worker: str, lease_until: int, limit: int,
+                    per_studio: int = STUDIO_SLOTS) -> Sequence[Message]:
+        """Take the messages `licore.lanes.plan` lets go at `now` (at most `limit`; each the
+        oldest pending of its lane, due, unleased, its breaker not holding it; a studio's
+        leased ones counted against `per_studio`), leasing them to `worker` until
+        `lease_until`; others skip them meanwhile. Claims by concurrent workers never take
+        two messages of one lane, nor more than `per_studio` of one studio."""
+        ...
+    async def breakers(self, lanes: Sequence[str]) -> Mapping[str, Breaker]:
+        """The stored breakers of these lanes; a lane without one is closed with no
+        failures."""
+        ...
+    async def save_breaker(self, lane: str, breaker: Breaker) -> None:
+        """Store a lane's breaker (the default one is stored by forgetting the lane)."""
         ...
     async def save(self, message: Message, worker: str) -> bool:
         """Store an attempt's outcome; False (nothing stored) when `worker` lost the lease."""

@@ -24,7 +24,8 @@ _poll = _events.poll_ms / 1000
 
 
 def _outbox() -> Coroutine[Any, Any, None]:
-    return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set)
+    return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set,
+                        _events.slots)
 
 
 app = create_app(_deps, only=_only, web_config=web_config(_deps),

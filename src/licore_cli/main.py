@@ -143,7 +143,8 @@ def cmd_worker(args: argparse.Namespace) -> None:
 
     async def run(deps: Deps) -> None:
         delivery = UseCases.of(deps).delivery
-        await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000)
+        await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000,
+                                            slots=loaded.events.slots)
                                for _ in range(args.concurrency)))
 
     logging.getLogger("licore.serve").info("licore worker delivering the outbox")

@@ -153,6 +153,10 @@ FIELDS: tuple[Field, ...] = (
     Field("OUTBOX_POLL_MS", _whole(10, 60000), 1000),
     # delivery loops in each `licore serve` process; 0 leaves delivery to `licore worker`
     Field("OUTBOX_WORKERS", _whole(0, 64), 1),
+    # sends in flight at once in each delivery loop (a hanging endpoint holds one)
+    Field("OUTBOX_SLOTS", _whole(1, 256), 16),
+    # one studio's sends in flight at once, across every loop and process
+    Field("OUTBOX_STUDIO_SLOTS", _whole(1, 64), DEFAULTS.outbox.studio_slots),
 )
 
 
@@ -181,6 +185,7 @@ class EventSettings:
     webhook_timeout: int
     poll_ms: int
     workers: int
+    slots: int = 16
 
 
 @attrs.frozen
@@ -236,14 +241,15 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         runtime_ip_rate_limit=values["RUNTIME_IP_RATE_LIMIT"],
         max_upload_bytes=values["MAX_UPLOAD_BYTES"],
         claim_rate_limit=values["CLAIM_RATE_LIMIT"],
-        outbox=Schedule(base=values["OUTBOX_RETRY_BASE"], lease=values["OUTBOX_LEASE"]))
+        outbox=Schedule(base=values["OUTBOX_RETRY_BASE"], lease=values["OUTBOX_LEASE"],
+                        studio_slots=values["OUTBOX_STUDIO_SLOTS"]))
     events = EventSettings(
         chat_api_url=values["CHAT_API_URL"], chat_authorize_url=values["CHAT_AUTHORIZE_URL"],
         chat_bot_token=values["CHAT_BOT_TOKEN"], chat_client_id=values["CHAT_CLIENT_ID"],
         chat_client_secret=values["CHAT_CLIENT_SECRET"],
         webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"],
         webhook_timeout=values["WEBHOOK_TIMEOUT"], poll_ms=values["OUTBOX_POLL_MS"],
-        workers=values["OUTBOX_WORKERS"])
+        workers=values["OUTBOX_WORKERS"], slots=values["OUTBOX_SLOTS"])
     if values["OUTBOX_LEASE"] <= values["WEBHOOK_TIMEOUT"]:
         # A send still running when its lease ends could be taken and sent again at once.
         raise SettingsError(f"LICORE_OUTBOX_LEASE ({values['OUTBOX_LEASE']}) must be longer "

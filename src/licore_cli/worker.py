@@ -1,7 +1,13 @@
 """The outbox worker loop (docs/events.md): one per server process, started with the
 application, or alone with `licore worker`. Claims are leased in the database, so any number
 of these, in any number of processes, share the work without sending a message twice at
-once."""
+once.
+
+A loop keeps up to `slots` sends running at once, each its own task: a send that hangs holds
+its slot until the sender's timeout and nothing else, and the loop claims again as soon as
+any send ends (the end of one message may let the next of its lane go) or, idle, every
+`poll_seconds`. Which messages may go, one per lane and in order, is the claim's business
+(`licore.lanes.plan`)."""
 
 from __future__ import annotations
 
@@ -12,9 +18,12 @@ import socket
 import uuid
 from collections.abc import Callable
 
+from licore.events import Message
 from licore.services.delivery import Delivery
 
 log = logging.getLogger("licore.outbox")
+
+SLOTS = 16
 
 
 def worker_name() -> str:
@@ -22,18 +31,45 @@ def worker_name() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+async def _send(delivery: Delivery, message: Message, name: str) -> None:
+    try:
+        await delivery.deliver(message, name)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the lease runs out and the message is sent again later
+        log.error("outbox delivery failed: %s", type(exc).__name__)
+
+
 async def work_forever(delivery: Delivery, poll_seconds: float,
-                       on_backlog: Callable[[int], None] | None = None) -> None:
+                       on_backlog: Callable[[int], None] | None = None,
+                       slots: int = SLOTS) -> None:
     name = worker_name()
-    while True:
-        sent = 0
-        try:
-            sent = await delivery.run_once(name)
-            if on_backlog is not None:
-                on_backlog(await delivery.backlog())
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the next round may work; the messages stay queued
-            log.error("outbox round failed: %s", type(exc).__name__)
-        if sent == 0:
-            await asyncio.sleep(poll_seconds)
+    running: set[asyncio.Task[None]] = set()
+    loop = asyncio.get_running_loop()
+    counted = -poll_seconds  # when the backlog was last counted: once a poll at most
+    try:
+        while True:
+            free = slots - len(running)
+            if free > 0:
+                try:
+                    for message in await delivery.claim(name, free):
+                        running.add(asyncio.create_task(_send(delivery, message, name)))
+                    if on_backlog is not None and loop.time() - counted >= poll_seconds:
+                        counted = loop.time()
+                        on_backlog(await delivery.backlog())
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the next round may work; the messages stay queued
+                    log.error("outbox round failed: %s", type(exc).__name__)
+            if running:
+                done, _ = await asyncio.wait(running, timeout=poll_seconds,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                running -= done
+            else:
+                await asyncio.sleep(poll_seconds)
+    finally:
+        # Stopping: sends in flight are abandoned; their leases run out and another worker
+        # sends them again, with the same id.
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)

@@ -54,3 +54,16 @@ async def test_a_send_to_a_receiver_that_never_answers_ends_at_the_timeout() -> 
         silent.close()
     assert not result.done
     assert result.error == "no answer within 1 seconds"
+
+
+def test_the_delivery_slots_are_settings_checked_like_the_others() -> None:
+    """docs/operators.md: LICORE_OUTBOX_SLOTS per loop, LICORE_OUTBOX_STUDIO_SLOTS per
+    studio; out of range is one line naming the setting."""
+    defaults = settings.load(EMPTY)
+    assert (defaults.events.slots, defaults.core.outbox.studio_slots) == (16, 4)
+    loaded = settings.load({**EMPTY, "LICORE_OUTBOX_SLOTS": "32",
+                            "LICORE_OUTBOX_STUDIO_SLOTS": "2"})
+    assert (loaded.events.slots, loaded.core.outbox.studio_slots) == (32, 2)
+    for name, value in (("LICORE_OUTBOX_SLOTS", "0"), ("LICORE_OUTBOX_STUDIO_SLOTS", "65")):
+        with pytest.raises(settings.SettingsError, match=name):
+            settings.load({**EMPTY, name: value})

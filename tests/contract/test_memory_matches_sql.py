@@ -1,7 +1,8 @@
 """The in-memory storage against the SQL one: random sequences of port calls, the same on
 both, must give the same answers. The fixed contract tests check chosen cases; this looks for
 the cases nobody chose (pages cut at odd places, repeated buckets, nonces reused after
-expiry, alerts just outside their window, rolled-back units of work)."""
+expiry, alerts just outside their window, rolled-back units of work, and the outbox's claims
+among leases, retries, slots and breakers)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from adapters_storage import MemoryStorage, SqliteStorage
+from licore.events import Message, MessageKind, MessageState
+from licore.lanes import Breaker, BreakerState
 from licore.licenses import LicenseState
 from licore.model import Alert
 from licore.ports import Storage, UnitOfWork
@@ -25,13 +28,17 @@ PLATFORMS = ("1", "2", "3", "4")
 PRODUCTS = ("prd_1", "prd_2")
 BUCKETS = ("a", "b", "c")
 WINDOWS = (0, 60, 120)
+TARGETS = ("whk_a", "whk_b", "whk_c", "whk_d")
+STUDIOS = ("std_1", "std_2")
 
 
 class Rollback(Exception):
     """Raised inside a unit of work to roll it back."""
 
 
-class MemoryMatchesSql(RuleBasedStateMachine):
+class _BothStores(RuleBasedStateMachine):
+    """The memory store and SQLite, set up alike; `same` runs a call on both."""
+
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
@@ -76,6 +83,8 @@ class MemoryMatchesSql(RuleBasedStateMachine):
         self.now += seconds
         return self.now
 
+
+class MemoryMatchesSql(_BothStores):
     @rule(n=st.integers(0, 4), username=st.sampled_from(USERNAMES),
           platform=st.sampled_from(PLATFORMS))
     def add_account(self, n: int, username: str, platform: str) -> None:
@@ -226,3 +235,53 @@ def _never() -> Any:
 MemoryMatchesSql.TestCase.settings = settings(max_examples=40, stateful_step_count=30,
                                               deadline=None)
 TestMemoryMatchesSql = MemoryMatchesSql.TestCase
+
+
+class OutboxMatchesSql(_BothStores):
+    """Claims among leases, retries, slots and breakers: the SQL statement against
+    `licore.lanes.plan`, which the memory store applies as written."""
+
+    @rule(n=st.integers(0, 11), endpoint=st.sampled_from(TARGETS),
+          studio=st.sampled_from(STUDIOS), due=st.integers(0, 40))
+    def queue_message(self, n: int, endpoint: str, studio: str, due: int) -> None:
+        record = Message(f"msg_{n:02}", MessageKind.WEBHOOK, "license.granted", studio,
+                         endpoint, "", "{}", MessageState.PENDING, 0, self.now + due, self.now)
+
+        async def add(uow: UnitOfWork) -> None:
+            if await uow.outbox.by_id(record.id) is None:
+                await uow.outbox.add([record])
+        self.same(add)
+
+    @rule(worker=st.sampled_from(("w1", "w2")), limit=st.integers(1, 5),
+          per_studio=st.integers(1, 3), wait=st.integers(0, 40))
+    def claim_messages(self, worker: str, limit: int, per_studio: int, wait: int) -> None:
+        """The outbox's claims (licore.lanes.plan in memory, one statement in SQL)."""
+        now = self.tick(wait)
+        self.same(lambda uow: uow.outbox.claim(now, worker, now + 30, limit, per_studio))
+
+    @rule(n=st.integers(0, 11), worker=st.sampled_from(("w1", "w2")),
+          state=st.sampled_from((MessageState.DELIVERED, MessageState.PENDING,
+                                 MessageState.DEAD)), retry=st.integers(1, 60))
+    def settle_message(self, n: int, worker: str, state: MessageState, retry: int) -> None:
+        async def settle(uow: UnitOfWork) -> bool | None:
+            stored = await uow.outbox.by_id(f"msg_{n:02}")
+            if stored is None:
+                return None
+            return await uow.outbox.save(attrs.evolve(
+                stored, state=state, attempts=stored.attempts + 1, claimed_by=None,
+                claimed_until=None, next_attempt_at=self.now + retry), worker)
+        self.same(settle)
+
+    @rule(endpoint=st.sampled_from(TARGETS), state=st.sampled_from(BreakerState),
+          until=st.integers(-10, 60))
+    def set_breaker(self, endpoint: str, state: BreakerState, until: int) -> None:
+        breaker = (Breaker() if state is BreakerState.CLOSED
+                   else Breaker(state, 5, 1, self.now + until))
+        self.same(lambda uow: uow.outbox.save_breaker(f"hook:{endpoint}", breaker))
+        self.same(lambda uow: uow.outbox.breakers([f"hook:{t}" for t in TARGETS]))
+
+
+
+OutboxMatchesSql.TestCase.settings = settings(max_examples=60, stateful_step_count=40,
+                                              deadline=None)
+TestOutboxMatchesSql = OutboxMatchesSql.TestCase

@@ -262,8 +262,67 @@ class WebhookReceiver:
         return Handler
 
 
+@attrs.define
+class SilentReceiver:
+    """A receiver that accepts each request, reads it, and never answers: it holds the
+    connection until the sender gives up (closes it) or the stand-in stops. Counts the
+    requests waiting on it now and those whose sender gave up."""
+
+    port: int = attrs.field(factory=free_port)
+    waiting: int = 0
+    abandoned: int = 0
+    _stop: threading.Event = attrs.field(factory=threading.Event)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock)
+    _server: _Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._server = _serve(self._handler(), self.port)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        silent = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                with silent._lock:
+                    silent.waiting += 1
+                self.connection.settimeout(0.1)
+                try:
+                    while not silent._stop.is_set():
+                        try:
+                            if self.connection.recv(1) == b"":  # the sender hung up
+                                with silent._lock:
+                                    silent.abandoned += 1
+                                break
+                        except TimeoutError:
+                            continue
+                        except OSError:
+                            break
+                finally:
+                    with silent._lock:
+                        silent.waiting -= 1
+                self.close_connection = True
+
+        return Handler
+
+
 @contextmanager
-def running(*servers: ChatStandIn | WebhookReceiver) -> Iterator[None]:
+def running(*servers: ChatStandIn | WebhookReceiver | SilentReceiver) -> Iterator[None]:
     for s in servers:
         s.start()
     try:

@@ -1,14 +1,15 @@
 """The outbox and its destinations in memory. The store's one lock already runs units of
-work one after another, so claiming needs no more than the lease fields."""
+work one after another, so claiming is `licore.lanes.plan` applied as written."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
 from adapters_storage.memory.tables import Repository
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
+from licore.lanes import STUDIO_SLOTS, Breaker, plan
 from licore.licenses import LicenseState
 from licore.model import License, Page
 
@@ -18,16 +19,23 @@ class MemoryOutbox(Repository):
         for message in messages:
             self.t.outbox[message.id] = message
 
-    async def claim(self, now: int, worker: str, lease_until: int,
-                    limit: int) -> Sequence[Message]:
-        due = sorted((m for m in self.t.outbox.values()
-                      if m.state is MessageState.PENDING and m.next_attempt_at <= now
-                      and (m.claimed_until is None or m.claimed_until < now)),
-                     key=lambda m: (m.next_attempt_at, m.id))[:limit]
-        taken = [attrs.evolve(m, claimed_by=worker, claimed_until=lease_until) for m in due]
+    async def claim(self, now: int, worker: str, lease_until: int, limit: int,
+                    per_studio: int = STUDIO_SLOTS) -> Sequence[Message]:
+        chosen = plan(self.t.outbox.values(), self.t.breakers, now, limit, per_studio)
+        taken = [attrs.evolve(m, claimed_by=worker, claimed_until=lease_until)
+                 for m in chosen]
         for m in taken:
             self.t.outbox[m.id] = m
         return taken
+
+    async def breakers(self, lanes: Sequence[str]) -> Mapping[str, Breaker]:
+        return {lane: self.t.breakers[lane] for lane in lanes if lane in self.t.breakers}
+
+    async def save_breaker(self, lane: str, breaker: Breaker) -> None:
+        if breaker == Breaker():
+            self.t.breakers.pop(lane, None)
+        else:
+            self.t.breakers[lane] = breaker
 
     async def save(self, message: Message, worker: str) -> bool:
         stored = self.t.outbox.get(message.id)

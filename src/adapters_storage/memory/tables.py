@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import attrs
 
 from licore.events import ChatRole, Message, WebhookEndpoint
+from licore.lanes import Breaker
 from licore.model import (
     Account,
     Alert,
@@ -55,6 +56,8 @@ class Tables:
     # (bucket, window start) -> count
     counters: dict[tuple[str, int], int] = attrs.Factory(dict)
     outbox: dict[str, Message] = attrs.Factory(dict)
+    # lane -> its breaker, when not the default one
+    breakers: dict[str, Breaker] = attrs.Factory(dict)
     endpoints: dict[str, WebhookEndpoint] = attrs.Factory(dict)
     chat_roles: dict[str, tuple[ChatRole, ...]] = attrs.Factory(dict)
     # platform id -> chat user id

@@ -1,16 +1,16 @@
 """The outbox and where its messages go (webhook endpoints, chat roles, chat links).
 
-Claiming is one statement pair inside the caller's transaction. On PostgreSQL the candidate
-rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent workers each take different
-rows without waiting; on SQLite the unit of work already holds the database's write lock
-(`BEGIN IMMEDIATE`), so claims from many processes queue one after another. Either way the
-lease (`claimed_until`) is what keeps a message away from other workers while it is being
-sent, after the claiming transaction has committed.
+Claiming is one query (`licore.lanes.plan` in SQL) and the lease updates, inside the caller's
+transaction. Claims take turns: on SQLite the unit of work already holds the database's write
+lock (`BEGIN IMMEDIATE`); on PostgreSQL a transaction-scoped advisory lock, held for the few
+milliseconds a claim takes. Either way the lease (`claimed_until`) is what keeps a message,
+and so its lane, away from other workers while it is being sent, after the claiming
+transaction has committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,6 +18,7 @@ import attrs
 from adapters_storage.records import column_list, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository, insert
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
+from licore.lanes import STUDIO_SLOTS, Breaker, BreakerState
 from licore.model import License, Page
 
 _PENDING = MessageState.PENDING.value
@@ -32,18 +33,38 @@ class SqlOutbox(Repository):
         for message in messages:
             await self.db.run(insert("outbox", Message), to_row(message))
 
-    async def claim(self, now: int, worker: str, lease_until: int,
-                    limit: int) -> Sequence[Message]:
-        lock = " FOR UPDATE SKIP LOCKED" if self.dialect == "postgresql" else ""
-        rows = await self.db.rows(
-            f"SELECT {column_list(Message)} FROM outbox WHERE state = ? "
-            "AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?) "
-            f"ORDER BY next_attempt_at, id LIMIT ?{lock}", [_PENDING, now, now, limit])
+    async def claim(self, now: int, worker: str, lease_until: int, limit: int,
+                    per_studio: int = STUDIO_SLOTS) -> Sequence[Message]:
+        if self.dialect == "postgresql":
+            # Claims take turns, so two never count a studio's leases, or a lane's head,
+            # before the other's lease is written (the one statement below cannot lock its
+            # rows: PostgreSQL refuses FOR UPDATE with a window function).
+            await self.db.run(f"SELECT pg_advisory_xact_lock({CLAIM_LOCK})")
+        rows = await self.db.rows(_CLAIM, [now, _PENDING, now, now, now, per_studio, limit])
         taken = [from_row(Message, r) for r in rows]
-        for message in taken:
-            await self.db.run("UPDATE outbox SET claimed_by = ?, claimed_until = ? "
-                              "WHERE id = ?", [worker, lease_until, message.id])
+        if taken:
+            marks = ", ".join("?" for _ in taken)
+            await self.db.run(f"UPDATE outbox SET claimed_by = ?, claimed_until = ? "
+                              f"WHERE id IN ({marks})",
+                              [worker, lease_until, *(m.id for m in taken)])
         return [attrs.evolve(m, claimed_by=worker, claimed_until=lease_until) for m in taken]
+
+    async def breakers(self, lanes: Sequence[str]) -> Mapping[str, Breaker]:
+        if not lanes:
+            return {}
+        marks = ", ".join("?" for _ in lanes)
+        rows = await self.db.rows("SELECT lane, state, failures, opened, open_until FROM "
+                                  f"outbox_lanes WHERE lane IN ({marks})", list(lanes))
+        return {str(r[0]): Breaker(BreakerState(r[1]), int(r[2]), int(r[3]), int(r[4]))
+                for r in rows}
+
+    async def save_breaker(self, lane: str, breaker: Breaker) -> None:
+        await self.db.run("DELETE FROM outbox_lanes WHERE lane = ?", [lane])
+        if breaker != Breaker():
+            await self.db.run("INSERT INTO outbox_lanes (lane, state, failures, opened, "
+                              "open_until) VALUES (?, ?, ?, ?, ?)",
+                              [lane, breaker.state.value, breaker.failures, breaker.opened,
+                               breaker.open_until])
 
     async def save(self, message: Message, worker: str) -> bool:
         row = to_row(message)
@@ -86,6 +107,27 @@ class SqlOutbox(Repository):
 
 
 _COLUMNS = tuple(c.strip() for c in column_list(Message).split(","))
+CLAIM_LOCK = 0x11C0B  # any constant; the advisory lock makes claims take turns
+
+# `licore.lanes.plan` in one statement: `busy` counts each studio's leased messages; `heads`
+# are the due, unleased messages that are the oldest pending of their lane (one pass over the
+# pending rows: a "no earlier one" test per row is quadratic in a long lane) and whose lane's
+# breaker is not open, numbered within their studio by due time (`turn`); a studio gets
+# turns up to its free slots, and turns go round the studios before any gets a second.
+_CLAIM = f"""WITH busy AS (
+    SELECT studio_id, COUNT(*) AS n FROM outbox
+    WHERE state = 'pending' AND claimed_until >= ? GROUP BY studio_id),
+heads AS (
+    SELECT o.*, ROW_NUMBER() OVER (PARTITION BY o.studio_id
+                                   ORDER BY o.next_attempt_at, o.id) AS turn
+    FROM outbox o
+    JOIN (SELECT MIN(id) AS id FROM outbox WHERE state = ? GROUP BY lane) f ON f.id = o.id
+    WHERE o.next_attempt_at <= ? AND (o.claimed_until IS NULL OR o.claimed_until < ?)
+    AND NOT EXISTS (SELECT 1 FROM outbox_lanes b WHERE b.lane = o.lane
+                    AND b.state = 'open' AND b.open_until > ?))
+SELECT {column_list(Message, 'h.')} FROM heads h LEFT JOIN busy ON busy.studio_id = h.studio_id
+WHERE h.turn + COALESCE(busy.n, 0) <= ?
+ORDER BY h.turn, h.next_attempt_at, h.id LIMIT ?"""
 
 
 class SqlHooks(Repository):

@@ -1,12 +1,15 @@
-"""The outbox's workers (docs/events.md): claim due messages under a lease, send each one,
-and store what came of it. At-least-once: a worker that dies mid-send leaves its lease to
-run out, and another worker sends the message again with the same id.
+"""The outbox's workers (docs/events.md): claim the messages that may go now under a lease
+(`licore.lanes`: one per lane, in order, a studio's share bounded, breakers obeyed), send
+each one, and store what came of it with its lane's breaker. At-least-once: a worker that
+dies mid-send leaves its lease to run out, and another worker sends the message again with
+the same id.
 
 A failed send never touches the change it tells about: that committed long before."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import assert_never
 
 import attrs
@@ -20,6 +23,8 @@ from licore.events import (
     WebhookEndpoint,
     settle,
 )
+from licore.lanes import Breaker, BreakerEvent, outcome
+from licore.lanes import after as lanes_after
 from licore.licenses import LicenseState
 from licore.ports import ChatService, Clock, KeyVault, Randomness, Storage, WebhookSender
 from licore.services.announce import Announcer
@@ -48,34 +53,35 @@ class Delivery:
         return int.from_bytes(self.random.token_bytes(4), "big") / 2**32
 
     async def run_once(self, worker: str, limit: int = 20) -> int:
-        """Claim and send one batch; how many messages were claimed."""
-        now = self.clock.now()
-        async with self.storage.unit_of_work() as uow:
-            batch = await uow.outbox.claim(now, worker, now + self.schedule.lease, limit)
+        """Claim one round and send it, one message after another; how many were claimed.
+        For tests and embedders: the workers (`licore_cli.worker`) send concurrently."""
+        batch = await self.claim(worker, limit)
         for message in batch:
-            renewed = await self._renew(message, worker)
-            if renewed is not None:
-                await self._one(renewed, worker)
+            await self.deliver(message, worker)
         return len(batch)
 
-    async def _renew(self, message: Message, worker: str) -> Message | None:
-        """Extend the lease just before sending, or learn that it ran out while earlier
-        messages of the batch were sent and another worker took this one (then leave it)."""
+    async def claim(self, worker: str, limit: int) -> Sequence[Message]:
+        """Lease up to `limit` messages that may go now (`licore.lanes.plan`), and mark the
+        lanes whose breaker's cool-down is over as half-open: their message is the probe."""
         now = self.clock.now()
-        renewed = attrs.evolve(message, claimed_until=now + self.schedule.lease)
         async with self.storage.unit_of_work() as uow:
-            current = await uow.outbox.by_id(message.id)
-            if (current is None or current.state is not MessageState.PENDING
-                    or current.claimed_by != worker or not await uow.outbox.save(renewed,
-                                                                                  worker)):
-                return None
-        return renewed
+            batch = await uow.outbox.claim(now, worker, now + self.schedule.lease, limit,
+                                           self.schedule.studio_slots)
+            if batch:
+                lanes = [m.lane for m in batch]
+                for lane, breaker in (await uow.outbox.breakers(lanes)).items():
+                    cooled = lanes_after(breaker, BreakerEvent.COOLED, now,
+                                         self.schedule.breaker)
+                    if cooled != breaker:
+                        await uow.outbox.save_breaker(lane, cooled)
+        return batch
 
     async def backlog(self) -> int:
         async with self.storage.unit_of_work() as uow:
             return await uow.outbox.backlog(self.clock.now())
 
-    async def _one(self, message: Message, worker: str) -> None:
+    async def deliver(self, message: Message, worker: str) -> None:
+        """Send one claimed message and store what came of it, with its lane's breaker."""
         endpoint: WebhookEndpoint | None = None
         skipped = False
         match message.kind:
@@ -94,7 +100,16 @@ class Delivery:
         if skipped:
             settled = attrs.evolve(settled, state=MessageState.SKIPPED)
         async with self.storage.unit_of_work() as uow:
-            await uow.outbox.save(settled, worker)
+            if not await uow.outbox.save(settled, worker):
+                return  # the lease ran out and another worker has it: its outcome counts
+            if not result.permanent:  # a removed or disabled endpoint says nothing of health
+                policy = self.schedule.breaker
+                breaker = (await uow.outbox.breakers([message.lane])).get(message.lane,
+                                                                           Breaker())
+                moved = lanes_after(breaker, outcome(breaker, result.done, policy), now,
+                                    policy)
+                if moved != breaker:
+                    await uow.outbox.save_breaker(message.lane, moved)
             if endpoint is not None:
                 health = _health(endpoint, result.done, now)
                 if health != endpoint:
