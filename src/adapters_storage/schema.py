@@ -243,6 +243,13 @@ MIGRATIONS: list[list[str]] = [
             chat_user_id TEXT NOT NULL,
             linked_at {bigint} NOT NULL)""",
     ],
+    [
+        # Facts about the install itself; first among them the fingerprint of the
+        # key-encryption key every sealed key was made with (licore_cli.kek).
+        """CREATE TABLE server_facts (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL)""",
+    ],
 ]
 
 

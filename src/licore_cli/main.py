@@ -24,7 +24,7 @@ from licore.model import Account, Client
 from licore.scopes import Permission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
-from licore_cli import settings
+from licore_cli import kek, settings
 from licore_cli.compose import deps_from_env, secret
 
 
@@ -41,6 +41,8 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
         deps = deps_from_env()
         try:
             await deps.storage.migrate()
+            # before anything reads or seals a key: the key-encryption key is the database's
+            await kek.check(deps)
             return await action(deps)
         finally:
             await deps.storage.close()
@@ -385,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
         args.func(args)
     except LicoreError as error:
         raise SystemExit(f"licore: {error.description}") from None
-    except (OperatorError, settings.SettingsError) as error:
+    except (OperatorError, settings.SettingsError, kek.KeyMismatch) as error:
         raise SystemExit(f"licore: {error}") from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
