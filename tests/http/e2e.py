@@ -15,14 +15,15 @@ import httpx
 from adapters_crypto import SystemClock
 from adapters_storage import open_storage
 from licore.services.deps import Deps
-from tests.support.fakes import make_deps
+from tests.support.fakes import TEST_KEK, make_deps
 from tests.support.server import LICORE, Server
 
 T = TypeVar("T")
 
 
 def cli(database_url: str, *args: str, stdin: str = "") -> str:
-    env = {**os.environ, "LICORE_DATABASE_URL": database_url}
+    # the server's own key: the database refuses a process holding another
+    env = {**os.environ, "LICORE_DATABASE_URL": database_url, "LICORE_KEK": TEST_KEK.hex()}
     done = subprocess.run([str(LICORE), *args], input=stdin, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
