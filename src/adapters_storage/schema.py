@@ -249,6 +249,8 @@ MIGRATIONS: list[list[str]] = [
         """CREATE TABLE server_facts (
             name TEXT PRIMARY KEY,
             value TEXT NOT NULL)""",
+        # when the operator disabled the account (`licore account disable`), else NULL
+        "ALTER TABLE accounts ADD COLUMN disabled_at {bigint}",
     ],
 ]
 

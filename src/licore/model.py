@@ -18,6 +18,8 @@ class Account:
     username: str
     password_digest: str | None
     created_at: int
+    # set by the operator (`licore account disable`): no sign-in, no session, no key
+    disabled_at: int | None = None
 
 
 @attrs.frozen

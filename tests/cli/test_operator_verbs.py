@@ -40,8 +40,10 @@ def test_lists_passwords_and_app_changes(database_url: str, tmp_path: Path) -> N
 
     accounts = json.loads(run("account", "list", "--json").stdout)
     assert accounts == [
-        {"id": alice, "username": "alice", "platform_id": "1001", "can_sign_in": True},
-        {"id": bob, "username": "bob", "platform_id": "2002", "can_sign_in": False}]
+        {"id": alice, "username": "alice", "platform_id": "1001", "can_sign_in": True,
+         "disabled": False},
+        {"id": bob, "username": "bob", "platform_id": "2002", "can_sign_in": False,
+         "disabled": False}]
     assert f"{bob}  bob  platform 2002  (no password)" in run("account", "list").stdout
 
     studios = json.loads(run("--json", "studio", "list").stdout)
