@@ -17,7 +17,8 @@ class KeyMismatch(Exception):
     """The one line the operator sees."""
 
 
-def _source() -> str:
+def source() -> str:
+    """Where this process's key-encryption key comes from, in words."""
     if os.environ.get("LICORE_KEK"):
         return "LICORE_KEK"
     where = Path(settings.load().data_dir).resolve() / "kek"
@@ -32,10 +33,10 @@ async def check(deps: Deps) -> None:
     verdict = await settle(storage, vault.fingerprint(), vault.opens)
     if verdict is Verdict.DIFFERS:
         raise KeyMismatch(
-            f"the key-encryption key from {_source()} is not the one this database was "
+            f"the key-encryption key from {source()} is not the one this database was "
             f"made with; set LICORE_KEK to that key (every host of one database shares it), "
             f"or every license key would fail")
     if verdict is Verdict.CANNOT_OPEN:
         raise KeyMismatch(
-            f"the key-encryption key from {_source()} does not open the license keys stored "
+            f"the key-encryption key from {source()} does not open the license keys stored "
             f"in this database; set LICORE_KEK to the key they were sealed with")

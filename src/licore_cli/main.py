@@ -287,6 +287,25 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
 
 
 
+def cmd_backup(args: argparse.Namespace) -> None:
+    from adapters_storage.backup import BackupFailed, backup
+
+    url = settings.load().database_url
+    if not url.startswith("sqlite:"):  # (probing a SQLite path would create the file)
+        wrong = asyncio.run(problem(url))
+        if wrong:
+            raise OperatorError(wrong)
+    target = Path(args.path)
+    try:
+        kind = backup(url, target)
+    except BackupFailed as failed:
+        raise OperatorError(str(failed)) from None
+    _emit(args, {"path": str(target), "kind": kind},
+          f"backed up to {target} ({kind}).\nKeep the key-encryption key too, apart from "
+          f"this file ({kek.source()}): without it no license key in the backup can be "
+          f"opened.")
+
+
 def cmd_trace(args: argparse.Namespace) -> None:
     path = Path(args.file)
     try:
@@ -414,6 +433,11 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--description")
     u.add_argument("--scopes", help="the whole new registration, space-separated")
     u.set_defaults(func=cmd_client_update)
+
+    b = sub.add_parser("backup", help="copy the database while the server runs (SQLite's "
+                       "online backup; PostgreSQL through pg_dump)")
+    b.add_argument("path", help="a new file for the copy")
+    b.set_defaults(func=cmd_backup)
 
     t = sub.add_parser("trace", help="name the license a leaked script was made for")
     t.add_argument("file", help="a model file (.rbxm, .rbxmx, ...) or a .luau/.lua script")
