@@ -251,6 +251,14 @@ MIGRATIONS: list[list[str]] = [
             value TEXT NOT NULL)""",
         # when the operator disabled the account (`licore account disable`), else NULL
         "ALTER TABLE accounts ADD COLUMN disabled_at {bigint}",
+        # Products never given rules (`{}`, the old default) are protected like new ones
+        # (licore.protection.DEFAULT_RULES_JSON as it was written then; braces doubled for
+        # the macros), and their cached copies, made unprotected, go.
+        "DELETE FROM prepared_copies WHERE version_id IN (SELECT v.id FROM versions v "
+        "JOIN products p ON p.id = v.product_id WHERE p.protection = '{{}}')",
+        "UPDATE products SET protection = "
+        "'{{\"rules\":[{{\"paths\":[\"*\"],\"preset\":\"light\"}}]}}' "
+        "WHERE protection = '{{}}'",
     ],
 ]
 
