@@ -73,7 +73,6 @@ def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
         css = httpx.get(f"{base}/assets/web.css")
         assert css.status_code == 200 and "text/css" in css.headers["content-type"]
         assert httpx.get(f"{base}/signin").status_code == 200
-        assert httpx.get(f"{base}/openapi.json").json()["info"]["version"] == VERSION
     finally:
         server.terminate()
         server.wait(30)

@@ -8,17 +8,25 @@ import subprocess
 from pathlib import Path
 
 import attrs
+import httpx
 import pytest
 
 from adapters_crypto import AesGcmKeyVault
+from adapters_formats.codec import RobloxModelCodec
 from adapters_storage import open_storage
 from adapters_storage.key_fingerprint import Verdict, settle
 from licore.errors import KeyUnreadable
+from licore.services.deps import Deps
+from licore.services.wiring import UseCases
+from tests.http.e2e import People, auth, core, license_key, obtain_key
+from tests.support.models import product_model
 from tests.support.records import license, seed
-from tests.support.server import LICORE, free_port
+from tests.support.server import LICORE, free_port, running_server
 
 KEK_A = bytes(range(32))
 KEK_B = bytes(range(1, 33))
+STUDIO = "packages:write products:write licenses:write"
+LIBRARY = "library:read library:download"
 
 
 def run(tmp_path: Path, database_url: str, kek: bytes | None, *args: str,
@@ -98,3 +106,47 @@ def test_a_key_that_does_not_open_is_unavailable_not_a_crash(
     with pytest.raises(KeyUnreadable):
         other.decrypt_blob(blob, "v|lic_1|1")
     assert "LICORE_KEK" in caplog.text and "LK-secret-1" not in caplog.text
+
+
+async def _seller_and_buyer(d: Deps) -> People:
+    operator = UseCases.of(d).operator
+    owner = await operator.add_account("owner5", "15", None)
+    buyer = await operator.add_account("buyer5", "25", None)
+    studio = await operator.add_studio("Studio5", "owner5")
+    client = await operator.add_client("Kit tool", "Sells kits", f"{STUDIO} {LIBRARY}")
+    return People(owner.id, buyer.id, "", studio.id, client.id)
+
+
+def test_a_stored_key_that_does_not_open_answers_503_never_500(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'licore.db'}"
+    with running_server(url) as server:
+        people = core(url, _seller_and_buyer)
+        seller = auth(obtain_key(server, people, STUDIO, people.owner_id, people.studio_id))
+        product = httpx.post(f"{server.url}/v1/products", headers=seller,
+                             json={"title": "Kit"}).json()["id"]
+        version = httpx.post(f"{server.url}/v1/packages/versions", headers=seller,
+                             params={"product_id": product, "version": "1"},
+                             content=RobloxModelCodec().write(product_model())).json()
+        httpx.post(f"{server.url}/v1/packages/publish", headers=seller, json={
+            "product_id": product, "version_id": version["version"]["id"]}).raise_for_status()
+        httpx.post(f"{server.url}/v1/licenses", headers=seller,
+                   json={"product_id": product, "user": "25"}).raise_for_status()
+        buyer = auth(obtain_key(server, people, LIBRARY, people.buyer_id, None))
+        key = license_key(server, product, "25")
+
+        async def reseal_under_another_kek(d: Deps) -> None:  # a row from elsewhere
+            async with d.storage.unit_of_work() as uow:
+                lic = await uow.licenses.for_user(product, "25")
+                assert lic is not None
+                sealed = AesGcmKeyVault(KEK_B).encrypt(key, lic.id)
+                await uow.db.run(  # type: ignore[attr-defined]
+                    "UPDATE licenses SET key_ciphertext = ? WHERE id = ?", [sealed, lic.id])
+
+        core(url, reseal_under_another_kek)
+        got = httpx.get(f"{server.url}/v1/library/download", headers=buyer,
+                        params={"product_id": product})
+        assert got.status_code == 503, got.text
+        assert got.json()["error"] == "temporarily_unavailable"
+        assert "Retry-After" in got.headers
+        log = server.log()
+    assert "LICORE_KEK" in log and key not in log and "InvalidTag" not in log
