@@ -1,7 +1,7 @@
-"""licore installs from its wheel into a fresh virtual environment, outside any checkout,
-and serves: templates, the stylesheet and the migrations travel in the wheel, and the
-version `licore --version` prints is the one pyproject.toml declares. The `deploy/` systemd
-unit passes `systemd-analyze verify`."""
+"""licore installs from its wheel (and from its sdist) into a fresh virtual environment,
+outside any checkout, and serves: templates, the stylesheet and the migrations travel in
+the wheel, and the version `licore --version` prints is the one pyproject.toml declares.
+The `deploy/` systemd unit passes `systemd-analyze verify`."""
 
 from __future__ import annotations
 
@@ -77,6 +77,20 @@ def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
         server.terminate()
         server.wait(30)
         log.close()
+    # the sdist builds the same install (built here with hatchling, the build backend)
+    python = home / "bin" / "python"
+    run(python, "-m", "pip", "install", "-q", "hatchling", cwd=tmp_path)
+    run(home / "bin" / "hatchling", "build", "-t", "sdist", "-d", tmp_path / "sdist",
+        cwd=ROOT)
+    sdist = next((tmp_path / "sdist").glob("licore-*.tar.gz"))
+    assert sdist.name == f"licore-{VERSION}.tar.gz"
+    run(python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", sdist,
+        cwd=tmp_path)
+    assert run(licore, "--version", cwd=tmp_path, env=env).stdout.strip() == f"licore {VERSION}"
+    assets = run(python, "-c", "from adapters_http.web import render; "
+                 "print(render.CSS.is_file(), (render.HERE / 'templates' / 'home.html')"
+                 ".is_file())", cwd=tmp_path, env=env).stdout.split()
+    assert assets == ["True", "True"]
     # the migrations ran from the wheel: the database is there with its tables
     tables = run(home / "bin" / "python", "-c",
                  "import sqlite3; print(sqlite3.connect('licore.db').execute("
