@@ -258,6 +258,23 @@ MIGRATIONS: list[list[str]] = [
             opened INTEGER NOT NULL,
             open_until {bigint} NOT NULL)""",
     ],
+    [
+        # Facts about the install itself; first among them the fingerprint of the
+        # key-encryption key every sealed key was made with (licore_cli.kek).
+        """CREATE TABLE server_facts (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL)""",
+        # when the operator disabled the account (`licore account disable`), else NULL
+        "ALTER TABLE accounts ADD COLUMN disabled_at {bigint}",
+        # Products never given rules (`{}`, the old default) are protected like new ones
+        # (licore.protection.DEFAULT_RULES_JSON as it was written then; braces doubled for
+        # the macros), and their cached copies, made unprotected, go.
+        "DELETE FROM prepared_copies WHERE version_id IN (SELECT v.id FROM versions v "
+        "JOIN products p ON p.id = v.product_id WHERE p.protection = '{{}}')",
+        "UPDATE products SET protection = "
+        "'{{\"rules\":[{{\"paths\":[\"*\"],\"preset\":\"light\"}}]}}' "
+        "WHERE protection = '{{}}'",
+    ],
 ]
 
 

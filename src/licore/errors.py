@@ -129,6 +129,18 @@ class Unavailable(LicoreError):
         self.retry_after = retry_after
 
 
+class KeyUnreadable(Unavailable):
+    """A stored key (a license key, a webhook secret, a prepared copy) does not open under
+    this process's key-encryption key: the server is misconfigured (another `LICORE_KEK`,
+    a database restored from another install) or the row was altered. Nothing was done;
+    the answer is a 503 for the operator to fix, never a 500 or a silent wrong answer."""
+
+    def __init__(self) -> None:
+        super().__init__(60)
+        self.description = ("the service cannot open a stored key; its operator has to "
+                            "fix its key-encryption key")
+
+
 # The device flow (RFC 8628 shaped): status 400 unless marked.
 
 

@@ -8,6 +8,7 @@ import attrs
 
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState, Source
+from licore.protection import DEFAULT_RULES_JSON
 from licore.scopes import KeyKind, Permission
 
 
@@ -18,6 +19,8 @@ class Account:
     username: str
     password_digest: str | None
     created_at: int
+    # set by the operator (`licore account disable`): no sign-in, no session, no key
+    disabled_at: int | None = None
 
 
 @attrs.frozen
@@ -95,7 +98,7 @@ class Product:
     placeholder: str = "LICORE_LICENSE_KEY"
     verify_scripts: bool = False
     unlock_data: str = "null"  # JSON text, the seller's sealed `data`
-    protection: str = "{}"  # JSON text, the seller's rules
+    protection: str = DEFAULT_RULES_JSON  # JSON text, the seller's rules
     # The platform's game pass whose owners may claim a license (docs/platform.md).
     purchase_pass_id: str | None = None
 

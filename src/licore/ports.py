@@ -146,6 +146,9 @@ class Accounts(Protocol):
         """Every account by username, for the operator."""
         ...
     async def set_password(self, account_id: str, digest: str | None) -> bool: ...
+    async def set_disabled(self, account_id: str, disabled_at: int | None) -> bool:
+        """Disable the account from `disabled_at`, or enable it again with None."""
+        ...
 
 
 class Studios(Protocol):
@@ -161,6 +164,9 @@ class Studios(Protocol):
         """Every studio by name, for the operator."""
         ...
     async def members(self, studio_id: str) -> Sequence[Membership]: ...
+    async def remove_membership(self, studio_id: str, account_id: str) -> bool:
+        """False when the account was not a member."""
+        ...
 
 
 class Clients(Protocol):
@@ -207,6 +213,11 @@ class ApiKeys(Protocol):
         ...
     async def revoke_all_of_client(self, client_id: str, now: int) -> int:
         """Revoke every active key of the app; how many there were."""
+        ...
+    async def revoke_all_of_account(self, account_id: str, now: int,
+                                    studio_id: str | None = None) -> int:
+        """Revoke every active key the account approved (only those acting for `studio_id`
+        when given); how many there were."""
         ...
     async def connected_apps(
         self, *, studio_id: str | None = None, account_id: str | None = None

@@ -19,6 +19,13 @@ PRESETS: Mapping[str, frozenset[str]] = {
 }
 
 
+# What a product's rules are until its seller says otherwise: every script protected with
+# `light` (which keeps what each script does, and hides the buyer's key among encrypted
+# strings). An unprotected script is only ever the seller's explicit choice: `exclude` it, or
+# send other rules (`{}` leaves every script as written).
+DEFAULT_RULES_JSON = '{"rules":[{"paths":["*"],"preset":"light"}]}'
+
+
 class ProtectionSettingsError(ValueError):
     """The seller's protection JSON is malformed; `field` names the offending path."""
 

@@ -24,7 +24,7 @@ from licore.model import Account, Client
 from licore.scopes import Permission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
-from licore_cli import settings
+from licore_cli import kek, settings
 from licore_cli.compose import deps_from_env, secret
 
 
@@ -41,6 +41,8 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
         deps = deps_from_env()
         try:
             await deps.storage.migrate()
+            # before anything reads or seals a key: the key-encryption key is the database's
+            await kek.check(deps)
             return await action(deps)
         finally:
             await deps.storage.close()
@@ -53,14 +55,21 @@ def _with_use_cases(action: Callable[[UseCases], Awaitable[Any]]) -> Any:
 
 
 def _read_password(args: argparse.Namespace) -> str | None:
+    """The password typed at a prompt or piped on stdin. Nothing (an empty line, or stdin
+    at its end, as from </dev/null) is refused: an account without a password is only ever
+    asked for by name, with --no-password."""
     if args.no_password:
         return None
     if sys.stdin.isatty():
         first = getpass.getpass("Password: ")
         if first != getpass.getpass("Again: "):
-            raise SystemExit("the passwords differ")
-        return first
-    return sys.stdin.readline().rstrip("\n") or None
+            raise OperatorError("the passwords differ; nothing was changed")
+    else:
+        first = sys.stdin.readline().rstrip("\r\n")
+    if not first:
+        raise OperatorError("no password given (type it at the prompt or pipe it on stdin); "
+                            "for an account that cannot sign in, pass --no-password")
+    return first
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -94,7 +103,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
                                 f"{', '.join(sorted(unknown))}")
         os.environ["LICORE_ONLY"] = args.only
     _check_port_free(args.host, args.port)
-    _with_deps(lambda deps: deps.storage.migrate())
+    no_accounts = not _with_use_cases(lambda u: u.operator.accounts())
     secret("session_key", 32)  # made here, before the workers start, so they share one
     metrics_dir: str | None = None
     if args.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
@@ -115,6 +124,12 @@ def cmd_serve(args: argparse.Namespace) -> None:
     from adapters_http.observability import configure_logging
 
     configure_logging(loaded.log_level)
+    if no_accounts:
+        # There is no sign-up: an empty install's operator has to be told where to start.
+        logging.getLogger("licore.serve").info(
+            "no account yet: make the first with `licore account add NAME --platform-id "
+            "YOUR_ROBLOX_USER_ID` (it asks for a password), then sign in at %s/signin",
+            os.environ["LICORE_PUBLIC_URL"])
     logging.getLogger("licore.serve").info(
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
@@ -166,7 +181,8 @@ def _emit(args: argparse.Namespace, value: object, text: str) -> None:
 
 def _account(a: Account) -> dict[str, object]:
     return {"id": a.id, "username": a.username, "platform_id": a.platform_id,
-            "can_sign_in": a.password_digest is not None}
+            "can_sign_in": a.password_digest is not None and a.disabled_at is None,
+            "disabled": a.disabled_at is not None}
 
 
 def _client(c: Client) -> dict[str, object]:
@@ -185,7 +201,18 @@ def cmd_account_list(args: argparse.Namespace) -> None:
     accounts = _with_use_cases(lambda u: u.operator.accounts())
     _emit(args, [_account(a) for a in accounts], "\n".join(
         f"{a.id}  {a.username}  platform {a.platform_id}"
-        f"{'' if a.password_digest else '  (no password)'}" for a in accounts))
+        f"{'' if a.password_digest else '  (no password)'}"
+        f"{'  (disabled)' if a.disabled_at is not None else ''}" for a in accounts))
+
+
+def cmd_account_disable(args: argparse.Namespace) -> None:
+    revoked = _with_use_cases(lambda u: u.operator.set_account_disabled(args.username, True))
+    _emit(args, {"revoked_keys": revoked}, f"ok: {revoked} key(s) revoked")
+
+
+def cmd_account_enable(args: argparse.Namespace) -> None:
+    _with_use_cases(lambda u: u.operator.set_account_disabled(args.username, False))
+    _emit(args, {}, "ok")
 
 
 def cmd_account_password(args: argparse.Namespace) -> None:
@@ -222,6 +249,12 @@ def cmd_studio_collaborator(args: argparse.Namespace) -> None:
     print("ok")
 
 
+def cmd_studio_remove_collaborator(args: argparse.Namespace) -> None:
+    revoked = _with_use_cases(lambda u: u.operator.remove_collaborator(args.studio,
+                                                                       args.username))
+    _emit(args, {"revoked_keys": revoked}, f"ok: {revoked} studio key(s) revoked")
+
+
 def cmd_client_add(args: argparse.Namespace) -> None:
     client = _with_use_cases(lambda u: u.operator.add_client(args.name, args.description,
                                                              args.scopes))
@@ -253,6 +286,25 @@ def cmd_client_enable(args: argparse.Namespace) -> None:
     print("ok")
 
 
+
+
+def cmd_backup(args: argparse.Namespace) -> None:
+    from adapters_storage.backup import BackupFailed, backup
+
+    url = settings.load().database_url
+    if not url.startswith("sqlite:"):  # (probing a SQLite path would create the file)
+        wrong = asyncio.run(problem(url))
+        if wrong:
+            raise OperatorError(wrong)
+    target = Path(args.path)
+    try:
+        kind = backup(url, target)
+    except BackupFailed as failed:
+        raise OperatorError(str(failed)) from None
+    _emit(args, {"path": str(target), "kind": kind},
+          f"backed up to {target} ({kind}).\nKeep the key-encryption key too, apart from "
+          f"this file ({kek.source()}): without it no license key in the backup can be "
+          f"opened.")
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
@@ -334,6 +386,14 @@ def parser() -> argparse.ArgumentParser:
     pw.add_argument("--no-password", action="store_true",
                     help="remove the password: the account can no longer sign in")
     pw.set_defaults(func=cmd_account_password)
+    dis = account.add_parser("disable", help="stop an account: no sign-in, its sessions end, "
+                             "every key it approved is revoked")
+    dis.add_argument("username")
+    dis.set_defaults(func=cmd_account_disable)
+    en = account.add_parser("enable", help="let a disabled account sign in again (its "
+                            "revoked keys stay revoked)")
+    en.add_argument("username")
+    en.set_defaults(func=cmd_account_enable)
 
     studio = sub.group("studio", help="studios and their collaborators")
     st = studio.add_parser("add", help="add a studio owned by an account")
@@ -348,6 +408,11 @@ def parser() -> argparse.ArgumentParser:
     co.set_defaults(func=cmd_studio_collaborator)
     studio.add_parser("list", help="every studio with its members and their permissions"
                       ).set_defaults(func=cmd_studio_list)
+    rc = studio.add_parser("remove-collaborator", help="take an account out of a studio and "
+                           "revoke the studio keys it approved there")
+    rc.add_argument("studio")
+    rc.add_argument("username")
+    rc.set_defaults(func=cmd_studio_remove_collaborator)
 
     client = sub.group("client", help="registered apps")
     c = client.add_parser("add", help="register an app; prints its client_id")
@@ -370,6 +435,11 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--scopes", help="the whole new registration, space-separated")
     u.set_defaults(func=cmd_client_update)
 
+    b = sub.add_parser("backup", help="copy the database while the server runs (SQLite's "
+                       "online backup; PostgreSQL through pg_dump)")
+    b.add_argument("path", help="a new file for the copy")
+    b.set_defaults(func=cmd_backup)
+
     t = sub.add_parser("trace", help="name the license a leaked script was made for")
     t.add_argument("file", help="a model file (.rbxm, .rbxmx, ...) or a .luau/.lua script")
     t.add_argument("--product", required=True, help="the product id whose licenses to try")
@@ -386,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
         args.func(args)
     except LicoreError as error:
         raise SystemExit(f"licore: {error.description}") from None
-    except (OperatorError, settings.SettingsError) as error:
+    except (OperatorError, settings.SettingsError, kek.KeyMismatch) as error:
         raise SystemExit(f"licore: {error}") from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None

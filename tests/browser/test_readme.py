@@ -96,6 +96,8 @@ def test_the_readme_walkthrough_runs_verbatim(browser: Any, workdir: Path) -> No
         server.wait(10)
     text = "".join(output)
     assert text.rstrip().endswith("WALKTHROUGH-DONE"), text
+    # bob's first copy was protected (the default); the second, by alice's choice, is not
+    assert "bob's copy is protected: no key in sight" in text, text
     copy = (workdir / "MyLaserSword.rbxmx").read_text()
     assert "LICORE_LICENSE_KEY" not in copy and re.search(r"lk_[A-Za-z0-9]+", copy), copy
     # the last block's answer: a sealed unlock for bob's own copy

@@ -10,13 +10,16 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.fakes import TEST_KEK
 from tests.support.server import LICORE, running_server
 
 
 def licore(url: str, tmp: Path, *args: str, stdin: str = "",
            ok: bool = True) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LICORE_")}
-    env |= {"LICORE_DATABASE_URL": url, "LICORE_DATA_DIR": str(tmp / "data")}
+    # the key `running_server` gives the server: one database, one key-encryption key
+    env |= {"LICORE_DATABASE_URL": url, "LICORE_DATA_DIR": str(tmp / "data"),
+            "LICORE_KEK": TEST_KEK.hex()}
     done = subprocess.run([str(LICORE), *args], input=stdin, env=env, cwd=tmp, text=True,
                           capture_output=True, timeout=120, check=False)
     assert (done.returncode == 0) is ok, done.stderr
@@ -37,8 +40,10 @@ def test_lists_passwords_and_app_changes(database_url: str, tmp_path: Path) -> N
 
     accounts = json.loads(run("account", "list", "--json").stdout)
     assert accounts == [
-        {"id": alice, "username": "alice", "platform_id": "1001", "can_sign_in": True},
-        {"id": bob, "username": "bob", "platform_id": "2002", "can_sign_in": False}]
+        {"id": alice, "username": "alice", "platform_id": "1001", "can_sign_in": True,
+         "disabled": False},
+        {"id": bob, "username": "bob", "platform_id": "2002", "can_sign_in": False,
+         "disabled": False}]
     assert f"{bob}  bob  platform 2002  (no password)" in run("account", "list").stdout
 
     studios = json.loads(run("--json", "studio", "list").stdout)

@@ -15,14 +15,15 @@ import httpx
 from adapters_crypto import SystemClock
 from adapters_storage import open_storage
 from licore.services.deps import Deps
-from tests.support.fakes import make_deps
+from tests.support.fakes import TEST_KEK, make_deps
 from tests.support.server import LICORE, Server
 
 T = TypeVar("T")
 
 
 def cli(database_url: str, *args: str, stdin: str = "") -> str:
-    env = {**os.environ, "LICORE_DATABASE_URL": database_url}
+    # the server's own key: the database refuses a process holding another
+    env = {**os.environ, "LICORE_DATABASE_URL": database_url, "LICORE_KEK": TEST_KEK.hex()}
     done = subprocess.run([str(LICORE), *args], input=stdin, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -124,3 +125,18 @@ def license_key(server: Server, product_id: str, platform_id: str) -> str:
         return d.vault.decrypt(lic.key_ciphertext, lic.id)
 
     return core(server.database_url, read)
+
+
+def whose_copy(server: Server, product_id: str, platform_id: str, data: bytes) -> bool:
+    """Whether `data` is the buyer's own copy: protected copies hide the key, so the
+    server's tracing (the watermark, and the key inside encrypted strings) names it."""
+    from licore.services.wiring import UseCases
+
+    async def trace(d: Deps) -> bool:
+        async with d.storage.unit_of_work() as uow:
+            lic = await uow.licenses.for_user(product_id, platform_id)
+        assert lic is not None
+        found = await UseCases.of(d).copies.trace(None, product_id, "copy.rbxm", data)
+        return found.license_id == lic.id and found.key_found
+
+    return core(server.database_url, trace)

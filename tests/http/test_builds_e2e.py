@@ -55,8 +55,10 @@ def people(server: Server) -> People:
 def store(server: Server, people: People) -> Store:
     key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
     product = v1(server, "POST", "/products", key, json={"title": "Builds"}).json()["id"]
+    # Scripts checked by /verify-source stay as written: the seller says so (rules {}), and
+    # the copies then show each buyer's key where the placeholder was.
     v1(server, "POST", "/packages/settings", key,
-       json={"product_id": product, "verify_scripts": True})
+       json={"product_id": product, "verify_scripts": True, "protection": {}})
     r = upload(server, key, product, "1.0.0", file_of(product_model()))
     assert r.status_code == 200, r.text
     first = r.json()["version"]

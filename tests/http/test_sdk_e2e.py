@@ -46,8 +46,10 @@ def game(server: Server) -> Game:
     people: People = setup_people(server.database_url, "6")
     key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
     product = v1(server, "POST", "/products", key, json={"title": "SDK"}).json()["id"]
+    # Greeter is checked by /verify-source below, so the seller keeps the scripts as
+    # written (rules {}); the copies then show the buyer's key where the placeholder was.
     v1(server, "POST", "/packages/settings", key,
-       json={"product_id": product, "unlock_data": UNLOCK_DATA})
+       json={"product_id": product, "unlock_data": UNLOCK_DATA, "protection": {}})
     r = httpx.post(f"{server.url}/v1/packages/versions", headers=auth(key),
                    params={"product_id": product, "version": "1.0"},
                    content=CODEC.write(product_model()))

@@ -142,6 +142,10 @@ async def test_settings_tell_product_changed_through_the_api_and_the_dashboard(
 async def test_a_refused_settings_change_tells_nothing(setup: Setup) -> None:
     model = product_model()
     model.roots[0].children.append(script("Broken", "local x = 1\nlocal = = 2\n"))
+    # A script that does not parse is published only as written, and leaving scripts
+    # unprotected is the seller's explicit choice (rules {}); the default protects them.
+    await setup.uc.packages.change_settings(setup.studio, c.ChangeSettings(
+        setup.product.id, protection=c.JsonValue({})))
     version = (await setup.uc.packages.upload(setup.studio, c.UploadVersion(
         setup.product.id, "1", RobloxModelCodec().write(model)))).version
     await setup.uc.packages.publish(setup.studio, c.PublishVersion(setup.product.id,
@@ -152,7 +156,7 @@ async def test_a_refused_settings_change_tells_nothing(setup: Setup) -> None:
         await setup.uc.packages.change_settings(setup.studio, c.ChangeSettings(
             setup.product.id, protection=c.JsonValue(
                 {"rules": [{"paths": ["*"], "preset": "minify"}]})))
-    assert await setup.told() == before == ["version.published"]
+    assert await setup.told() == before == ["product.changed", "version.published"]
 
 
 async def test_product_details_on_the_dashboard_tell_product_changed(setup: Setup) -> None:

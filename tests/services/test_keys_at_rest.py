@@ -41,6 +41,10 @@ async def _scenario(deps: Deps) -> list[str]:
     uc = UseCases.of(deps)
     studio, buyer = ActingStudio(world.studio.id), ActingPerson(world.buyer.id)
     product = await uc.products.create(studio, c.CreateProduct("Secret keeper"))
+    # Unprotected by the seller's choice: the copies then hold the key in the clear, the
+    # worst case for what the database keeps.
+    await uc.packages.change_settings(studio, c.ChangeSettings(product.id,
+                                                               protection=c.JsonValue({})))
     data = RobloxModelCodec().write(product_model(extra=3))
     version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))

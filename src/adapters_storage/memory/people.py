@@ -43,6 +43,13 @@ class MemoryAccounts(Repository):
         self.t.accounts[account_id] = attrs.evolve(account, password_digest=digest)
         return True
 
+    async def set_disabled(self, account_id: str, disabled_at: int | None) -> bool:
+        account = self.t.accounts.get(account_id)
+        if account is None:
+            return False
+        self.t.accounts[account_id] = attrs.evolve(account, disabled_at=disabled_at)
+        return True
+
 
 class MemoryStudios(Repository):
     async def add(self, studio: Studio) -> bool:
@@ -62,6 +69,9 @@ class MemoryStudios(Repository):
 
     async def membership(self, studio_id: str, account_id: str) -> Membership | None:
         return self.t.memberships.get((studio_id, account_id))
+
+    async def remove_membership(self, studio_id: str, account_id: str) -> bool:
+        return self.t.memberships.pop((studio_id, account_id), None) is not None
 
     async def memberships_of(self, account_id: str) -> Sequence[Membership]:
         return sorted((m for m in self.t.memberships.values() if m.account_id == account_id),
@@ -156,6 +166,15 @@ class MemoryApiKeys(Repository):
     async def revoke_all_of_client(self, client_id: str, now: int) -> int:
         active = [k for k in self.t.api_keys.values()
                   if k.client_id == client_id and k.revoked_at is None]
+        for key in active:
+            self.t.api_keys[key.id] = attrs.evolve(key, revoked_at=now)
+        return len(active)
+
+    async def revoke_all_of_account(self, account_id: str, now: int,
+                                    studio_id: str | None = None) -> int:
+        active = [k for k in self.t.api_keys.values()
+                  if k.account_id == account_id and k.revoked_at is None
+                  and (studio_id is None or k.studio_id == studio_id)]
         for key in active:
             self.t.api_keys[key.id] = attrs.evolve(key, revoked_at=now)
         return len(active)

@@ -17,7 +17,7 @@ class SqlAccounts(Repository):
     async def add(self, account: Account) -> bool:
         cols = column_list(Account)
         rows = await self.db.rows(
-            f"INSERT INTO accounts ({cols}, username_key) VALUES (?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO accounts ({cols}, username_key) VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING RETURNING id",
             [*to_row(account), account.username.casefold()],
         )
@@ -43,6 +43,10 @@ class SqlAccounts(Repository):
     async def set_password(self, account_id: str, digest: str | None) -> bool:
         return await self.db.run("UPDATE accounts SET password_digest = ? WHERE id = ?",
                                  [digest, account_id]) > 0
+
+    async def set_disabled(self, account_id: str, disabled_at: int | None) -> bool:
+        return await self.db.run("UPDATE accounts SET disabled_at = ? WHERE id = ?",
+                                 [disabled_at, account_id]) > 0
 
 
 def _membership(row: tuple[Any, ...]) -> Membership:
@@ -79,6 +83,10 @@ class SqlStudios(Repository):
             "SELECT studio_id, account_id, manage_products, manage_licenses FROM memberships "
             "WHERE studio_id = ? AND account_id = ?", [studio_id, account_id])
         return _membership(rows[0]) if rows else None
+
+    async def remove_membership(self, studio_id: str, account_id: str) -> bool:
+        return await self.db.run("DELETE FROM memberships WHERE studio_id = ? AND "
+                                 "account_id = ?", [studio_id, account_id]) > 0
 
     async def memberships_of(self, account_id: str) -> Sequence[Membership]:
         rows = await self.db.rows(
@@ -181,6 +189,15 @@ class SqlApiKeys(Repository):
     async def revoke_all_of_client(self, client_id: str, now: int) -> int:
         return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE client_id = ? "
                                  "AND revoked_at IS NULL", [now, client_id])
+
+    async def revoke_all_of_account(self, account_id: str, now: int,
+                                    studio_id: str | None = None) -> int:
+        if studio_id is None:
+            return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE account_id = ? "
+                                     "AND revoked_at IS NULL", [now, account_id])
+        return await self.db.run("UPDATE api_keys SET revoked_at = ? WHERE account_id = ? "
+                                 "AND studio_id = ? AND revoked_at IS NULL",
+                                 [now, account_id, studio_id])
 
     async def connected_apps(self, *, studio_id: str | None = None,
                              account_id: str | None = None) -> Sequence[ConnectedApp]:

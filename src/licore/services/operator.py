@@ -111,6 +111,41 @@ class Operator:
             await uow.accounts.set_password(account.id, digest)
         return attrs.evolve(account, password_digest=digest)
 
+    async def set_account_disabled(self, username: str, disabled: bool) -> int:
+        """A disabled account cannot sign in, its web sessions end at their next request,
+        it approves nothing, and every key it approved is revoked, in one unit of work.
+        Enabling it again brings no key back. Returns how many keys were revoked."""
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            account = await uow.accounts.by_username(username)
+            if account is None:
+                raise NotFound(f"no account named {username}")
+            if disabled and account.disabled_at is not None:
+                return 0
+            await uow.accounts.set_disabled(account.id, now if disabled else None)
+            if not disabled:
+                return 0
+            return await uow.api_keys.revoke_all_of_account(account.id, now)
+
+    async def remove_collaborator(self, studio_name: str, username: str) -> int:
+        """Take a collaborator out of a studio and revoke the studio keys they approved for
+        it (a key keeps the scopes it was granted, so it must go with the membership).
+        Returns how many keys were revoked."""
+        async with self.storage.unit_of_work() as uow:
+            studio = await uow.studios.by_name(studio_name)
+            if studio is None:
+                raise NotFound(f"no studio named {studio_name}")
+            account = await uow.accounts.by_username(username)
+            if account is None:
+                raise NotFound(f"no account named {username}")
+            if account.id == studio.owner_account_id:
+                raise InvalidRequest(f"{account.username} owns {studio.name} and cannot be "
+                                     f"removed from it", "username")
+            if not await uow.studios.remove_membership(studio.id, account.id):
+                raise NotFound(f"{account.username} is not a collaborator of {studio.name}")
+            return await uow.api_keys.revoke_all_of_account(account.id, self.clock.now(),
+                                                             studio.id)
+
     async def accounts(self) -> Sequence[Account]:
         async with self.storage.unit_of_work() as uow:
             return await uow.accounts.all()

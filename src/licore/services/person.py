@@ -20,6 +20,9 @@ async def account(storage: Storage, account_id: str) -> Account:
         found = await uow.accounts.by_id(account_id)
     if found is None:
         raise NotFound("the account is gone")
+    if found.disabled_at is not None:
+        # the operator disabled it: whatever session it held ends here
+        raise NotFound("the account is disabled")
     return found
 
 

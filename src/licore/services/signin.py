@@ -33,6 +33,16 @@ class SignInRefused(LicoreError):
         super().__init__("wrong username or password")
 
 
+class AccountDisabled(SignInRefused):
+    """Told only to someone who proved the account is theirs: it names nothing else. A kind
+    of refusal, so every sign-in page shows it as it shows a wrong password."""
+
+    status = 403
+
+    def __init__(self) -> None:
+        LicoreError.__init__(self, "this account is disabled; ask the operator of this service")
+
+
 class SignInLocked(LicoreError):
     code = "rate_limited"
     status = 429
@@ -78,6 +88,8 @@ async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mappin
     account = await method.identify(fields)
     if account is None:
         raise SignInRefused()
+    if account.disabled_at is not None:
+        raise AccountDisabled()
     async with storage.unit_of_work() as uow:
         await uow.counters.hit(list(oks), window)
     return account

@@ -1,0 +1,42 @@
+"""At start: is this process's key-encryption key the one the database's keys were sealed
+with? If not, the process stops with one line saying which setting to fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from adapters_crypto import AesGcmKeyVault
+from adapters_storage import PostgresStorage, SqliteStorage
+from adapters_storage.key_fingerprint import Verdict, settle
+from licore.services.deps import Deps
+from licore_cli import settings
+
+
+class KeyMismatch(Exception):
+    """The one line the operator sees."""
+
+
+def source() -> str:
+    """Where this process's key-encryption key comes from, in words."""
+    if os.environ.get("LICORE_KEK"):
+        return "LICORE_KEK"
+    where = Path(settings.load().data_dir).resolve() / "kek"
+    return f"the file {where} (LICORE_KEK is unset)"
+
+
+async def check(deps: Deps) -> None:
+    vault, storage = deps.vault, deps.storage
+    if not isinstance(vault, AesGcmKeyVault) or not isinstance(
+            storage, (SqliteStorage, PostgresStorage)):
+        return  # an embedder's own vault, or a database that outlives nothing
+    verdict = await settle(storage, vault.fingerprint(), vault.opens)
+    if verdict is Verdict.DIFFERS:
+        raise KeyMismatch(
+            f"the key-encryption key from {source()} is not the one this database was "
+            f"made with; set LICORE_KEK to that key (every host of one database shares it), "
+            f"or every license key would fail")
+    if verdict is Verdict.CANNOT_OPEN:
+        raise KeyMismatch(
+            f"the key-encryption key from {source()} does not open the license keys stored "
+            f"in this database; set LICORE_KEK to the key they were sealed with")

@@ -1,0 +1,128 @@
+"""licore installs from its wheel (and from its sdist) into a fresh virtual environment,
+outside any checkout, and serves: templates, the stylesheet and the migrations travel in
+the wheel, and the version `licore --version` prints is the one pyproject.toml declares.
+The `deploy/` systemd unit passes `systemd-analyze verify`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import venv
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.fakes import TEST_KEK
+from tests.support.server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, ROOT, cwd=tmp_path)
+    wheel = next(wheels.glob("licore-*.whl"))
+    assert wheel.name == f"licore-{VERSION}-py3-none-any.whl"
+
+    home = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(home)
+    run(home / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=tmp_path)
+    licore = home / "bin" / "licore"
+    # nothing of the checkout on the path: the code comes from the installed wheel
+    env = {"PATH": f"{home / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path),
+           "LICORE_KEK": TEST_KEK.hex()}
+    site = run(home / "bin" / "python", "-c", "import licore_cli; print(licore_cli.__file__)",
+               cwd=tmp_path, env=env).stdout
+    assert str(home) in site and str(ROOT) not in site
+    assert run(licore, "--version", cwd=tmp_path, env=env).stdout.strip() == f"licore {VERSION}"
+    assert "--public-url" in run(licore, "serve", "--help", cwd=tmp_path, env=env).stdout
+
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    server = subprocess.Popen([licore, "serve", "--port", str(port)], cwd=tmp_path, env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.2)
+        home_page = httpx.get(f"{base}/")
+        assert home_page.status_code == 200 and "/assets/web.css" in home_page.text
+        css = httpx.get(f"{base}/assets/web.css")
+        assert css.status_code == 200 and "text/css" in css.headers["content-type"]
+        assert httpx.get(f"{base}/signin").status_code == 200
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
+    # the sdist builds the same install (built here with hatchling, the build backend)
+    python = home / "bin" / "python"
+    run(python, "-m", "pip", "install", "-q", "hatchling", cwd=tmp_path)
+    run(home / "bin" / "hatchling", "build", "-t", "sdist", "-d", tmp_path / "sdist",
+        cwd=ROOT)
+    sdist = next((tmp_path / "sdist").glob("licore-*.tar.gz"))
+    assert sdist.name == f"licore-{VERSION}.tar.gz"
+    run(python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", sdist,
+        cwd=tmp_path)
+    assert run(licore, "--version", cwd=tmp_path, env=env).stdout.strip() == f"licore {VERSION}"
+    assets = run(python, "-c", "from adapters_http.web import render; "
+                 "print(render.CSS.is_file(), (render.HERE / 'templates' / 'home.html')"
+                 ".is_file())", cwd=tmp_path, env=env).stdout.split()
+    assert assets == ["True", "True"]
+    # the migrations ran from the wheel: the database is there with its tables
+    tables = run(home / "bin" / "python", "-c",
+                 "import sqlite3; print(sqlite3.connect('licore.db').execute("
+                 "\"SELECT count(*) FROM schema_migrations\").fetchone()[0])",
+                 cwd=tmp_path, env=env).stdout.strip()
+    from adapters_storage.schema import MIGRATIONS
+
+    assert int(tables) == len(MIGRATIONS)
+
+
+def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze (Debian's systemd package) is on this machine"
+    unit = (ROOT / "deploy" / "licore.service").read_text()
+    # verify checks that ExecStart exists: point it at a stand-in of the installed command
+    stand_in = tmp_path / "licore"
+    stand_in.write_text("#!/bin/sh\n")
+    stand_in.chmod(0o755)
+    here = tmp_path / "licore.service"
+    here.write_text(unit.replace("/opt/licore/venv/bin/licore", str(stand_in)))
+    done = subprocess.run([analyze, "verify", str(here)], capture_output=True, text=True,
+                          timeout=60, check=False,
+                          env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    said = [line for line in (done.stdout + done.stderr).splitlines()
+            if "licore.service" in line]
+    assert done.returncode == 0 and said == [], done.stdout + done.stderr
+    assert "EnvironmentFile=/etc/licore/licore.env" in unit
+    names = {line.split("=", 1)[0] for line in
+             (ROOT / "deploy" / "licore.env").read_text().splitlines()
+             if line and not line.startswith("#")}
+    from licore_cli import settings
+
+    known = {f"LICORE_{f.env}" for f in settings.FIELDS} | {
+        "LICORE_KEK", "LICORE_SESSION_KEY", "LICORE_WATERMARK"}
+    assert names <= known, names - known  # the environment file names real settings only
