@@ -62,9 +62,9 @@ class SignedSender:
             for address in addresses:
                 why = refusal(address)
                 if why is not None:
-                    return [], (f"the host {hostname!r} resolves to {address}, a "
-                                f"special-purpose address: {why}; the operator has not "
-                                "allowed those (LICORE_WEBHOOK_ALLOW_PRIVATE)")
+                    return [], (f"the host {hostname!r} resolves to {address}, which is "
+                                f"{why}; the operator has not allowed special-purpose "
+                                "addresses (LICORE_WEBHOOK_ALLOW_PRIVATE)")
         return addresses, None
 
     async def refusal(self, url: str) -> str | None:

@@ -344,3 +344,17 @@ def test_the_two_known_500s(server: Server, ctx: dict[str, str]) -> None:
                    data={"scope": "library:read"})
     assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
     assert "Traceback" not in server.log()
+
+
+def test_special_purpose_webhook_addresses_are_refused_and_nothing_is_stored(
+        server: Server, ctx: dict[str, str]) -> None:
+    """Issue 30: shared address space and 6to4 carrying 127.0.0.1 were accepted. The whole
+    table is tests/services/test_webhook_addresses.py; here the API and the database."""
+    for url in ("http://100.64.0.1/", "http://[2002:7f00:1::1]/", "http://[64:ff9b::7f00:1]/",
+                "http://198.18.0.1/", "http://[::ffff:100.64.0.1]/"):
+        r = httpx.post(f"{server.url}/v1/webhooks", headers=auth(ctx["key"]),
+                       json={"url": url, "events": ["license.granted"]})
+        assert r.status_code == 400, (url, r.text)
+        assert "special-purpose" in r.json()["error_description"], r.text
+    listed = httpx.get(f"{server.url}/v1/webhooks", headers=auth(ctx["key"]))
+    assert listed.status_code == 200 and listed.json()["webhooks"] == [], listed.text
