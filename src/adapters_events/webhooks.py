@@ -3,8 +3,10 @@ package): headers `webhook-id` (the message id, the same on every retry), `webho
 (this attempt's time) and `webhook-signature` (`v1,<base64>` for each secret in use, space
 separated, so a rotation overlaps without a gap).
 
-Server-side request forgery: the host is resolved at every send, every address it resolves
-to must be public unless the operator allows private ones, and the request then goes to
+Server-side request forgery: the host is resolved when the endpoint is saved and again at
+every send, and none of the addresses it resolves to may be special-purpose
+(`licore.addresses`: the IANA registries, IPv4 carried inside IPv6 included) unless the
+operator allows private ones, and the request then goes to
 the checked address itself (the `Host` header and TLS server name keep the original
 name), so a second lookup answering differently (DNS rebinding) cannot redirect it.
 Redirects are not followed.
@@ -25,17 +27,11 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from standardwebhooks.webhooks import Webhook
 
+from licore.addresses import refusal
 from licore.events import Delivered
 
 TIMEOUT = 15.0
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def _forbidden(address: Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _forbidden(address.ipv4_mapped)
-    return (address.is_loopback or address.is_private or address.is_link_local
-            or address.is_multicast or address.is_reserved or address.is_unspecified)
 
 
 @functools.cache
@@ -56,25 +52,30 @@ class SignedSender:
         self._tls = tls_context()  # made now, at start, not on the first send
 
     async def _resolve(self, url: str) -> tuple[list[Address], str | None]:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return [], "the webhook URL must be an http:// or https:// address"
         try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
-            return [], "the webhook URL has an invalid port"
+            # An unbalanced "[" or a port out of range: urlsplit refuses what it cannot read.
+            return [], "the webhook URL is not a valid address (its host or port)"
+        if parts.scheme not in ("http", "https") or not hostname:
+            return [], "the webhook URL must be an http:// or https:// address"
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(
-                parts.hostname, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            return [], f"the host {parts.hostname!r} does not resolve"
+                hostname, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError, ValueError):
+            return [], f"the host {hostname!r} does not resolve"
         addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
         if not addresses:
-            return [], f"the host {parts.hostname!r} does not resolve"
-        if not self.allow_private and any(_forbidden(a) for a in addresses):
-            return [], (f"the host {parts.hostname!r} resolves to a loopback, private or "
-                        "link-local address; the operator has not allowed those "
-                        "(LICORE_WEBHOOK_ALLOW_PRIVATE)")
+            return [], f"the host {hostname!r} does not resolve"
+        if not self.allow_private:
+            for address in addresses:
+                why = refusal(address)
+                if why is not None:
+                    return [], (f"the host {hostname!r} resolves to {address}, which is "
+                                f"{why}; the operator has not allowed special-purpose "
+                                "addresses (LICORE_WEBHOOK_ALLOW_PRIVATE)")
         return addresses, None
 
     async def refusal(self, url: str) -> str | None:

@@ -24,6 +24,8 @@ from adapters_formats.binary_bytes import Cursor, deinterleave
 from adapters_formats.binary_columns import BASIC_ROTATION_IDS, CODECS, Context
 from adapters_formats.binary_reader import (
     MAX_DEPTH,
+    check_tags,
+    count_column,
     inst_head,
     prop_head,
     prop_values,
@@ -68,7 +70,9 @@ def _check_column(data: bytes, sizes: dict[int, int], ctx: Context) -> tuple[int
         cur.take(width * n)
     elif type_id == _STRING:
         for _ in range(n):
-            cur.string()
+            value = cur.string()
+            if name == "Tags":
+                check_tags(value)
     elif type_id == _CFRAME:
         _scan_cframes(cur, n)
     elif type_id == _OPTIONAL_CFRAME:
@@ -235,6 +239,7 @@ def check_binary(data: bytes) -> CheckedModel:
     ctx = Context()
     linked = False
     wanted: dict[tuple[int, str], StoredChunk] = {}  # (class id, Name/Source) -> chunk
+    columns: dict[int, set[str]] = {}
     for chunk in stored:
         if chunk.name == b"META":
             read_meta(inflate(data, chunk))
@@ -246,6 +251,7 @@ def check_binary(data: bytes) -> CheckedModel:
             insts.add_class(inflate(data, chunk))
         elif chunk.name == b"PROP":
             class_id, name = _check_column(inflate(data, chunk), insts.sizes, ctx)
+            count_column(columns, class_id, name)
             if name in ("Name", "Source"):
                 wanted[class_id, name] = chunk  # the last one wins, as in the full reader
         elif chunk.name == b"PRNT":

@@ -15,6 +15,25 @@ from licore.builds.tree import Instance, Model, Prop, Raw
 
 MAX_INSTANCES = 500_000
 MAX_DEPTH = 1_000
+# Per instance (docs/instances.md): the largest classes serialize about a hundred properties,
+# and an instance's properties are held together, so a file naming a million on one item
+# would be read (and kept) in full before anything else could refuse it.
+MAX_PROPERTIES = 1_000
+MAX_TAGS = 1_000  # CollectionService tags, the zero-separated names of `Tags`
+
+
+def check_tags(value: bytes) -> None:
+    if value.count(b"\0") >= MAX_TAGS:  # n names have n - 1 separators, or n with a last
+        raise ModelFormatError(f"an instance has more than {MAX_TAGS} tags")
+
+
+def count_column(columns: dict[int, set[str]], class_id: int, name: str) -> None:
+    """Refuse a class with more than `MAX_PROPERTIES` columns: each is a property of every
+    instance of the class."""
+    names = columns.setdefault(class_id, set())
+    names.add(name)
+    if len(names) > MAX_PROPERTIES:
+        raise ModelFormatError(f"an instance has more than {MAX_PROPERTIES} properties")
 
 
 def read_meta(data: bytes) -> dict[str, str]:
@@ -94,6 +113,7 @@ class _Reader:
         self.classes: dict[int, list[Instance]] = {}
         self.sizes: dict[int, int] = {}  # class id -> how many instances it has
         self.order: list[int] = []  # referents in INST order, for roots without a PRNT entry
+        self.columns: dict[int, set[str]] = {}  # class id -> its properties so far
 
     def inst(self, data: bytes) -> None:
         cur = Cursor(data, "INST")
@@ -115,6 +135,11 @@ class _Reader:
 
     def prop(self, data: bytes) -> None:
         class_id, name, type_name, values = prop_values(data, self.sizes, self.ctx)
+        count_column(self.columns, class_id, name)
+        if name == "Tags":
+            for value in values:
+                if isinstance(value, bytes):
+                    check_tags(value)
         for inst, value in zip(self.classes[class_id], values, strict=True):
             inst.properties[name] = Prop(type_name, value)
 

@@ -20,7 +20,12 @@ import attrs
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
-from adapters_formats.binary_reader import MAX_DEPTH, MAX_INSTANCES
+from adapters_formats.binary_reader import (
+    MAX_DEPTH,
+    MAX_INSTANCES,
+    MAX_PROPERTIES,
+    check_tags,
+)
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
 
@@ -280,6 +285,8 @@ def _scan(data: bytes) -> _Scan:
     parser = guarded_parser(_Refused)
     depth = elements = items = 0
     item_depth: list[int] = []  # the element depth of each open <Item>
+    properties: list[int] = []  # the property elements of each open <Item> so far
+    in_properties: list[int] = []  # the depth of the open <Properties> of an <Item>
     shared: dict[str, bytes] = {}
     new_era = False
     reading: list[str] = []  # the md5 of the <SharedString> being read
@@ -293,6 +300,12 @@ def _scan(data: bytes) -> _Scan:
             raise _Refused("the XML root element is not <roblox>")
         if elements > MAX_ELEMENTS:
             raise _Refused(f"more than {MAX_ELEMENTS} XML elements")
+        if in_properties and depth == in_properties[-1] + 1:
+            properties[-1] += 1
+            if properties[-1] > MAX_PROPERTIES:
+                raise _Refused(f"an instance has more than {MAX_PROPERTIES} properties")
+        elif tag == "Properties" and item_depth and item_depth[-1] == depth - 1:
+            in_properties[:] = [depth]
         if tag == "Item" and (depth == 2 or (item_depth and item_depth[-1] == depth - 1)):
             items += 1
             if items > MAX_INSTANCES:
@@ -300,6 +313,7 @@ def _scan(data: bytes) -> _Scan:
             if len(item_depth) >= MAX_DEPTH:
                 raise _Refused(f"instances nest deeper than {MAX_DEPTH} levels")
             item_depth.append(depth)
+            properties.append(0)
         elif depth > MAX_ELEMENT_DEPTH:
             raise _Refused(f"XML elements nest deeper than {MAX_ELEMENT_DEPTH} levels")
         elif tag == "ContentId":
@@ -323,6 +337,9 @@ def _scan(data: bytes) -> _Scan:
         nonlocal depth
         if item_depth and item_depth[-1] == depth:
             item_depth.pop()
+            properties.pop()
+        if in_properties and in_properties[-1] == depth:
+            in_properties.clear()
         if reading and depth == 3:
             key = reading.pop()
             try:
@@ -466,5 +483,7 @@ def _property(reader: _Reader, el: ET.Element, inst: Instance, skeleton: bool) -
     except _Bad as bad:
         raise ModelFormatError(
             f"property {name[:60]!r} of {inst.class_name} ({el.tag}) {bad}") from None
+    if name == "Tags" and isinstance(prop.value, bytes):
+        check_tags(prop.value)
     if not skeleton or name in _KEPT:
         inst.properties[name] = prop

@@ -156,7 +156,9 @@ def basic_client_id(request: Request) -> str | None:
         decoded = base64.b64decode(header[6:].strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise InvalidRequest("malformed Basic authorization") from None
-    return unquote(decoded.split(":", 1)[0]) or None
+    # Decoded twice over (base64, then percent-encoding), so it may hold what a header
+    # cannot: the same text rule as every other field (no zero byte, PostgreSQL refuses it).
+    return check_text("client_id", unquote(decoded.split(":", 1)[0])) or None
 
 
 def bearer(request: Request) -> tuple[str | None, bool]:

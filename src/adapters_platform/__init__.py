@@ -36,7 +36,9 @@ class Retry:
     attempts: int = 3  # tries in all, the first included
     backoff: float = 0.25  # seconds before the second try, doubled after each
     max_wait: float = 5.0  # the longest Retry-After honoured; a longer one ends the call
-    timeout: float = 5.0  # seconds for each try (connect, read, write, pool)
+    # Seconds for the whole call, every try and wait included: a platform that hangs costs a
+    # buyer this once, then "try later", instead of one timeout per try.
+    timeout: float = 5.0
 
 
 def retry_after(value: str | None, now: float) -> float | None:
@@ -109,7 +111,18 @@ class RobloxPlatform:
         return NoUser.UNKNOWN
 
     async def _get(self, url: str, call: str) -> tuple[int, Any]:
-        """The status and JSON body of a GET, retrying 5xx, 429 and transport failures."""
+        """The status and JSON body of a GET, retrying 5xx, 429 and transport failures, all
+        within one deadline (`Retry.timeout`)."""
+        deadline = asyncio.get_running_loop().time() + self.retry.timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._tries(url, call, deadline)
+        except TimeoutError:
+            reason = f"no answer within {self.retry.timeout:g} s"
+            log.error("platform gave no answer", extra={"call": call, "reason": reason})
+            raise _Unanswered(reason) from None
+
+    async def _tries(self, url: str, call: str, deadline: float) -> tuple[int, Any]:
         wait = self.retry.backoff
         reason = "no attempt"
         for attempt in range(1, self.retry.attempts + 1):
@@ -136,6 +149,9 @@ class RobloxPlatform:
                 break
             if delay is None:
                 reason += " (Retry-After beyond the wait cap)"
+                break
+            if asyncio.get_running_loop().time() + delay >= deadline:
+                reason += " (no time left for another try)"
                 break
             await self._sleep(delay)
             wait *= 2

@@ -464,8 +464,9 @@ class WebhookSender(Protocol):
         ...
 
     async def refusal(self, url: str) -> str | None:
-        """Why `url` may not receive webhooks (it resolves to a loopback, private or
-        link-local address the operator did not allow, or does not resolve), or None."""
+        """Why `url` may not receive webhooks (it cannot be read, does not resolve, or
+        resolves to a special-purpose address (`licore.addresses`) the operator did not
+        allow), or None."""
         ...
 
 

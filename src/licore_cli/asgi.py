@@ -12,10 +12,12 @@ from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
 from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.compose import deps_from_env, web_config
+from licore_cli.hypercorn_close import close_when_the_client_leaves
 from licore_cli.memory import return_large_buffers
 from licore_cli.worker import work_forever
 
 return_large_buffers()
+close_when_the_client_leaves()
 configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
 _deps = deps_from_env()

@@ -93,8 +93,9 @@ def test_private_addresses_and_bad_forms_are_refused_on_the_page(site: Site) -> 
     with signed_in(site, site.owner) as me:
         r = add(me, "http://127.0.0.1:9/hook", "license.granted")
         assert r.status_code == 400
-        assert ("resolves to a loopback, private or link-local address; the operator has not "
-                "allowed those (LICORE_WEBHOOK_ALLOW_PRIVATE)") in r.text
+        assert ("resolves to 127.0.0.1, which is loopback (127.0.0.0/8); the operator has "
+                "not allowed special-purpose addresses (LICORE_WEBHOOK_ALLOW_PRIVATE)"
+                ) in r.text
         r = add(me, "http://169.254.169.254/latest", "license.granted")  # cloud metadata
         assert r.status_code == 400 and "link-local" in r.text
         r = add(me, "https://93.184.215.14/hook")  # no event ticked

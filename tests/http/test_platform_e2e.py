@@ -108,6 +108,25 @@ def test_a_taken_name_gets_the_platform_id_appended(scene: Scene) -> None:
     assert account is not None and account.username == "buyer91-5550002"
 
 
+def test_an_account_with_a_password_is_not_entered_through_the_platform(
+        scene: Scene) -> None:
+    """owner91 (platform id 191) has a password: the platform proves the same platform user,
+    but does not stand in for the password (docs/web.md). helper91 (platform id 391) has
+    none, and is signed in."""
+    scene.platform.signed_in_as = "191"
+    scene.platform.users["191"] = "owner91"
+    with httpx.Client(base_url=scene.server.url, follow_redirects=True) as browser:
+        page = browser.get("/signin/platform")
+        assert page.status_code == 403, page.text
+        assert "sign in with its username and password" in page.text
+        assert browser.get("/library", follow_redirects=False).status_code == 303
+        assert "owner91" not in browser.get("/").text
+    owner = account_of(scene, "191")
+    assert owner is not None and owner.id == scene.people.owner_id
+    with platform_sign_in(scene, "391", "helper91") as browser:
+        assert "helper91" in browser.get("/").text
+
+
 @pytest.mark.parametrize("fault", ["tamper", "foreign_key", "wrong_aud", "wrong_iss",
                                    "expired", "wrong_nonce"])
 def test_a_bad_id_token_signs_no_one_in(scene: Scene, fault: str) -> None:

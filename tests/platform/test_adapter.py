@@ -110,3 +110,22 @@ def test_retry_after_forms() -> None:
     assert retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40.0) == 60.0
     assert retry_after("soon", 0) is None
     assert retry_after(None, 0) is None
+
+
+async def test_a_hanging_platform_costs_one_deadline_not_one_per_try(
+        platform: Platform) -> None:
+    """One deadline (`Retry.timeout`) for the whole call, its tries included: a platform
+    that never answers is asked once, then the answer is "unknown" (the buyer's "try
+    later"), where three tries each waited out their own timeout (issue 30)."""
+    platform.own("100", "555")
+    platform.hanging = True
+    waits = Waits()
+    adapter = client(platform.url, waits, attempts=3, timeout=0.5)
+    try:
+        assert await adapter.owns_pass("100", "555") is Ownership.UNKNOWN
+        assert await adapter.who("100") is NoUser.UNKNOWN
+    finally:
+        await adapter.aclose()
+    assert platform.inventory_calls() == 1
+    assert sum(1 for c in platform.calls if c == "GET /v1/users/100") == 1
+    assert waits.asked == []  # no try was left time for, so none was waited for

@@ -64,6 +64,10 @@ class Platform:
     fail_count: int = 0
     retry_after: str | None = None
     calls: list[str] = attrs.field(factory=list)
+    # A hanging platform: while `hanging` is set, inventory and user calls are held without
+    # an answer until `released` is set (the stand-in sets it when it stops).
+    hanging: bool = False
+    released: threading.Event = attrs.field(factory=threading.Event)
     # OpenID provider
     signed_in_as: str = ""  # the user the provider "signs in" at the authorize endpoint
     deny: bool = False  # the person presses Cancel: error=access_denied
@@ -167,6 +171,9 @@ def _handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
             path, query = parts.path, parse_qs(parts.query)
             platform.calls.append(f"GET {path}")
             segments = path.strip("/").split("/")
+            if platform.hanging and segments[:2] == ["v1", "users"]:
+                platform.released.wait(60)
+                return
             if len(segments) == 6 and segments[:2] == ["v1", "users"] and \
                     segments[3:5] == ["items", "GamePass"]:
                 self.inventory(segments[2], segments[5])
@@ -262,6 +269,7 @@ def running_platform() -> Iterator[Platform]:
     try:
         yield platform
     finally:
+        platform.released.set()
         server.shutdown()
         server.server_close()
         thread.join(5)

@@ -83,6 +83,8 @@ def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -
                         platform=platform.label, reason="locked")
         except signin.SignInRefused:
             return failed(ctx, 401, "failed")
+        except signin.PasswordAccount:
+            return failed(ctx, 403, "password")
         session.start(ctx.request, account, deps.clock.now())
         session.flash(ctx.request, f"Signed in as {account.username}.")
         return redirect(target)

@@ -53,6 +53,20 @@ class SignInLocked(LicoreError):
         self.retry_after = retry_after
 
 
+class PasswordAccount(LicoreError):
+    """Platform sign-in into an account that has a password: refused. The platform proves
+    the same platform user, but a password is a second credential its holder chose; letting
+    the platform's session stand in for it would make a taken-over platform account (or a
+    platform id an operator typed wrong) enough to enter the account without it."""
+
+    code = "access_denied"
+    status = 403
+
+    def __init__(self) -> None:
+        super().__init__("this platform user's account here has a password; sign in with "
+                         "the username and password")
+
+
 def _buckets(kind: str, name: str, ip: str) -> tuple[str, ...]:
     # A sign-in without a username (the platform's) is counted per address only: one
     # shared "no name" bucket would let five failures lock every platform sign-in out.
@@ -111,10 +125,13 @@ async def platform_account(storage: Storage, clock: Clock, ids: Ids, platform_id
                            name: str) -> Account | None:
     """The account of a person the platform vouched for (the ID token's subject), made at
     their first sign-in: no password (they always sign in through the platform), and the
-    platform's name as the username when no one has it. None when no free name was found."""
+    platform's name as the username when no one has it. None when no free name was found.
+    An existing account with a password is not entered this way (`PasswordAccount`)."""
     async with storage.unit_of_work() as uow:
         found = await uow.accounts.by_platform_id(platform_id)
         if found is not None:
+            if found.password_digest is not None:
+                raise PasswordAccount()
             return found
         for username in _username_candidates(name, platform_id):
             account = Account(ids.new("acc"), platform_id, username, None, clock.now())
@@ -122,7 +139,10 @@ async def platform_account(storage: Storage, clock: Clock, ids: Ids, platform_id
                 return account
     # A concurrent first sign-in of the same person may have made it meanwhile.
     async with storage.unit_of_work() as uow:
-        return await uow.accounts.by_platform_id(platform_id)
+        made = await uow.accounts.by_platform_id(platform_id)
+    if made is not None and made.password_digest is not None:
+        raise PasswordAccount()
+    return made
 
 
 async def entry_attempts(storage: Storage, session_id: str,
