@@ -55,10 +55,12 @@ class _Executor:
 
 
 class PostgresStorage:
-    def __init__(self, url: str, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(self, url: str, min_size: int = 1, max_size: int = 10,
+                 busy_wait: float = BUSY_WAIT) -> None:
         self.url = url
+        self.busy_wait = busy_wait
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
-                                        timeout=BUSY_WAIT,
+                                        timeout=busy_wait,
                                         kwargs={"connect_timeout": CONNECT_TIMEOUT,
                                                 # Statements outside a unit of work
                                                 # commit themselves: no BEGIN and COMMIT
@@ -95,7 +97,7 @@ class PostgresStorage:
         await self._open()
         try:
             async with self.pool.connection(
-                    timeout=OUTAGE_WAIT if self._down else BUSY_WAIT) as conn:
+                    timeout=OUTAGE_WAIT if self._down else self.busy_wait) as conn:
                 yield conn
         except PoolTimeout as exc:
             # No connection in time. Busy (every connection in use) is not an outage; a pool

@@ -48,7 +48,7 @@ def deps_from_env() -> Deps:
     platform = loaded.platform
     assert platform is not None  # load() always reads them
     return Deps(
-        storage=open_storage(loaded.database_url),
+        storage=open_storage(loaded.database_url, busy_wait=loaded.database_busy_wait),
         clock=SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32)),

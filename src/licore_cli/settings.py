@@ -126,6 +126,8 @@ FIELDS: tuple[Field, ...] = (
     Field("DEVICE_LIFETIME", _whole(1, 86400), DEFAULTS.device_lifetime),
     Field("DEVICE_INTERVAL", _whole(1, 3600), DEFAULTS.device_interval),
     Field("SHUTDOWN_GRACE", _whole(0, 3600), 30),
+    # seconds a request waits for a PostgreSQL connection while every pooled one is busy
+    Field("DATABASE_BUSY_WAIT", _whole(1, 600), 30),
     # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
     Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
     # The game platform (docs/platform.md): its public APIs, and sign-in with it when an
@@ -198,6 +200,7 @@ class ServerSettings:
     core: Settings
     events: EventSettings
     listen_backlog: int = 4096
+    database_busy_wait: int = 30
     platform: PlatformSettings | None = None
 
 
@@ -267,4 +270,5 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           public_url=public_url, log_level=values["LOG_LEVEL"],
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
                           events=events, listen_backlog=values["LISTEN_BACKLOG"],
+                          database_busy_wait=values["DATABASE_BUSY_WAIT"],
                           platform=platform)

@@ -17,7 +17,7 @@ from adapters_storage import MemoryStorage, PostgresStorage, SqliteStorage, open
 from adapters_storage.sql.common import array_literal
 from licore import commands as c
 from licore.actors import ActingStudio
-from licore.errors import AlreadyOwned, ExpiredToken, LicoreError
+from licore.errors import AlreadyOwned, ExpiredToken, LicoreError, Unavailable
 from licore.licenses import LicenseEvent, LicenseState
 from licore.model import Alert, Page, Product, Version
 from licore.ports import Storage
@@ -515,3 +515,24 @@ def test_postgres_reads_an_array_literal_back_as_the_values_it_was_made_of() -> 
             assert got[0] == [None if v is None else str(v) for v in values]
 
         read_back()
+
+
+@pytest.mark.postgres
+async def test_postgres_busy_wait_is_the_operators_choice(pg_schema_url: str) -> None:
+    # Every pooled connection in use while the database answers: a request waits the
+    # configured busy wait (LICORE_DATABASE_BUSY_WAIT), then is Unavailable (503).
+    opened = open_storage(pg_schema_url, busy_wait=7)
+    assert isinstance(opened, PostgresStorage) and opened.busy_wait == 7
+    store = PostgresStorage(pg_schema_url, min_size=1, max_size=1, busy_wait=1)
+    try:
+        await store.migrate()
+        async with store.pool.connection():
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(Unavailable):
+                async with store.unit_of_work():
+                    pass
+            waited = asyncio.get_running_loop().time() - started
+        # the default would have waited thirty seconds; the choice was one
+        assert waited < 10, waited
+    finally:
+        await store.close()

@@ -25,12 +25,18 @@ ALL = ("products:read products:write licenses:read licenses:write packages:read 
 pytestmark = pytest.mark.slow
 
 
+# Limits far above the burst, so every answer is about the race and not the pace; and a
+# request waits for a pooled connection as long as the burst takes on a loaded machine (the
+# suite runs in parallel workers beside these thousand-request bursts), so a 503 here can
+# only be the race the test is about, never the pool's ordinary busy wait.
+PATIENT = {"workers": "4", "LICORE_PARTNER_RATE_LIMIT": "100000",
+           "LICORE_RUNTIME_KEY_RATE_LIMIT": "100000", "LICORE_RUNTIME_IP_RATE_LIMIT": "100000",
+           "LICORE_DATABASE_BUSY_WAIT": "110"}
+
+
 @pytest.fixture(scope="module")
 def server(module_database_url: str) -> Iterator[Server]:
-    # Limits far above the burst, so every answer is about the race and not the pace.
-    with running_server(module_database_url, workers="4", LICORE_PARTNER_RATE_LIMIT="100000",
-                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000",
-                        LICORE_RUNTIME_IP_RATE_LIMIT="100000") as s:
+    with running_server(module_database_url, **PATIENT) as s:
         yield s
 
 
@@ -140,8 +146,7 @@ def test_a_fresh_server_takes_a_thousand_first_requests_without_a_5xx(server: Se
                                                                       key: str) -> None:
     """Issue 13, case 9: each worker connects before it serves, so the first requests of a
     fresh server do not race to open a pool."""
-    with running_server(server.database_url, workers="4", LICORE_PARTNER_RATE_LIMIT="100000",
-                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000") as fresh:
+    with running_server(server.database_url, **PATIENT) as fresh:
         async def go() -> list[httpx.Response | BaseException]:
             limits = httpx.Limits(max_connections=ATTEMPTS, max_keepalive_connections=0)
             async with httpx.AsyncClient(base_url=fresh.url, limits=limits,
