@@ -98,7 +98,10 @@ def test_the_readme_walkthrough_runs_verbatim(browser: Any, workdir: Path) -> No
     assert text.rstrip().endswith("WALKTHROUGH-DONE"), text
     # bob's first copy was protected (the default); the second, by alice's choice, is not
     assert "bob's copy is protected: no key in sight" in text, text
-    copy = (workdir / "MyLaserSword.rbxmx").read_text()
+    kept = re.search(r"bob's copy: (\S+)", text)
+    assert kept, text
+    assert not (workdir / "MyLaserSword.rbxmx").exists()  # the copy went to a folder of its own
+    copy = Path(kept.group(1)).read_text()
     assert "LICORE_LICENSE_KEY" not in copy and re.search(r"lk_[A-Za-z0-9]+", copy), copy
     # the last block's answer: a sealed unlock for bob's own copy
     assert re.search(r'\{"ok":true,"exp":\d+,"cipher":"[0-9a-f]+","tag":"[0-9a-f]+"\}', text), text
