@@ -25,10 +25,11 @@ from licore.errors import InvalidRequest, InvalidToken
 from licore.events import MessageKind
 from licore.licenses import LicenseEvent
 from licore.model import ApiKey
-from licore.ports import Clock, Storage
+from licore.ports import Clock
 from licore.services import limits
 from licore.services.device import DeviceFlow
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 
 Handler = Callable[[UseCases, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
 STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY

@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 from adapters_storage import MemoryStorage, SqliteStorage
 from licore.licenses import LicenseState
 from licore.model import Alert
-from licore.ports import Storage, UnitOfWork
+from licore.storage_ports import Storage, UnitOfWork
 from tests.support.records import account, key, license, seed
 
 USERNAMES = ("al", "AL", "bo", "Bo", "cy")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import attrs
 
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
-from licore.ports import Storage
+from licore.storage_ports import Storage
 from tests.support.records import seed
 
 

@@ -14,12 +14,12 @@ from licore.commands import ChangeLicense, CreateProduct, LicenseTarget
 from licore.errors import NotFound
 from licore.licenses import LicenseEvent
 from licore.model import Account
-from licore.ports import Storage
 from licore.scopes import Permission
 from licore.services import device, housekeeping, signin
 from licore.services.dashboard import MissingPermission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world, obtain_key
 

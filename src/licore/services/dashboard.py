@@ -25,7 +25,7 @@ from licore.commands import (
 from licore.errors import LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.model import Alert, License, Product, Studio, Version
-from licore.ports import Clock, ConnectedApp, Storage
+from licore.ports import Clock, ConnectedApp
 from licore.protection import Trace
 from licore.scopes import Permission
 from licore.services import device, operator
@@ -34,6 +34,7 @@ from licore.services.licensing import Licensing
 from licore.services.packages import Packages, ProductVersion
 from licore.services.products import Products, own_product
 from licore.services.webhooks import Shown, Webhooks
+from licore.storage_ports import Storage
 
 ALERTS_SHOWN = 200
 DELIVERIES_SHOWN = 20

@@ -21,8 +21,9 @@ from licore.events import (
     settle,
 )
 from licore.licenses import LicenseState
-from licore.ports import ChatService, Clock, KeyVault, Randomness, Storage, WebhookSender
+from licore.ports import ChatService, Clock, KeyVault, Randomness, WebhookSender
 from licore.services.announce import Announcer
+from licore.storage_ports import Storage
 
 
 class _LeaseLost(Exception):

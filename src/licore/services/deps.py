@@ -16,12 +16,12 @@ from licore.ports import (
     PasswordHasher,
     Platform,
     Randomness,
-    Storage,
     WebhookSender,
     run_inline,
 )
 from licore.protection import Protector
 from licore.services.ids import Ids
+from licore.storage_ports import Storage
 
 
 @attrs.frozen

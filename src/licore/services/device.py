@@ -20,9 +20,10 @@ from licore.errors import (
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import Clock, ConnectedApp, Randomness, Storage, UnitOfWork
+from licore.ports import Clock, ConnectedApp, Randomness
 from licore.services import limits
 from licore.services.ids import Ids
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen

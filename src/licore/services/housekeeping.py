@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from licore.ports import Clock, Storage
+from licore.ports import Clock
+from licore.storage_ports import Storage
 
 SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 # Counters outlive their window by a margin: the longest window in use is the web sign-in

@@ -6,7 +6,8 @@ from __future__ import annotations
 import attrs
 
 from licore.errors import RateLimited
-from licore.ports import Clock, Storage
+from licore.ports import Clock
+from licore.storage_ports import Storage
 
 WINDOW = 60
 

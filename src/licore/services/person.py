@@ -8,11 +8,12 @@ from licore.actors import ActingPerson
 from licore.commands import DownloadCopy, ListLibrary
 from licore.errors import NotFound
 from licore.model import Account, Product
-from licore.ports import Clock, ConnectedApp, LibraryEntry, Storage
+from licore.ports import Clock, ConnectedApp, LibraryEntry
 from licore.services import device
 from licore.services.announce import Announcer
 from licore.services.builds import Download
 from licore.services.library import Library
+from licore.storage_ports import Storage
 
 
 async def account(storage: Storage, account_id: str) -> Account:

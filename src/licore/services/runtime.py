@@ -20,13 +20,14 @@ from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.events import Topic
 from licore.model import Alert, License, Product, Version
-from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, UnitOfWork
+from licore.ports import Clock, KeyVault, ModelCodec, Offload
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
 from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen

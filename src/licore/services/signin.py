@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from licore import device_flow as df
 from licore.errors import LicoreError
 from licore.model import Account
-from licore.ports import Clock, SignIn, Storage
+from licore.ports import Clock, SignIn
 from licore.services.device import EntryAttempts
 from licore.services.ids import Ids
+from licore.storage_ports import Storage
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
 FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
