@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http.bodies import basic_client_id, read_json_or_form
 from adapters_http.decoding import OAUTH, structure
-from adapters_http.partner import Authenticate
+from adapters_http.partner import noting, sent_bearer
 from adapters_http.responses import JSONResponse
-from licore import tokens
 from licore.commands import PollToken, RevokeToken, StartAuthorization
-from licore.errors import InvalidRequest, InvalidToken, UnsupportedGrantType
+from licore.errors import InvalidRequest, UnsupportedGrantType
 from licore.services.device import DeviceFlow
+from licore.services.keys import Keys
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 # Parameters these endpoints do not know (`resource`, `client_secret`, `audience`, ...) are
@@ -27,7 +25,7 @@ def _client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def routes(flow: DeviceFlow, authenticate: Authenticate) -> list[Route]:
+def routes(flow: DeviceFlow, keys: Keys) -> list[Route]:
     async def device_code(request: Request) -> Response:
         body, _ = await read_json_or_form(request)
         asked = structure(body, StartAuthorization, OAUTH)
@@ -48,15 +46,13 @@ def routes(flow: DeviceFlow, authenticate: Authenticate) -> list[Route]:
 
     async def revoke(request: Request) -> Response:
         if request.headers.get("authorization", "").lower().startswith("bearer"):
-            await flow.revoke_key(await authenticate(request))
+            await keys.revoke_bearer(sent_bearer(request), noting(request))
             return JSONResponse({"ok": True})
         # RFC 7009 shape (extension): `token` in a form body; 200 whatever the token.
         body, _ = await read_json_or_form(request)
         asked = structure(body, RevokeToken, OAUTH)
         # Unknown or revoked tokens answer 200 too (RFC 7009 section 2.2).
-        with contextlib.suppress(InvalidToken):
-            if tokens.api_key_shape_ok(asked.token):
-                await flow.revoke_key(await flow.authenticate(asked.token))
+        await keys.revoke_token(asked.token)
         return JSONResponse({"ok": True})
 
     return [

@@ -1,4 +1,5 @@
-"""The device authorization flow (spec 4.1), the approval step, and key revocation."""
+"""The device authorization flow (spec 4.1) and its approval step. Keys once issued are
+`licore.services.keys`."""
 
 from __future__ import annotations
 
@@ -6,21 +7,20 @@ from typing import assert_never
 
 import attrs
 
-from licore import api_keys, tokens
 from licore import device_flow as df
 from licore import scopes as sc
+from licore import tokens
 from licore.device_flow import DeviceEffect, DeviceEvent, DeviceState
 from licore.errors import (
     ExpiredToken,
     InvalidClient,
     InvalidRequest,
-    InvalidToken,
     LicoreError,
     NotFound,
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import Clock, ConnectedApp, Randomness
+from licore.ports import Clock, Randomness
 from licore.services import limits
 from licore.services.ids import Ids
 from licore.storage_ports import Storage, UnitOfWork
@@ -106,8 +106,7 @@ class SessionBurned(LicoreError):
 
 
 class DeviceFlow:
-    """The device authorization flow (spec 4.1), its approval step, and revocation by the
-    key's holder."""
+    """The device authorization flow (spec 4.1) and its approval step."""
 
     def __init__(self, storage: Storage, clock: Clock, random: Randomness, ids: Ids,
                  settings: DeviceSettings) -> None:
@@ -305,33 +304,6 @@ class DeviceFlow:
                 raise ExpiredToken("this code is no longer waiting for approval")
         return granted
 
-    async def revoke_key(self, key: ApiKey) -> None:
-        """POST /revoke by the holder (the key was authenticated by the caller)."""
-        outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-        async with self.storage.unit_of_work() as uow:
-            await _apply_key_effects(uow, key, outcome.effects, self.clock.now())
-
-    async def authenticate(self, bearer: str | None) -> ApiKey:
-        """The key behind `Authorization: Bearer`, or `invalid_token` (spec 5)."""
-        if not bearer or not tokens.api_key_shape_ok(bearer):
-            raise InvalidToken("the key is unknown, revoked or expired")
-        now = self.clock.now()
-        async with self.storage.unit_of_work() as uow:
-            key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
-            if key is None:
-                raise InvalidToken("the key is unknown, revoked or expired")
-            state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
-            if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
-                # Idle for 60 days: revoked for good, recorded so the list shows it gone.
-                idle = api_keys.transition(api_keys.KeyState.ACTIVE,
-                                           api_keys.KeyEvent.IDLE_60_DAYS)
-                await _apply_key_effects(uow, key, idle.effects, now)
-        api_keys.transition(state, api_keys.KeyEvent.USE)
-        if api_keys.needs_touch(key.last_used_at, now):
-            async with self.storage.unit_of_work() as uow:
-                await uow.api_keys.touch(key.id, now)
-        return key
-
 
 async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | None:
     device = await uow.devices.by_user_code(code) if df.is_well_formed_user_code(code) else None
@@ -360,40 +332,3 @@ async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
     assert not outcome.effects  # burning only changes the state
     if outcome.next is not device.state:
         await uow.devices.replace(attrs.evolve(device, state=outcome.next), expected=device.state)
-
-
-async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
-                               studio_id: str | None = None,
-                               account_id: str | None = None) -> None:
-    """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with storage.unit_of_work() as uow:
-        key = await uow.api_keys.by_id(key_id)
-        if key is None or (studio_id is not None and key.studio_id != studio_id) or (
-                studio_id is None and (key.account_id != account_id or key.studio_id)):
-            raise NotFound("no such connected app")
-        now = clock.now()
-        state = (api_keys.KeyState.ACTIVE if key.revoked_at is None
-                 else api_keys.KeyState.REVOKED)  # an idle key is still revoked by hand
-        outcome = api_keys.transition(state, api_keys.KeyEvent.USER_REVOKES)
-        await _apply_key_effects(uow, key, outcome.effects, now)
-
-
-async def _apply_key_effects(uow: UnitOfWork, key: ApiKey,
-                             effects: tuple[api_keys.KeyEffect, ...], now: int) -> None:
-    for effect in effects:
-        match effect:
-            case api_keys.KeyEffect.RECORD_REVOKED:
-                await uow.api_keys.revoke(key.id, now)
-            case _:
-                assert_never(effect)
-
-
-async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | None = None,
-                         account_id: str | None = None) -> list[ConnectedApp]:
-    """Every key still acting for a studio (or a person's library keys), idle ones left out."""
-    now = clock.now()
-    async with storage.unit_of_work() as uow:
-        apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
-    return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
-            is api_keys.KeyState.ACTIVE]
-
