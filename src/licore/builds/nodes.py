@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from licore.builds.defaults import is_class_default
@@ -45,43 +46,62 @@ def _bits(value: int, names: tuple[str, ...]) -> list[str]:
     return [n for i, n in enumerate(names) if value >> i & 1]
 
 
+def _string(t: str, v: Any, ids: dict[str, str]) -> Any:
+    data = v if isinstance(v, bytes) else str(v).encode()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"type": "BinaryString", "value": _b64(data)}
+
+
+def _plain_number(t: str, v: Any, ids: dict[str, str]) -> Any:
+    # A bare "inf" would read as a string property; tag the non-finite ones.
+    return v if _number(v) is v else {"type": t, "value": _number(v)}
+
+
+def _font(t: str, v: Any, ids: dict[str, str]) -> Any:
+    family, weight, style, cached = v
+    return {"type": t, "value": {
+        "family": family, "weight": weight,
+        "style": _STYLES[style] if 0 <= style < len(_STYLES) else style,
+        "cachedFaceId": cached}}
+
+
+def _content(t: str, v: Any, ids: dict[str, str]) -> Any:
+    if v is None:
+        return {"type": t, "value": None}
+    kind, target = v
+    return {"type": t, "value": {"uri": target} if kind == "uri"
+            else {"object": ids.get(target)}}
+
+
+def _other(t: str, v: Any, ids: dict[str, str]) -> Any:
+    return {"type": t, "value": _numbers(v)}
+
+
+Tagger = Callable[[str, Any, dict[str, str]], Any]
+# How each property type is written in the tagged form; a type not named here is a tagged
+# object holding its value's numbers (`_other`).
+_TAGGERS: dict[str, Tagger] = {
+    **dict.fromkeys(_STRINGS, _string),
+    "Bool": lambda t, v, ids: bool(v),
+    **dict.fromkeys(_PLAIN_NUMBERS, _plain_number),
+    **dict.fromkeys(("BinaryString", "SharedString", "NetAssetRef"),
+                    lambda t, v, ids: {"type": t, "value": _b64(v)}),
+    "Faces": lambda t, v, ids: {"type": t, "value": _bits(v, _FACES)},
+    "Axes": lambda t, v, ids: {"type": t, "value": _bits(v, _AXES)},
+    "Ref": lambda t, v, ids: {"type": t, "value": None if v is None else ids.get(v)},
+    "Font": _font,
+    "Content": _content,
+}
+
+
 def _tagged(prop: Prop, ids: dict[str, str]) -> Any:
-    t, v = prop.type, prop.value
+    v = prop.value
     if isinstance(v, Raw):
         return {"type": "Raw", "value": _b64(v.data),
                 "origin": v.origin, "typeId": v.type_id}
-    if t in _STRINGS:
-        data = v if isinstance(v, bytes) else str(v).encode()
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            return {"type": "BinaryString", "value": _b64(data)}
-    if t == "Bool":
-        return bool(v)
-    if t in _PLAIN_NUMBERS:
-        # A bare "inf" would read as a string property; tag the non-finite ones.
-        return v if _number(v) is v else {"type": t, "value": _number(v)}
-    if t in ("BinaryString", "SharedString", "NetAssetRef"):
-        return {"type": t, "value": _b64(v)}
-    if t == "Faces":
-        return {"type": t, "value": _bits(v, _FACES)}
-    if t == "Axes":
-        return {"type": t, "value": _bits(v, _AXES)}
-    if t == "Ref":
-        return {"type": t, "value": None if v is None else ids.get(v)}
-    if t == "Font":
-        family, weight, style, cached = v
-        return {"type": t, "value": {
-            "family": family, "weight": weight,
-            "style": _STYLES[style] if 0 <= style < len(_STYLES) else style,
-            "cachedFaceId": cached}}
-    if t == "Content":
-        if v is None:
-            return {"type": t, "value": None}
-        kind, target = v
-        return {"type": t, "value": {"uri": target} if kind == "uri"
-                else {"object": ids.get(target)}}
-    return {"type": t, "value": _numbers(v)}
+    return _TAGGERS.get(prop.type, _other)(prop.type, v, ids)
 
 
 # Compact form: a tagged value is an array, its type first. These types carry one value after
@@ -137,7 +157,11 @@ def _compact(prop: Prop, ids: dict[str, str]) -> Any:
     tagged = _tagged(prop, ids)
     if not isinstance(tagged, dict):
         return tagged
-    value = tagged["value"]
+    return _compact_tagged(t, v, tagged["value"])
+
+
+def _compact_tagged(t: str, v: Any, value: Any) -> list[Any]:
+    """`[type, ...]` for a value the tagged form writes as `{"type", "value"}`."""
     if t in _SCALAR:
         return [t, value]
     if t in ("CFrame", "OptionalCFrame") and v is not None and tuple(v[3:]) == _IDENTITY:
