@@ -201,6 +201,8 @@ def noting(request: Request) -> Callable[[str, limits.Quota | None], None]:
 
 
 def sent_bearer(request: Request) -> str | None:
+    """The bearer key, noting whether any credentials came (a 401 without any says so in
+    `WWW-Authenticate` without an error code, RFC 6750 section 3.1)."""
     plain, sent = bearer(request)
     request.state.credentials_sent = sent
     return plain
@@ -215,14 +217,15 @@ def routes(door: Partner, settings: Settings,
     def make(methods: dict[str, Endpoint[Any, Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             e = methods["GET" if request.method == "HEAD" else request.method]
-            command: list[Any] = []
 
             async def read() -> Any:
-                command.append(await e.read(request, settings))
-                return command[0]
+                # Asked for once the key is admitted; kept for the writer (a listing's
+                # `next_cursor` depends on the limit asked for).
+                request.state.command = await e.read(request, settings)
+                return request.state.command
 
             value = await door.call(e.operation, sent_bearer(request), read, noting(request))
-            answer = e.write(command[0], value)
+            answer = e.write(request.state.command, value)
             response = answer if isinstance(answer, Response) else JSONResponse(answer)
             response.headers.update(quota_headers(request.state.quota))
             return response

@@ -4,6 +4,7 @@ raises. Pure: the service loads the facts in one query and stores what this retu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 
@@ -170,10 +171,11 @@ def verify_source(caller: Caller, script_name: str, source: bytes,
     return Verdict(True)
 
 
-@attrs.frozen
-class Effects:
+class Effects(NamedTuple):
     """What a judged call leaves behind: whether it passes, the alerts it raises, the new
-    place to remember and the nonce to spend (only for a call that passes)."""
+    place to remember and the nonce to spend (only for a call that passes). A named tuple
+    rather than an attrs class: one is made per runtime call, and a tuple is made in a
+    third of the time of a frozen attrs instance."""
 
     ok: bool
     alerts: tuple[AlertDraft, ...] = ()

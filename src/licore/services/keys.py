@@ -62,8 +62,9 @@ class Keys:
                            note: Note = _unnoted) -> Caller:
         """The key behind `Authorization: Bearer`, counted against its per-key limit, and
         checked for the key kind and scope a call needs (`scope` None: any kind, any scope).
-        One unit of work: the look-up, an idle key's revocation, the coalesced touch and
-        the count."""
+        One unit of work for the look-up, an idle key's revocation and the count; the
+        coalesced touch (once a minute) is a step of its own after it, so that a burst of
+        calls with one key never holds the key's row while it queues for the counter's."""
         if bearer is None:
             raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
         if not tokens.api_key_shape_ok(bearer):
@@ -76,6 +77,7 @@ class Keys:
                 (count,) = await uow.counters.hit([f"key:{key.id}"], start)
         if refusal is not None:
             raise refusal
+        await self._touch(key, now)
         quota = limits.quota(count, self.rate_limit, now)
         note(key.id, quota)
         if quota is None:
@@ -93,7 +95,13 @@ class Keys:
             key, refusal = await self._usable(uow, bearer, now)
         if refusal is not None:
             raise refusal
+        await self._touch(key, now)
         return key
+
+    async def _touch(self, key: ApiKey, now: int) -> None:
+        if api_keys.needs_touch(key.last_used_at, now):
+            async with self.storage.unit_of_work() as uow:
+                await uow.api_keys.touch(key.id, now)
 
     async def _usable(self, uow: UnitOfWork, bearer: str,
                       now: int) -> tuple[ApiKey, LicoreError | None]:
@@ -111,8 +119,6 @@ class Keys:
             api_keys.transition(state, api_keys.KeyEvent.USE)
         except LicoreError as refused:
             return key, refused
-        if api_keys.needs_touch(key.last_used_at, now):
-            await uow.api_keys.touch(key.id, now)
         return key, None
 
     async def revoke(self, key: ApiKey) -> None:
