@@ -33,8 +33,9 @@ from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import Instance, Model, Prop
 from licore.licenses import LicenseEvent
-from licore.ports import KeyVault, Storage
+from licore.ports import KeyVault
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from licore_cli.memory import return_large_buffers
 
 TARGET_BYTES = 5 * 1024 * 1024

@@ -35,8 +35,8 @@ from licore.actors import ActingStudio  # noqa: E402
 from licore.events import Message, MessageKind, MessageState  # noqa: E402
 from licore.licenses import LicenseState, Source  # noqa: E402
 from licore.model import License  # noqa: E402
-from licore.ports import Storage  # noqa: E402
 from licore.services.wiring import UseCases  # noqa: E402
+from licore.storage_ports import Storage  # noqa: E402
 
 
 async def measure(storage: Storage, holders: int

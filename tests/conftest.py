@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from adapters_storage import MemoryStorage, open_storage
-from licore.ports import Storage
+from licore.storage_ports import Storage
 from tests.support.ordering import longest_first, recorder
 
 PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -1,5 +1,8 @@
 """The bundled server's ASGI application: one process serving every interface family, or a
-chosen subset (`--only runtime`), with the access log and the error shape in one place."""
+chosen subset (`--only runtime`), with the access log and the error shape in one place.
+
+It is given the built use cases and the operator's settings, nothing else: no storage, clock
+or other part (the composition root, `licore_cli.compose`, builds the use cases)."""
 
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ from adapters_http.observability import RequestContext, metrics
 from adapters_http.openapi import openapi_document
 from adapters_http.responses import JSONResponse, error_response
 from licore.errors import InvalidRequest, LicoreError, NotFound
-from licore.services import housekeeping
-from licore.services.deps import Deps
+from licore.services.housekeeping import Housekeeping
+from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
 FAMILIES = ("partner", "auth", "runtime", "web")
@@ -53,17 +56,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(InvalidRequest(str(exc.detail)))
 
 
-async def _sweep_forever(deps: Deps) -> None:
+async def _sweep_forever(housekeeping: Housekeeping) -> None:
     while True:
-        await asyncio.sleep(housekeeping.SWEEP_EVERY)
+        await asyncio.sleep(housekeeping.every)
         try:
-            await housekeeping.sweep(deps.storage, deps.clock)
+            await housekeeping.sweep()
         except Exception as exc:  # keep sweeping; the next round may work
             logging.getLogger("licore.housekeeping").error("sweep failed: %s",
                                                            type(exc).__name__)
 
 
-def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
+def create_app(uc: UseCases, settings: Settings, only: tuple[str, ...] = FAMILIES,
                extra_routes: list[Route | Mount] | None = None,
                web_config: web.WebConfig | None = None,
                background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
@@ -75,15 +78,12 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
 
     async def readyz(request: Request) -> Response:
         # The storage answers within about a second, whether the database is there or not.
-        if not await deps.storage.ready():
+        if not await uc.housekeeping.ready():
             return JSONResponse({"ok": False}, status_code=503,
                                 headers={"Retry-After": "2", "Cache-Control": "no-store"})
         return JSONResponse({"ok": True}, headers={"Cache-Control": "no-store"})
 
-    base = deps.settings.public_url.rstrip("/")
-    uc = UseCases.of(deps)
-    authenticate = partner.Authenticate(uc.device, deps.storage, deps.clock,
-                                        deps.settings.partner_rate_limit)
+    base = settings.public_url.rstrip("/")
 
     async def discovery(request: Request) -> Response:
         return JSONResponse({
@@ -105,9 +105,9 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         Route("/openapi.json", openapi), Route("/metrics", metrics),
     ]
     if "partner" in only:
-        routes.append(Mount(partner.MOUNT, routes=partner.routes(authenticate, uc)))
+        routes.append(Mount(partner.MOUNT, routes=partner.routes(uc.partner, settings)))
     if "auth" in only:
-        routes.append(Mount(device.MOUNT, routes=device.routes(uc.device, authenticate)))
+        routes.append(Mount(device.MOUNT, routes=device.routes(uc.device, uc.keys)))
         routes.append(Route("/.well-known/oauth-authorization-server", discovery))
     middleware = [Middleware(RequestContext), Middleware(Edge)]
     front: runtime.RuntimeFront | None = None
@@ -117,13 +117,13 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
         front = runtime.RuntimeFront(runtime_app)
     routes += extra_routes or []
     if "web" in only:
-        routes.append(web.mount(deps, uc, web_config or web.WebConfig()))  # last: it is at "/"
+        routes.append(web.mount(uc, settings, web_config or web.WebConfig()))  # last: it is at "/"
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Connect before serving: the first requests of a fresh worker must not race to.
-        await deps.storage.open()
-        tasks = [asyncio.create_task(_sweep_forever(deps))]
+        await uc.housekeeping.open()
+        tasks = [asyncio.create_task(_sweep_forever(uc.housekeeping))]
         tasks += [asyncio.create_task(run()) for run in background]
         try:
             yield
@@ -133,7 +133,7 @@ def create_app(deps: Deps, only: tuple[str, ...] = FAMILIES,
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await deps.storage.close()
+            await uc.housekeeping.close()
 
     # No handler for Exception: `Edge` answers an unexpected one (Starlette's own handler of
     # last resort would hand it on to Hypercorn, which logs the whole traceback).

@@ -1,9 +1,8 @@
-"""The device flow at `{auth_url}` = `/auth` (spec 4.1, contract 6), JSON or form bodies, as a
+"""The device flow at `{auth_url}` = `/auth` (spec 4.1, contract 6), JSON or form bodies: one
 route table."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -15,12 +14,12 @@ from adapters_http import api_doc as d
 from adapters_http.api_doc import Doc
 from adapters_http.bodies import basic_client_id, read_json_or_form
 from adapters_http.decoding import OAUTH, structure
-from adapters_http.partner import Authenticate
+from adapters_http.partner import noting, sent_bearer
 from adapters_http.responses import JSONResponse
-from licore import tokens
 from licore.commands import PollToken, RevokeToken, StartAuthorization
-from licore.errors import InvalidRequest, InvalidToken, UnsupportedGrantType
+from licore.errors import InvalidRequest, UnsupportedGrantType
 from licore.services.device import DeviceFlow
+from licore.services.keys import Keys
 
 MOUNT = "/auth"  # where the app mounts these routes
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -33,8 +32,7 @@ def _client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def device_code(flow: DeviceFlow, authenticate: Authenticate,
-                      request: Request) -> Response:
+async def device_code(flow: DeviceFlow, keys: Keys, request: Request) -> Response:
     body, _ = await read_json_or_form(request)
     asked = structure(body, StartAuthorization, OAUTH)
     client_id = asked.client_id or basic_client_id(request)
@@ -44,8 +42,7 @@ async def device_code(flow: DeviceFlow, authenticate: Authenticate,
     return JSONResponse(started, headers={"Cache-Control": "no-store"})
 
 
-async def device_token(flow: DeviceFlow, authenticate: Authenticate,
-                       request: Request) -> Response:
+async def device_token(flow: DeviceFlow, keys: Keys, request: Request) -> Response:
     body, _ = await read_json_or_form(request)
     poll = structure(body, PollToken, OAUTH)
     if poll.grant_type is not None and poll.grant_type != DEVICE_GRANT:
@@ -55,21 +52,19 @@ async def device_token(flow: DeviceFlow, authenticate: Authenticate,
     return JSONResponse(token, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
 
-async def revoke(flow: DeviceFlow, authenticate: Authenticate, request: Request) -> Response:
+async def revoke(flow: DeviceFlow, keys: Keys, request: Request) -> Response:
     if request.headers.get("authorization", "").lower().startswith("bearer"):
-        await flow.revoke_key(await authenticate(request))
+        await keys.revoke_bearer(sent_bearer(request), noting(request))
         return JSONResponse({"ok": True})
     # RFC 7009 shape (extension): `token` in a form body; 200 whatever the token.
     body, _ = await read_json_or_form(request)
     asked = structure(body, RevokeToken, OAUTH)
     # Unknown or revoked tokens answer 200 too (RFC 7009 section 2.2).
-    with contextlib.suppress(InvalidToken):
-        if tokens.api_key_shape_ok(asked.token):
-            await flow.revoke_key(await flow.authenticate(asked.token))
+    await keys.revoke_token(asked.token)
     return JSONResponse({"ok": True})
 
 
-Handler = Callable[[DeviceFlow, Authenticate, Request], Awaitable[Response]]
+Handler = Callable[[DeviceFlow, Keys, Request], Awaitable[Response]]
 
 
 @attrs.frozen
@@ -88,10 +83,10 @@ ENDPOINTS = [
 ]
 
 
-def routes(flow: DeviceFlow, authenticate: Authenticate) -> list[Route]:
+def routes(flow: DeviceFlow, keys: Keys) -> list[Route]:
     def bound(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            return await handler(flow, authenticate, request)
+            return await handler(flow, keys, request)
 
         return endpoint
 

@@ -1,13 +1,15 @@
 """The Partner API at `{base_url}` = `/v1` (spec 4.2 to 4.4, contract 3), as a route table.
 
-Each handler makes the call's command from the body or the query string (one decoder,
-`decoding.py`), calls the use case acting for the key's studio or person, and makes the
-specification's body from the value it returns (`wire.py`)."""
+A row names the core's operation (`licore.services.partner`: the scope the call needs and
+the use case it runs), how the call's command is read from the body or the query string
+(one decoder, `decoding.py`) and how the value it returns becomes the specification's body
+(`wire.py`). Each call reaches the core once, through `Partner.call`, which decides who may
+do it; nothing here authorizes anything."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import attrs
 from starlette.requests import Request
@@ -22,304 +24,194 @@ from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
 from licore import commands as c
 from licore import scopes as sc
-from licore.actors import ActingPerson, ActingStudio
-from licore.errors import InvalidRequest, InvalidToken
+from licore.errors import InvalidRequest
 from licore.events import MessageKind
-from licore.licenses import LicenseEvent
-from licore.model import ApiKey
-from licore.ports import Clock, Storage
 from licore.services import limits
-from licore.services.device import DeviceFlow
-from licore.services.wiring import UseCases
+from licore.services import partner as op
+from licore.services.partner import Operation, Partner
+from licore.services.settings import Settings
 
 MOUNT = "/v1"  # where the app mounts these routes
-Handler = Callable[[UseCases, ApiKey, Request], Awaitable[dict[str, Any] | Response]]
-STUDIO, LIBRARY = sc.KeyKind.STUDIO, sc.KeyKind.LIBRARY
+C = TypeVar("C")
+R = TypeVar("R")
+Answer = dict[str, Any] | Response
+Read = Callable[[Request, Settings], Awaitable[C]]
+Write = Callable[[C, R], Answer]
 
 
 @attrs.frozen
-class Endpoint:
+class Endpoint(Generic[C, R]):
     method: str
     path: str
-    scope: str
-    handler: Handler
+    operation: Operation[C, R]
+    read: Read[C]
+    write: Write[C, R]
     doc: Doc = attrs.field(kw_only=True)  # what /openapi.json says of the call
+
+    @property
+    def scope(self) -> str:
+        return self.operation.scope
 
     @property
     def kind(self) -> sc.KeyKind:
         return sc.SCOPES[self.scope][0]
 
 
-def studio_of(key: ApiKey) -> ActingStudio:
-    assert key.studio_id is not None  # a studio key; the endpoint's scope made sure
-    return ActingStudio(key.studio_id)
+# How a command is read --------------------------------------------------------------------
 
 
-def person_of(key: ApiKey) -> ActingPerson:
-    return ActingPerson(key.account_id)
+def query(command: type[C]) -> Read[C]:
+    async def read(request: Request, settings: Settings) -> C:
+        return from_query(request.query_params, command)
+
+    return read
 
 
-# products ---------------------------------------------------------------------------------
+def body(command: type[C]) -> Read[C]:
+    async def read(request: Request, settings: Settings) -> C:
+        return structure(await read_json(request), command)
+
+    return read
 
 
-async def list_products(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = from_query(request.query_params, c.ListProducts)
-    page = await uc.products.list(studio_of(key), command)
-    return wire.listing("products", page, wire.product, command.page.limit)
+async def nothing(request: Request, settings: Settings) -> None:
+    return None
 
 
-async def save_product(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+async def product_body(request: Request,
+                       settings: Settings) -> c.CreateProduct | c.ChangeProduct:
     """A create without `id`, a change with it (spec 4.2)."""
-    body = await read_json(request)
-    if isinstance(body, dict) and "id" in body:
-        changed = await uc.products.change(studio_of(key), structure(body, c.ChangeProduct))
-        return wire.saved_product(changed)
-    created = await uc.products.create(studio_of(key), structure(body, c.CreateProduct))
-    return wire.saved_product(created)
+    sent = await read_json(request)
+    if isinstance(sent, dict) and "id" in sent:
+        return structure(sent, c.ChangeProduct)
+    return structure(sent, c.CreateProduct)
 
 
-# licenses ---------------------------------------------------------------------------------
-
-
-async def list_licenses(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = from_query(request.query_params, c.ListLicenses)
-    page = await uc.licensing.list(studio_of(key), command)
-    return wire.listing("licenses", page, wire.license, command.page.limit)
-
-
-async def grant(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    target = structure(await read_json(request), c.LicenseTarget)
-    license = await uc.licensing.change(studio_of(key), c.ChangeLicense(target,
-                                                                        LicenseEvent.GRANT))
-    return wire.granted(license)
-
-
-async def revoke(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    target = from_query(request.query_params, c.LicenseTarget)
-    await uc.licensing.change(studio_of(key), c.ChangeLicense(target, LicenseEvent.REVOKE))
-    return wire.OK
-
-
-def by_body(event: LicenseEvent) -> Handler:
-    async def change(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-        target = structure(await read_json(request), c.LicenseTarget)
-        await uc.licensing.change(studio_of(key), c.ChangeLicense(target, event))
-        return wire.OK
-
-    return change
-
-
-async def alerts(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = from_query(request.query_params, c.ListAlerts)
-    page = await uc.licensing.alerts(studio_of(key), command)
-    return wire.listing("alerts", page, wire.alert, command.page.limit)
-
-
-# library ----------------------------------------------------------------------------------
-
-
-async def library(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+async def library_query(request: Request,
+                        settings: Settings) -> c.ListLibrary | c.ListLibraryVersions:
     """The person's products, or with `versions=1` one product's versions (spec 4.4)."""
-    query = request.query_params
-    if query.get("versions") is None:
-        command = from_query(query, c.ListLibrary)
-        page = await uc.library.list(person_of(key), command)
-        return wire.listing("products", page, wire.library_product, command.page.limit)
-    if query.get("versions") != "1":
+    asked = request.query_params
+    if asked.get("versions") is None:
+        return from_query(asked, c.ListLibrary)
+    if asked.get("versions") != "1":
         raise InvalidRequest("versions must be 1", "versions")
-    if not query.get("product_id"):
+    if not asked.get("product_id"):
         raise InvalidRequest("product_id is required with versions=1", "product_id")
-    asked = from_query(query, c.ListLibraryVersions)
-    found = await uc.library.versions(person_of(key), asked)
-    return wire.listing("versions", found.page,
-                        lambda v: wire.library_version(v, found.product), asked.page.limit)
+    return from_query(asked, c.ListLibraryVersions)
 
 
-async def claim(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    """Extension (docs/platform.md): "I bought this", for an app acting for the person."""
-    command = structure(await read_json(request), c.ClaimPurchase)
-    return wire.claimed(await uc.claims.claim(person_of(key), command))
-
-
-async def download(uc: UseCases, key: ApiKey, request: Request) -> Response:
-    command = from_query(request.query_params, c.DownloadCopy)
-    return file_response(await uc.library.download(person_of(key), command))
-
-
-# packages ---------------------------------------------------------------------------------
-
-
-async def list_packages(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = from_query(request.query_params, c.ListPackages)
-    page = await uc.packages.list(studio_of(key), command)
-    return wire.listing("packages", page, lambda p: wire.package(p.product, p.labels),
-                        command.page.limit)
-
-
-async def list_versions(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = from_query(request.query_params, c.ListPackageVersions)
-    found = await uc.packages.versions(studio_of(key), command)
-    return wire.listing("versions", found.page,
-                        lambda v: wire.package_version(v, found.product), command.page.limit)
-
-
-async def upload(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
+async def upload_body(request: Request, settings: Settings) -> c.UploadVersion:
     """The raw model file is the body; the product and the new label are in the query."""
     command = from_query(request.query_params, c.UploadVersion, data=b"")
-    data = await read_bytes(request, uc.packages.max_upload_bytes)
-    made = await uc.packages.upload(studio_of(key), attrs.evolve(command, data=data))
-    return {"ok": True, "version": wire.package_version(made.version, made.product)}
+    data = await read_bytes(request, settings.max_upload_bytes)
+    return attrs.evolve(command, data=data)
 
 
-async def publish(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = structure(await read_json(request), c.PublishVersion)
-    done = await uc.packages.publish(studio_of(key), command)
-    return wire.published(done.product, done.version)
+# How a value is written -------------------------------------------------------------------
 
 
-async def settings(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = structure(await read_json(request), c.ChangeSettings)
-    return wire.package_settings(await uc.packages.change_settings(studio_of(key), command))
+def listing(name: str, item: Callable[[Any], dict[str, Any]]) -> Write[Any, Any]:
+    def write(command: Any, page: Any) -> Answer:
+        return wire.listing(name, page, item, command.page.limit)
+
+    return write
 
 
-# events (docs/events.md, an extension) ----------------------------------------------------
-
-
-async def list_webhooks(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    return {"webhooks": [wire.webhook(e) for e in await uc.webhooks.list(studio_of(key))]}
-
-
-async def add_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    shown = await uc.webhooks.add(studio_of(key), structure(await read_json(request),
-                                                            c.AddWebhook))
-    return wire.webhook_secret(shown.endpoint, shown.secret)
-
-
-async def remove_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    await uc.webhooks.remove(studio_of(key), from_query(request.query_params, c.WebhookTarget))
+def ok(command: object, value: object) -> Answer:
     return wire.OK
 
 
-async def rotate_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    shown = await uc.webhooks.rotate(studio_of(key), structure(await read_json(request),
-                                                               c.WebhookTarget))
-    return wire.webhook_secret(shown.endpoint, shown.secret)
+def library_answer(command: c.ListLibrary | c.ListLibraryVersions, found: Any) -> Answer:
+    if isinstance(command, c.ListLibrary):
+        return wire.listing("products", found, wire.library_product, command.page.limit)
+    return wire.listing("versions", found.page,
+                        lambda v: wire.library_version(v, found.product), command.page.limit)
 
 
-async def enable_webhook(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    done = await uc.webhooks.enable(studio_of(key), structure(await read_json(request),
-                                                              c.WebhookTarget))
-    return {"ok": True, **wire.webhook(done)}
+def roles_answer(command: c.ChatRolesOf | c.SetChatRoles, roles: Any) -> Answer:
+    shown = {"product_id": command.product_id, "roles": [wire.chat_role(r) for r in roles]}
+    return shown if isinstance(command, c.ChatRolesOf) else {"ok": True, **shown}
 
 
-def log_of(kind: MessageKind, name: str) -> Handler:
-    async def listing(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-        command = from_query(request.query_params, c.ListDeliveries)
-        page = await uc.webhooks.deliveries(studio_of(key), kind, command)
-        return wire.listing(name, page, wire.delivery, command.page.limit)
-
-    return listing
+def deliveries(path: str, kind: MessageKind, name: str,
+               doc: Doc) -> Endpoint[c.ListDeliveries, Any]:
+    return Endpoint("GET", path, op.deliveries(kind), query(c.ListDeliveries),
+                    listing(name, wire.delivery), doc=doc)
 
 
-async def resend(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    again = await uc.webhooks.resend(studio_of(key), structure(await read_json(request),
-                                                               c.WebhookTarget))
-    return {"ok": True, **wire.delivery(again)}
-
-
-async def chat_roles(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    target = from_query(request.query_params, c.ChatRolesOf)
-    roles = await uc.webhooks.roles(studio_of(key), target.product_id)
-    return {"product_id": target.product_id, "roles": [wire.chat_role(r) for r in roles]}
-
-
-async def set_chat_roles(uc: UseCases, key: ApiKey, request: Request) -> dict[str, Any]:
-    command = structure(await read_json(request), c.SetChatRoles)
-    roles = await uc.webhooks.set_roles(studio_of(key), command)
-    return {"ok": True, "product_id": command.product_id,
-            "roles": [wire.chat_role(r) for r in roles]}
-
-
-ENDPOINTS: list[Endpoint] = [
-    Endpoint("GET", "/products", "products:read", list_products,
+ENDPOINTS: list[Endpoint[Any, Any]] = [
+    Endpoint("GET", "/products", op.LIST_PRODUCTS, query(c.ListProducts),
+             listing("products", wire.product),
              doc=d.LIST_PRODUCTS),
-    Endpoint("POST", "/products", "products:write", save_product,
+    Endpoint("POST", "/products", op.SAVE_PRODUCT, product_body,
+             lambda _, made: wire.saved_product(made),
              doc=d.SAVE_PRODUCT),
-    Endpoint("GET", "/licenses", "licenses:read", list_licenses,
+    Endpoint("GET", "/licenses", op.LIST_LICENSES, query(c.ListLicenses),
+             listing("licenses", wire.license),
              doc=d.LIST_LICENSES),
-    Endpoint("POST", "/licenses", "licenses:write", grant,
+    Endpoint("POST", "/licenses", op.GRANT, body(c.LicenseTarget),
+             lambda _, license: wire.granted(license),
              doc=d.GRANT_LICENSE),
-    Endpoint("DELETE", "/licenses", "licenses:write", revoke,
+    Endpoint("DELETE", "/licenses", op.REVOKE, query(c.LicenseTarget), ok,
              doc=d.REVOKE_LICENSE),
-    Endpoint("POST", "/licenses/pause", "licenses:write", by_body(LicenseEvent.PAUSE),
+    Endpoint("POST", "/licenses/pause", op.PAUSE, body(c.LicenseTarget), ok,
              doc=d.PAUSE_LICENSE),
-    Endpoint("POST", "/licenses/resume", "licenses:write", by_body(LicenseEvent.RESUME),
+    Endpoint("POST", "/licenses/resume", op.RESUME, body(c.LicenseTarget), ok,
              doc=d.RESUME_LICENSE),
-    Endpoint("GET", "/alerts", "licenses:read", alerts,
+    Endpoint("GET", "/alerts", op.ALERTS, query(c.ListAlerts), listing("alerts", wire.alert),
              doc=d.LIST_ALERTS),
-    Endpoint("GET", "/library", "library:read", library,
+    Endpoint("GET", "/library", op.LIBRARY, library_query, library_answer,
              doc=d.GET_LIBRARY),
-    Endpoint("GET", "/packages", "packages:read", list_packages,
+    Endpoint("GET", "/packages", op.LIST_PACKAGES, query(c.ListPackages),
+             listing("packages", lambda p: wire.package(p.product, p.labels)),
              doc=d.LIST_PACKAGES),
-    Endpoint("POST", "/packages/settings", "packages:write", settings,
+    Endpoint("POST", "/packages/settings", op.SETTINGS, body(c.ChangeSettings),
+             lambda _, product: wire.package_settings(product),
              doc=d.SET_PACKAGE_SETTINGS),
-    Endpoint("GET", "/packages/versions", "packages:read", list_versions,
+    Endpoint("GET", "/packages/versions", op.LIST_VERSIONS, query(c.ListPackageVersions),
+             lambda cmd, found: wire.listing(
+                 "versions", found.page, lambda v: wire.package_version(v, found.product),
+                 cmd.page.limit),
              doc=d.LIST_PACKAGE_VERSIONS),
-    Endpoint("POST", "/packages/versions", "packages:write", upload,
+    Endpoint("POST", "/packages/versions", op.UPLOAD, upload_body,
+             lambda _, made: {"ok": True,
+                              "version": wire.package_version(made.version, made.product)},
              doc=d.UPLOAD_PACKAGE_VERSION),
-    Endpoint("POST", "/packages/publish", "packages:write", publish,
+    Endpoint("POST", "/packages/publish", op.PUBLISH, body(c.PublishVersion),
+             lambda _, done: wire.published(done.product, done.version),
              doc=d.PUBLISH_PACKAGE_VERSION),
-    Endpoint("GET", "/library/download", "library:download", download,
+    Endpoint("GET", "/library/download", op.DOWNLOAD, query(c.DownloadCopy),
+             lambda _, got: file_response(got),
              doc=d.DOWNLOAD_COPY),
-    # Claiming adds only what the platform says the person already bought, so the person's
-    # read scope covers it (docs/platform.md): no new scope in the specification's table.
-    Endpoint("POST", "/library/claim", "library:read", claim,
+    Endpoint("POST", "/library/claim", op.CLAIM, body(c.ClaimPurchase),
+             lambda _, done: wire.claimed(done),
              doc=d.CLAIM_PURCHASE),
-    Endpoint("GET", "/webhooks", "licenses:read", list_webhooks,
+    Endpoint("GET", "/webhooks", op.LIST_WEBHOOKS, nothing,
+             lambda _, found: {"webhooks": [wire.webhook(e) for e in found]},
              doc=d.LIST_WEBHOOKS),
-    Endpoint("POST", "/webhooks", "licenses:write", add_webhook,
+    Endpoint("POST", "/webhooks", op.ADD_WEBHOOK, body(c.AddWebhook),
+             lambda _, shown: wire.webhook_secret(shown.endpoint, shown.secret),
              doc=d.ADD_WEBHOOK),
-    Endpoint("DELETE", "/webhooks", "licenses:write", remove_webhook,
+    Endpoint("DELETE", "/webhooks", op.REMOVE_WEBHOOK, query(c.WebhookTarget), ok,
              doc=d.REMOVE_WEBHOOK),
-    Endpoint("POST", "/webhooks/rotate", "licenses:write", rotate_webhook,
+    Endpoint("POST", "/webhooks/rotate", op.ROTATE_WEBHOOK, body(c.WebhookTarget),
+             lambda _, shown: wire.webhook_secret(shown.endpoint, shown.secret),
              doc=d.ROTATE_WEBHOOK_SECRET),
-    Endpoint("POST", "/webhooks/enable", "licenses:write", enable_webhook,
+    Endpoint("POST", "/webhooks/enable", op.ENABLE_WEBHOOK, body(c.WebhookTarget),
+             lambda _, done: {"ok": True, **wire.webhook(done)},
              doc=d.ENABLE_WEBHOOK),
-    Endpoint("GET", "/webhooks/deliveries", "licenses:read",
-             log_of(MessageKind.WEBHOOK, "deliveries"),
-             doc=d.LIST_WEBHOOK_DELIVERIES),
-    Endpoint("POST", "/webhooks/resend", "licenses:write", resend,
+    deliveries("/webhooks/deliveries", MessageKind.WEBHOOK, "deliveries",
+               d.LIST_WEBHOOK_DELIVERIES),
+    Endpoint("POST", "/webhooks/resend", op.RESEND, body(c.WebhookTarget),
+             lambda _, again: {"ok": True, **wire.delivery(again)},
              doc=d.RESEND_WEBHOOK_DELIVERY),
-    Endpoint("GET", "/chat-roles", "products:read", chat_roles,
+    Endpoint("GET", "/chat-roles", op.CHAT_ROLES, query(c.ChatRolesOf), roles_answer,
              doc=d.LIST_CHAT_ROLES),
-    Endpoint("POST", "/chat-roles", "products:write", set_chat_roles,
+    Endpoint("POST", "/chat-roles", op.SET_CHAT_ROLES, body(c.SetChatRoles), roles_answer,
              doc=d.SET_CHAT_ROLES),
-    Endpoint("GET", "/chat-roles/hand-outs", "licenses:read",
-             log_of(MessageKind.CHAT_ROLE, "hand_outs"),
-             doc=d.LIST_CHAT_ROLE_HAND_OUTS),
+    deliveries("/chat-roles/hand-outs", MessageKind.CHAT_ROLE, "hand_outs",
+               d.LIST_CHAT_ROLE_HAND_OUTS),
 ]
-
-
-@attrs.frozen
-class Authenticate:
-    """Bearer key, then the per-key rate limit; the key id is kept for the access log and
-    what is left of the limit for the answer's headers."""
-
-    flow: DeviceFlow
-    storage: Storage
-    clock: Clock
-    rate_limit: int  # a key, a minute
-
-    async def __call__(self, request: Request) -> ApiKey:
-        plain, sent = bearer(request)
-        request.state.credentials_sent = sent
-        if plain is None:
-            raise InvalidToken("this call needs Authorization: Bearer <API_KEY>")
-        key = await self.flow.authenticate(plain)
-        request.state.key_id = key.id
-        request.state.quota = await limits.hit(self.storage, self.clock, f"key:{key.id}",
-                                               self.rate_limit)
-        return key
 
 
 def quota_headers(quota: limits.Quota) -> dict[str, str]:
@@ -328,18 +220,43 @@ def quota_headers(quota: limits.Quota) -> dict[str, str]:
             "RateLimit-Reset": str(quota.reset)}
 
 
-def routes(authenticate: Authenticate, uc: UseCases,
-           endpoints: list[Endpoint] = ENDPOINTS) -> list[Route]:
-    by_path: dict[str, dict[str, Endpoint]] = {}
+def noting(request: Request) -> Callable[[str, limits.Quota | None], None]:
+    """Where the core notes the key (for the access log) and what is left of its limit (for
+    the answer's headers, also on a refusal)."""
+    def note(key_id: str, quota: limits.Quota | None) -> None:
+        request.state.key_id = key_id
+        if quota is not None:
+            request.state.quota = quota
+
+    return note
+
+
+def sent_bearer(request: Request) -> str | None:
+    """The bearer key, noting whether any credentials came (a 401 without any says so in
+    `WWW-Authenticate` without an error code, RFC 6750 section 3.1)."""
+    plain, sent = bearer(request)
+    request.state.credentials_sent = sent
+    return plain
+
+
+def routes(door: Partner, settings: Settings,
+           endpoints: list[Endpoint[Any, Any]] = ENDPOINTS) -> list[Route]:
+    by_path: dict[str, dict[str, Endpoint[Any, Any]]] = {}
     for e in endpoints:
         by_path.setdefault(e.path, {})[e.method] = e
 
-    def make(methods: dict[str, Endpoint]) -> Callable[[Request], Awaitable[Response]]:
+    def make(methods: dict[str, Endpoint[Any, Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             e = methods["GET" if request.method == "HEAD" else request.method]
-            key = await authenticate(request)
-            sc.require(frozenset(key.scopes), key.kind, e.kind, e.scope)
-            answer = await e.handler(uc, key, request)
+
+            async def read() -> Any:
+                # Asked for once the key is admitted; kept for the writer (a listing's
+                # `next_cursor` depends on the limit asked for).
+                request.state.command = await e.read(request, settings)
+                return request.state.command
+
+            value = await door.call(e.operation, sent_bearer(request), read, noting(request))
+            answer = e.write(request.state.command, value)
             response = answer if isinstance(answer, Response) else JSONResponse(answer)
             response.headers.update(quota_headers(request.state.quota))
             return response

@@ -7,11 +7,12 @@ and call them with commands (`licore.commands`) as an acting studio or person
 `docs/embedding.md` walks through it. Anything not named here may change between versions.
 """
 
-from licore import commands, ports
+from licore import commands, ports, storage_ports
 from licore.actors import ActingPerson, ActingStudio
 from licore.errors import LicoreError
 from licore.licenses import LicenseEvent, LicenseState, Source
-from licore.services.deps import Deps, Settings
+from licore.services.deps import Deps
+from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "UseCases",
     "commands",
     "ports",
+    "storage_ports",
 ]

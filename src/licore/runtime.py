@@ -3,6 +3,9 @@ raises. Pure: the service loads the facts in one query and stores what this retu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 import attrs
 
 from licore.licenses import LicenseState
@@ -84,46 +87,118 @@ class SourceFacts:
     stored: tuple[bytes, ...]
 
 
+# /verify-source (spec 4.5): the five conditions, each a named rule, in the order that
+# decides which alert a failing call raises. A rule answers None when its condition holds, or
+# the denial (with the alert of spec section 6, if any) when it does not.
+SourceRule = Callable[["_SourceCall"], "Verdict | None"]
+
+
+@attrs.frozen
+class _SourceCall:
+    caller: Caller
+    script_name: str
+    source: bytes
+    facts: SourceFacts
+    product: Product
+    key_license: License | None  # the key's license, if it is one of this product's
+
+    def alert(self, kind: str, license_id: str, owner: str | None) -> Verdict:
+        return Verdict(False, (AlertDraft(kind, license_id, self.caller.user_id, owner, None,
+                                          self.script_name),))
+
+
+def _key_is_the_users(call: _SourceCall) -> Verdict | None:
+    """3 (first half): a key of another account is a mismatch the seller hears of."""
+    key = call.key_license
+    if key is not None and key.platform_id != call.caller.user_id:
+        return call.alert(KEY_USER_MISMATCH, key.id, key.platform_id)
+    return None
+
+
+def _holds_a_license(call: _SourceCall) -> Verdict | None:
+    """2: the user holds a license (an inactive one is no license)."""
+    mine = call.facts.user_license
+    return Verdict(False) if mine is None or mine.state is LicenseState.INACTIVE else None
+
+
+def _key_matches_an_active_license(call: _SourceCall) -> Verdict | None:
+    """2 and 3: the key is the user's license's, and that license is not paused."""
+    mine, key = call.facts.user_license, call.key_license
+    assert mine is not None  # `_holds_a_license` came first
+    if key is None or key.id != mine.id or mine.state is LicenseState.PAUSED:
+        return call.alert(INVALID_KEY_FOR_LICENSE, mine.id, key.platform_id if key else None)
+    return None
+
+
+def _not_blacklisted(call: _SourceCall) -> Verdict | None:
+    """4: the user is not on the studio's blacklist."""
+    return Verdict(False) if call.facts.blacklisted else None
+
+
+def _source_is_stored(call: _SourceCall) -> Verdict | None:
+    """5: the live version has a script of that name, and `source` is byte-identical to one
+    (a name the live version lacks raises nothing: a newer build may call with it)."""
+    if not call.facts.stored:
+        return Verdict(False)
+    if call.source not in call.facts.stored:
+        mine = call.facts.user_license
+        assert mine is not None
+        return call.alert(STOLEN_PRODUCT, mine.id, mine.platform_id)
+    return None
+
+
+SOURCE_RULES: tuple[SourceRule, ...] = (
+    _key_is_the_users, _holds_a_license, _key_matches_an_active_license, _not_blacklisted,
+    _source_is_stored)
+
+
 def verify_source(caller: Caller, script_name: str, source: bytes,
                   facts: SourceFacts) -> Verdict:
-    """The five conditions of spec 4.5, and the alerts of spec section 6.
+    """The five conditions of spec 4.5 (`SOURCE_RULES`), and the alerts of spec section 6.
 
-    With "Verify scripts" off the answer is false and nothing is raised: the seller asked
-    for no verification. A name that is not in the live version raises nothing either: a
-    build newer than the live one may call with it."""
+    1: the product exists and "Verify scripts" is on; with it off the answer is false and
+    nothing is raised (the seller asked for no verification)."""
     product = facts.product
     if product is None or not product.verify_scripts:
         return Verdict(False)
-    key_license = facts.key_license
-    if key_license is not None and key_license.product_id != product.id:
-        key_license = None
-    refused = _license_refusal(caller, script_name, key_license, facts.user_license)
-    if refused is not None:
-        return refused
-    mine = facts.user_license
-    assert mine is not None  # _license_refusal refuses a caller without a license
-    if facts.blacklisted or not facts.stored:
-        return Verdict(False)
-    if source not in facts.stored:
-        return Verdict(False, (AlertDraft(STOLEN_PRODUCT, mine.id, caller.user_id,
-                                          mine.platform_id, None, script_name),))
+    key = facts.key_license
+    call = _SourceCall(caller, script_name, source, facts, product,
+                       key if key is not None and key.product_id == product.id else None)
+    for rule in SOURCE_RULES:
+        denied = rule(call)
+        if denied is not None:
+            return denied
     return Verdict(True)
 
 
-def _license_refusal(caller: Caller, script_name: str, key_license: License | None,
-                     mine: License | None) -> Verdict | None:
-    """The refusal of `verify_source` on the licenses, or None when the key is the
-    caller's own active license of the product."""
-    if key_license is not None and key_license.platform_id != caller.user_id:
-        return Verdict(False, (AlertDraft(KEY_USER_MISMATCH, key_license.id, caller.user_id,
-                                          key_license.platform_id, None, script_name),))
-    if mine is None or mine.state is LicenseState.INACTIVE:
-        return Verdict(False)
-    if key_license is None or key_license.id != mine.id or mine.state is LicenseState.PAUSED:
-        return Verdict(False, (AlertDraft(
-            INVALID_KEY_FOR_LICENSE, mine.id, caller.user_id,
-            key_license.platform_id if key_license else None, None, script_name),))
-    return None
+class Effects(NamedTuple):
+    """What a judged call leaves behind: whether it passes, the alerts it raises, the new
+    place to remember and the nonce to spend (only for a call that passes). A named tuple
+    rather than an attrs class: one is made per runtime call, and a tuple is made in a
+    third of the time of a frozen attrs instance."""
+
+    ok: bool
+    alerts: tuple[AlertDraft, ...] = ()
+    license_id: str | None = None
+    place: str | None = None  # a game id the license was not seen in before
+    nonce: str | None = None
+
+    @property
+    def only_nonce(self) -> bool:
+        """The common sealed call: its one effect can join other calls' in one statement."""
+        return self.nonce is not None and not self.alerts and self.place is None
+
+
+def effects(caller: Caller, facts: Facts, nonce: str | None) -> Effects:
+    """The license check (`judge`), then for a call that passes the place it comes from
+    (remembered when new, an alert past the studio's limit) and its nonce."""
+    verdict = judge(caller, facts)
+    lic = facts.license
+    if not verdict.ok or lic is None:
+        return Effects(False, verdict.alerts)
+    extra = place_alert(caller, lic.id, facts)
+    place = caller.game_id if new_place(caller, facts) else None
+    return Effects(True, verdict.alerts + ((extra,) if extra else ()), lic.id, place, nonce)
 
 
 def new_place(caller: Caller, facts: Facts) -> bool:

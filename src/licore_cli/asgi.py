@@ -7,11 +7,11 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
-from adapters_http.app import FAMILIES, create_app
+from adapters_http.app import FAMILIES
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
 from licore.services.wiring import UseCases
 from licore_cli import settings
-from licore_cli.compose import deps_from_env, web_config
+from licore_cli.compose import app_of, deps_from_env, web_config
 from licore_cli.hypercorn_close import close_when_the_client_leaves
 from licore_cli.memory import return_large_buffers
 from licore_cli.worker import work_forever
@@ -25,10 +25,8 @@ _events = settings.load().events
 _poll = _events.poll_ms / 1000
 
 
-def _outbox() -> Coroutine[Any, Any, None]:
-    return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set,
-                        _events.slots)
+def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
+    return work_forever(uc.delivery, _poll, OUTBOX_BACKLOG.set, _events.slots)
 
 
-app = create_app(_deps, only=_only, web_config=web_config(_deps),
-                 background=[_outbox] * _events.workers)
+app = app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers)

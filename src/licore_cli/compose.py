@@ -1,20 +1,25 @@
-"""The composition root: the one place that knows every adapter and wires them together."""
+"""The composition root: the one place that knows every adapter and wires them together, and
+the one place that builds the use cases the HTTP adapter is given."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import secrets
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
 from adapters_events import ChatClient, ChatConfig, SignedSender
 from adapters_formats.codec import RobloxModelCodec
-from adapters_http.web import LocalAccounts, PlatformSignInConfig, WebConfig
+from adapters_http.app import FAMILIES, LicoreApp, create_app
+from adapters_http.web import PlatformSignInConfig, WebConfig
 from adapters_platform import Retry, RobloxPlatform
 from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
 from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from licore_cli import settings
 
 
@@ -69,7 +74,23 @@ def deps_from_env() -> Deps:
     )
 
 
-def web_config(deps: Deps) -> WebConfig:
+def app_of(deps: Deps, only: tuple[str, ...] = FAMILIES, web: WebConfig | None = None,
+           background: Sequence[Callable[[UseCases], Coroutine[Any, Any, None]]] = ()
+           ) -> LicoreApp:
+    """The ASGI application over the parts chosen: the use cases built once from them, and
+    given to the HTTP adapter with the settings. `background`: long-running tasks started
+    with the application (the outbox workers), each given the same use cases."""
+    uc = UseCases.of(deps)
+
+    def started(run: Callable[[UseCases], Coroutine[Any, Any, None]]
+                ) -> Callable[[], Coroutine[Any, Any, None]]:
+        return lambda: run(uc)
+
+    return create_app(uc, deps.settings, only=only, web_config=web,
+                      background=[started(run) for run in background])
+
+
+def web_config() -> WebConfig:
     """Every process serving the pages signs session cookies with one key; people sign in
     with local accounts, and with the platform when its OAuth app is configured."""
     platform = settings.load().platform
@@ -79,5 +100,4 @@ def web_config(deps: Deps) -> WebConfig:
             client_id=platform.oidc_client_id, client_secret=platform.oidc_client_secret,
             issuer=platform.oidc_issuer, metadata_url=platform.oidc_metadata_url,
             label=platform.oidc_label)
-    return WebConfig(session_key=secret("session_key", 32), sign_in=LocalAccounts(deps),
-                     platform_sign_in=sso)
+    return WebConfig(session_key=secret("session_key", 32), platform_sign_in=sso)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from licore.events import Schedule
-from licore.services.deps import Settings
+from licore.services.settings import Settings
 
 
 class SettingsError(Exception):

@@ -11,12 +11,12 @@ import attrs
 import httpx
 import pytest
 
-from adapters_http.app import create_app
 from adapters_http.web.session import MAX_AGE
 from adapters_storage import open_storage
 from licore.model import Client, Studio
 from licore.services.deps import Settings
 from licore.services.wiring import UseCases
+from licore_cli.compose import app_of
 from tests.browser.site import (
     Person,
     PollingApp,
@@ -82,7 +82,7 @@ async def test_the_session_cookie_is_secure_when_the_public_url_is_https(
     storage = open_storage(f"sqlite:///{tmp_path / 'licore.db'}")
     await storage.migrate()
     deps = make_deps(storage, settings=Settings(public_url="https://licore.example"))
-    app = create_app(deps)
+    app = app_of(deps)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url="https://licore.example") as client:
@@ -100,7 +100,7 @@ async def test_a_session_ends_twelve_hours_after_sign_in(tmp_path: Path) -> None
     deps = make_deps(storage, clock)
     await UseCases.of(deps).operator.add_account("ivy", "9100", "ivy's password")
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(deps)),
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app_of(deps)),
                                      base_url="http://test") as client:
             token = form_token((await client.get("/signin")).text)
             signed = await client.post("/signin", data={

@@ -17,7 +17,7 @@ import pytest
 
 from adapters_storage import open_storage
 from licore.errors import InvalidToken
-from licore.services import person, signin
+from licore.services import signin
 from licore.services.wiring import UseCases
 from licore_cli.main import main
 from tests.http.e2e import cli, poll, start_flow
@@ -143,7 +143,7 @@ async def _keys(url: str, app: str, username: str, studio: str | None) -> tuple[
 async def _works(url: str, key: str) -> bool:
     deps = make_deps(open_storage(url))
     try:
-        await UseCases.of(deps).device.authenticate(key)
+        await UseCases.of(deps).keys.identify(key)
     except InvalidToken:
         return False
     finally:
@@ -152,15 +152,12 @@ async def _works(url: str, key: str) -> bool:
 
 
 async def _sign_in(url: str, username: str, password: str) -> str:
-    from adapters_http.web import LocalAccounts
-
     deps = make_deps(open_storage(url))
     try:
-        method = LocalAccounts(deps)
-        account = await signin.sign_in(deps.storage, deps.clock, method,
-                                       {"username": username, "password": password}, "::1")
-        await person.account(deps.storage, account.id)
-        return account.username
+        sessions = UseCases.of(deps).sessions
+        done = await sessions.sign_in(sessions.local,
+                                      {"username": username, "password": password}, "::1")
+        return done.account.username
     finally:
         await deps.storage.close()
 

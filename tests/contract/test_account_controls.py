@@ -5,8 +5,8 @@ them, or those of one studio)."""
 from __future__ import annotations
 
 from licore.model import Membership
-from licore.ports import Storage
 from licore.scopes import Permission
+from licore.storage_ports import Storage
 from tests.support.records import key, seed, studio
 
 

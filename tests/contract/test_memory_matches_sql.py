@@ -20,7 +20,7 @@ from licore.events import Message, MessageKind, MessageState
 from licore.lanes import Breaker, BreakerState
 from licore.licenses import LicenseState
 from licore.model import Alert
-from licore.ports import Storage, UnitOfWork
+from licore.storage_ports import Storage, UnitOfWork
 from tests.support.records import account, key, license, seed
 
 USERNAMES = ("al", "AL", "bo", "Bo", "cy")

@@ -15,7 +15,7 @@ from adapters_storage.records import column_list, to_row
 from adapters_storage.sql import common
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.lanes import Breaker, BreakerState
-from licore.ports import Storage
+from licore.storage_ports import Storage
 from tests.support.records import seed
 
 

@@ -11,8 +11,8 @@ import attrs
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState
 from licore.model import Client, DeviceAuthorization, Membership, Product
-from licore.ports import Storage
 from licore.scopes import Permission
+from licore.storage_ports import Storage
 from tests.support.records import account, key, license, product, seed, studio
 
 

@@ -20,9 +20,9 @@ from licore.actors import ActingStudio
 from licore.errors import AlreadyOwned, ExpiredToken, LicoreError, Unavailable
 from licore.licenses import LicenseEvent, LicenseState
 from licore.model import Alert, Page, Product, Version
-from licore.ports import Storage
 from licore.services import device
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.conftest import PG_URL, _postgres_or_skip
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world

@@ -11,8 +11,8 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine
 
 from adapters_storage import MemoryStorage, SqliteStorage
-from licore.ports import Storage
 from licore.services.deps import Deps, Settings
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 
 T = TypeVar("T")

@@ -8,7 +8,6 @@ from hypothesis.stateful import Bundle, invariant, rule
 
 from licore.api_keys import IDLE_LIMIT
 from licore.errors import InvalidToken, NotFound
-from licore.services import device
 from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 from tests.support.scenario import obtain_key
@@ -43,7 +42,7 @@ class ApiKeyMachine(StorageMachine):
     def issue(self) -> Key:
         plain = self.w.run(obtain_key(self.w.deps, self.client, "products:read", self.owner,
                                       self.studio.id))
-        record = self.w.run(UseCases.of(self.w.deps).device.authenticate(plain))
+        record = self.w.run(UseCases.of(self.w.deps).keys.identify(plain))
         key = Key(plain, record.id, self.now())
         self.all.append(key)
         return key
@@ -51,7 +50,7 @@ class ApiKeyMachine(StorageMachine):
     @rule(key=keys)
     def use(self, key: Key) -> None:
         try:
-            self.w.run(UseCases.of(self.w.deps).device.authenticate(key.plain))
+            self.w.run(UseCases.of(self.w.deps).keys.identify(key.plain))
         except InvalidToken:
             assert not self.alive(key)
             key.revoked = True  # idle expiry is permanent
@@ -63,15 +62,15 @@ class ApiKeyMachine(StorageMachine):
     @rule(key=keys)
     def holder_revokes(self, key: Key) -> None:
         if self.alive(key):
-            record = self.w.run(UseCases.of(self.w.deps).device.authenticate(key.plain))
-            self.w.run(UseCases.of(self.w.deps).device.revoke_key(record))
+            record = self.w.run(UseCases.of(self.w.deps).keys.identify(key.plain))
+            self.w.run(UseCases.of(self.w.deps).keys.revoke(record))
             key.revoked = True
 
     @rule(key=keys)
     def user_revokes_in_connected_apps(self, key: Key) -> None:
         try:
-            self.w.run(device.revoke_connected_app(
-                self.w.deps.storage, self.w.deps.clock, key.id, studio_id=self.studio.id))
+            self.w.run(UseCases.of(self.w.deps).keys.revoke_connected_app(
+                key.id, studio_id=self.studio.id))
         except NotFound:
             raise AssertionError("the studio's own key must be listed") from None
         key.revoked = True
@@ -83,15 +82,15 @@ class ApiKeyMachine(StorageMachine):
     @rule(junk=st.text(min_size=0, max_size=50))
     def unknown_keys_never_authenticate(self, junk: str) -> None:
         try:
-            self.w.run(UseCases.of(self.w.deps).device.authenticate(junk))
+            self.w.run(UseCases.of(self.w.deps).keys.identify(junk))
         except InvalidToken:
             return
         raise AssertionError("an unknown key authenticated")
 
     @invariant()
     def connected_apps_list_exactly_the_live_keys(self) -> None:
-        apps = self.w.run(device.connected_apps(self.w.deps.storage, self.w.deps.clock,
-                                                studio_id=self.studio.id))
+        apps = self.w.run(UseCases.of(self.w.deps).keys.connected_apps(
+            studio_id=self.studio.id))
         assert {a.key.id for a in apps} == {k.id for k in self.all if self.alive(k)}
 
 

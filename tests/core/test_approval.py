@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from licore.errors import ExpiredToken
-from licore.ports import Storage
 from licore.services import device
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
 from tests.support.scenario import ALL_LIBRARY, build_world
 

@@ -48,6 +48,7 @@ class DeviceFlowMachine(StorageMachine):
         super().__init__()
         d = self.w.deps
         self.flow = UseCases.of(d).device
+        self.keys = UseCases.of(d).keys
         owner = self.w.run(UseCases.of(d).operator.add_account("owner", "1", None))
         helper = self.w.run(UseCases.of(d).operator.add_account("helper", "2", None))
         self.outsider = self.w.run(UseCases.of(d).operator.add_account("outsider", "3", None))
@@ -115,7 +116,7 @@ class DeviceFlowMachine(StorageMachine):
         flow.keys_returned += 1
         event("key claimed")
         assert set(token.scope.split()) == set(flow.granted)
-        key = self.w.run(self.flow.authenticate(token.access_token))
+        key = self.w.run(self.keys.identify(token.access_token))
         assert set(key.scopes) == set(flow.granted)
 
     @rule(flow=flows, approver=st.integers(0, 2), approve=st.booleans())

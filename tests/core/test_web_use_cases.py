@@ -14,12 +14,12 @@ from licore.commands import ChangeLicense, CreateProduct, LicenseTarget
 from licore.errors import NotFound
 from licore.licenses import LicenseEvent
 from licore.model import Account
-from licore.ports import Storage
 from licore.scopes import Permission
-from licore.services import device, housekeeping, signin
+from licore.services import housekeeping, signin
 from licore.services.dashboard import MissingPermission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world, obtain_key
 
@@ -46,16 +46,17 @@ async def test_five_failures_lock_a_name_until_the_window_ends(storage: Storage)
     wrong = {**right, "password": "wrong"}
     for _ in range(signin.FAILURES_PER_NAME):
         with pytest.raises(signin.SignInRefused):
-            await signin.sign_in(deps.storage, deps.clock, method, wrong, "10.0.0.1")
+            await UseCases.of(deps).sessions.sign_in(method, wrong, "10.0.0.1")
     with pytest.raises(signin.SignInLocked) as locked:
-        await signin.sign_in(deps.storage, deps.clock, method, right, "10.0.0.2")
+        await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.2")
     assert locked.value.retry_after == signin.FAILURE_WINDOW
     # The name's count is case-blind, like usernames themselves.
     with pytest.raises(signin.SignInLocked):
-        await signin.sign_in(deps.storage, deps.clock, method,
+        await UseCases.of(deps).sessions.sign_in(method,
                              {**right, "username": world.owner.username.upper()}, "10.0.0.2")
     clock.advance(signin.FAILURE_WINDOW)
-    assert await signin.sign_in(deps.storage, deps.clock, method, right, "10.0.0.2") == world.owner
+    signed = await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.2")
+    assert signed.account == world.owner
 
 
 class SlowPasswords(Passwords):
@@ -80,7 +81,7 @@ async def test_simultaneous_wrong_passwords_check_at_most_the_limit(storage: Sto
 
     async def attempt(i: int) -> str:
         try:
-            await signin.sign_in(deps.storage, deps.clock, method, wrong, f"10.1.0.{i}")
+            await UseCases.of(deps).sessions.sign_in(method, wrong, f"10.1.0.{i}")
         except signin.SignInRefused:
             return "refused"
         except signin.SignInLocked:
@@ -94,11 +95,11 @@ async def test_simultaneous_wrong_passwords_check_at_most_the_limit(storage: Sto
     # A right password after them is locked out too, and a success is not a failure.
     right = {**wrong, "password": "right"}
     with pytest.raises(signin.SignInLocked):
-        await signin.sign_in(deps.storage, deps.clock, method, right, "10.2.0.1")
+        await UseCases.of(deps).sessions.sign_in(method, right, "10.2.0.1")
     clock.advance(signin.FAILURE_WINDOW)
     for _ in range(signin.FAILURES_PER_NAME + 2):
-        assert await signin.sign_in(deps.storage, deps.clock, method, right,
-                                    "10.2.0.1") == world.owner
+        assert (await UseCases.of(deps).sessions.sign_in(method, right,
+                                                         "10.2.0.1")).account == world.owner
 
 
 async def test_failures_from_one_address_lock_it_for_every_name(storage: Storage) -> None:
@@ -107,25 +108,26 @@ async def test_failures_from_one_address_lock_it_for_every_name(storage: Storage
     method = Passwords(world.owner, "right")
     for i in range(signin.FAILURES_PER_IP):
         with pytest.raises(signin.SignInRefused):
-            await signin.sign_in(deps.storage, deps.clock, method,
+            await UseCases.of(deps).sessions.sign_in(method,
                                  {"username": f"guess{i}", "password": "x"}, "10.9.9.9")
     right = {"username": world.owner.username, "password": "right"}
     with pytest.raises(signin.SignInLocked):
-        await signin.sign_in(deps.storage, deps.clock, method, right, "10.9.9.9")
-    assert await signin.sign_in(deps.storage, deps.clock, method, right, "10.9.9.10") == world.owner
+        await UseCases.of(deps).sessions.sign_in(method, right, "10.9.9.9")
+    signed = await UseCases.of(deps).sessions.sign_in(method, right, "10.9.9.10")
+    assert signed.account == world.owner
 
 
 async def test_session_counters_live_on_the_server(storage: Storage) -> None:
     deps = make_deps(storage)
     for _ in range(7):
-        await signin.count_wrong_entry(deps.storage, "sid-a")
-    burned = await signin.entry_attempts(deps.storage, "sid-a", "BCDFGHJK")
+        await UseCases.of(deps).sessions.count_wrong_entry("sid-a")
+    burned = await UseCases.of(deps).sessions.entry_attempts("sid-a", "BCDFGHJK")
     assert burned.burned and burned.linked_user_code == "BCDFGHJK"
-    assert (await signin.entry_attempts(deps.storage, "sid-b", None)).wrong == 0
-    assert not await signin.session_ended(deps.storage, "sid-a")
-    await signin.end_session(deps.storage, "sid-a")
-    assert await signin.session_ended(deps.storage, "sid-a")
-    assert not await signin.session_ended(deps.storage, "sid-b")
+    assert (await UseCases.of(deps).sessions.entry_attempts("sid-b", None)).wrong == 0
+    assert not await UseCases.of(deps).sessions.session_ended("sid-a")
+    await UseCases.of(deps).sessions.end_session("sid-a")
+    assert await UseCases.of(deps).sessions.session_ended("sid-a")
+    assert not await UseCases.of(deps).sessions.session_ended("sid-b")
 
 
 async def _helper(deps: Deps, studio: str, *permissions: Permission) -> Account:
@@ -163,7 +165,7 @@ async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Stor
     helper = await _helper(deps, world.studio.name, Permission.MANAGE_LICENSES)
     await obtain_key(deps, world.client, "licenses:read", world.owner, world.studio.id)
     board = UseCases.of(deps).dashboard
-    apps = await device.connected_apps(storage, deps.clock, studio_id=world.studio.id)
+    apps = await UseCases.of(deps).keys.connected_apps(studio_id=world.studio.id)
     by_scopes = {a.key.scopes: a.key.id for a in apps}
     products_key = by_scopes[tuple(s for s in sc.SCOPES if s in ALL_STUDIO.split())]
     licenses_key = by_scopes[("licenses:read",)]
@@ -172,8 +174,8 @@ async def test_a_member_revokes_only_keys_they_could_have_approved(storage: Stor
     with pytest.raises(MissingPermission):
         await board.revoke_app(seat, products_key)
     await board.revoke_app(seat, licenses_key)
-    left = {a.key.id for a in await device.connected_apps(storage, deps.clock,
-                                                           studio_id=world.studio.id)}
+    left = {a.key.id for a in await UseCases.of(deps).keys.connected_apps(
+        studio_id=world.studio.id)}
     assert left == {products_key}
     with pytest.raises(NotFound):
         await board.revoke_app(seat, licenses_key)  # already gone
@@ -184,17 +186,17 @@ async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storag
     stays signed out, and failed sign-ins stay counted for their whole window."""
     clock = FakeClock()
     deps = make_deps(storage, clock)
-    await signin.end_session(deps.storage, "sid-1")
+    await UseCases.of(deps).sessions.end_session("sid-1")
     window = clock.now() - clock.now() % signin.FAILURE_WINDOW
     async with storage.unit_of_work() as uow:
         await uow.counters.hit(["signin-fail:name:bob"], window)
     clock.advance(signin.FAILURE_WINDOW - 1)
-    await housekeeping.sweep(deps.storage, deps.clock)
-    assert await signin.session_ended(deps.storage, "sid-1")
+    await UseCases.of(deps).housekeeping.sweep()
+    assert await UseCases.of(deps).sessions.session_ended("sid-1")
     async with storage.unit_of_work() as uow:
         assert await uow.counters.count("signin-fail:name:bob", window) == 1
     clock.advance(housekeeping.COUNTER_RETENTION + 1)
-    await housekeeping.sweep(deps.storage, deps.clock)
-    assert await signin.session_ended(deps.storage, "sid-1")  # never forgotten
+    await UseCases.of(deps).housekeeping.sweep()
+    assert await UseCases.of(deps).sessions.session_ended("sid-1")  # never forgotten
     async with storage.unit_of_work() as uow:
         assert await uow.counters.count("signin-fail:name:bob", window) == 0

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from starlette.routing import Mount, Route
 
-from adapters_http.app import create_app
 from adapters_http.openapi import openapi_document
 from adapters_http.runtime import RuntimeApp
 from adapters_storage import MemoryStorage
+from licore_cli.compose import app_of
 from tests.support.fakes import make_deps
 
 
 def served() -> set[tuple[str, str]]:
     """(method, path) of every call the app's Partner, device-flow and runtime mounts take."""
-    app = create_app(make_deps(MemoryStorage()), only=("partner", "auth", "runtime"))
+    app = app_of(make_deps(MemoryStorage()), only=("partner", "auth", "runtime"))
     calls: set[tuple[str, str]] = set()
     for mount in app.routes:
         if not isinstance(mount, Mount):

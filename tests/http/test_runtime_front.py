@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from adapters_http.app import LicoreApp, create_app
+from adapters_http.app import LicoreApp
 from adapters_http.runtime import RuntimeApp, RuntimeFront
 from adapters_storage import MemoryStorage
+from licore_cli.compose import app_of
 from tests.support.fakes import make_deps
 
 CALLS = ["/check", "/unlock", "/version", "/update", "/verify-source"]
@@ -85,7 +86,7 @@ def access() -> Any:
 
 
 async def test_a_runtime_call_never_enters_the_middleware_stack(access: Lines) -> None:
-    app = create_app(make_deps(MemoryStorage()))
+    app = app_of(make_deps(MemoryStorage()))
     sent, _ = await serve(app, scope("POST", "/runtime/unlock", headers=JSON), [b"{nope"])
     assert sent[0]["status"] == 400 and sent[1]["body"] == b'{"ok":false}'
     assert app.middleware_stack is None  # Starlette builds it on the first call it sees
@@ -95,7 +96,7 @@ async def test_a_runtime_call_never_enters_the_middleware_stack(access: Lines) -
 
 async def test_the_front_stamps_the_request_id_and_writes_the_access_line(
         access: Lines) -> None:
-    app = create_app(make_deps(MemoryStorage()))
+    app = app_of(make_deps(MemoryStorage()))
     given = [*JSON, (b"x-request-id", b"trace-7")]
     sent, _ = await serve(app, scope("POST", "/runtime/check", headers=given), [b"{}"])
     assert (b"x-request-id", b"trace-7") in sent[0]["headers"]
@@ -108,7 +109,7 @@ async def test_the_front_stamps_the_request_id_and_writes_the_access_line(
 
 async def test_a_body_left_unread_closes_the_connection_and_is_drained(
         access: Lines) -> None:
-    app = create_app(make_deps(MemoryStorage()))
+    app = app_of(make_deps(MemoryStorage()))
     declared = [*JSON, (b"content-length", b"999999")]
     sent, left = await serve(app, scope("POST", "/runtime/unlock", headers=declared),
                              [b"x" * 1000] * 5)
@@ -125,7 +126,7 @@ async def test_the_metrics_label_is_the_call_or_unmatched_never_the_mount_twice(
     # Requests the front leaves to the route table: a wrong method on a call is labelled
     # with the call; a path the /runtime mount has nothing for is unmatched, as a path no
     # route has (it was labelled "/runtime/runtime").
-    app = create_app(make_deps(MemoryStorage()))
+    app = app_of(make_deps(MemoryStorage()))
     await serve(app, scope("GET", "/runtime/unlock"), [b""])
     await serve(app, scope("POST", "/runtime/nope", headers=JSON), [b"{}"])
     await serve(app, scope("POST", "/nowhere", headers=JSON), [b"{}"])

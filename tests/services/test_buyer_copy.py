@@ -15,7 +15,6 @@ from licore.builds.prepare import buyer_copy
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.licenses import LicenseEvent
-from licore.ports import Storage
 from licore.protection import (
     Candidate,
     ProtectionFailed,
@@ -25,6 +24,7 @@ from licore.protection import (
     Trace,
 )
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, PLACEHOLDER, PLAIN_SCRIPT, product_model
 from tests.support.scenario import build_world

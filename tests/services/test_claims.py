@@ -24,10 +24,10 @@ from licore.errors import (
 from licore.events import MessageKind
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import Product
-from licore.ports import Storage
 from licore.services.claims import ClaimResult
 from licore.services.deps import Deps, Settings
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
 from tests.support.platform_standin import Platform, running_platform
 from tests.support.scenario import World, build_world

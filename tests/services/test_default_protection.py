@@ -14,9 +14,9 @@ from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import source_of
 from licore.licenses import LicenseEvent
-from licore.ports import Storage
 from licore.protection import DEFAULT_RULES_JSON, PRESETS, parse_protection_settings
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
 from tests.support.models import LICENSE_SCRIPT, PLAIN_SCRIPT, product_model
 from tests.support.scenario import build_world

@@ -20,12 +20,12 @@ from licore.errors import InvalidRequest
 from licore.events import Delivered, Message, MessageKind, MessageState, Topic
 from licore.licenses import LicenseEvent
 from licore.model import Product
-from licore.ports import Storage
 from licore.scopes import Permission
 from licore.services import announce
 from licore.services.dashboard import Seat
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.models import product_model, script
 from tests.support.scenario import World, build_world

@@ -26,8 +26,8 @@ from licore.events import (
     settle,
 )
 from licore.licenses import LicenseEvent
-from licore.ports import Storage
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import build_world
 

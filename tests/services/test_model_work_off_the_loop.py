@@ -15,8 +15,8 @@ from adapters_formats.codec import RobloxModelCodec
 from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
 from licore.licenses import LicenseEvent
-from licore.ports import Storage
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
 from tests.support.models import product_model
 from tests.support.scenario import build_world

@@ -20,8 +20,8 @@ from licore.actors import ActingStudio
 from licore.events import Delivered, MessageKind, MessageState
 from licore.lanes import Breaker, BreakerState
 from licore.licenses import LicenseEvent
-from licore.ports import Storage
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import build_world
 

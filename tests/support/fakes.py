@@ -7,8 +7,8 @@ import attrs
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemRandom
 from adapters_formats.codec import RobloxModelCodec
 from adapters_protection.luau_protector import LuauProtector
-from licore.ports import Storage
 from licore.services.deps import Deps, Settings
+from licore.storage_ports import Storage
 
 
 @attrs.define

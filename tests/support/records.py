@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from licore.licenses import LicenseState, Source
 from licore.model import Account, ApiKey, Client, License, Product, Studio
-from licore.ports import UnitOfWork
 from licore.scopes import KeyKind
+from licore.storage_ports import UnitOfWork
 
 
 def account(n: int, username: str | None = None) -> Account:

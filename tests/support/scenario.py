@@ -46,4 +46,4 @@ async def build_world(deps: Deps, tag: str = "") -> World:
 
 
 async def key_record(deps: Deps, plain: str) -> ApiKey:
-    return await UseCases.of(deps).device.authenticate(plain)
+    return await UseCases.of(deps).keys.identify(plain)

@@ -11,15 +11,14 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import BaseRoute, Mount, Route
 
 from adapters_http.web import approval, dashboard, person_pages, signin_pages
-from adapters_http.web.local_accounts import LocalAccounts
 from adapters_http.web.platform_signin import PlatformSignIn, PlatformSignInConfig
 from adapters_http.web.render import PageHeaders, stylesheet
 from adapters_http.web.session import COOKIE, MAX_AGE
 from licore.ports import SignIn
-from licore.services.deps import Deps
+from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
-__all__ = ["LocalAccounts", "PlatformSignInConfig", "WebConfig", "mount"]
+__all__ = ["PlatformSignInConfig", "WebConfig", "mount"]
 
 
 @attrs.frozen
@@ -28,25 +27,25 @@ class WebConfig:
     (shared by every process serving them) and how people sign in."""
 
     session_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32), repr=False)
-    sign_in: SignIn | None = None  # None: local accounts
+    sign_in: SignIn | None = None  # None: local accounts (`Sessions.local`)
     # Sign-in with the platform beside local accounts (docs/platform.md); None: not offered.
     platform_sign_in: PlatformSignInConfig | None = None
 
 
-def mount(deps: Deps, uc: UseCases, config: WebConfig) -> Mount:
+def mount(uc: UseCases, settings: Settings, config: WebConfig) -> Mount:
     """Every page, under one session middleware. Mounted last, at the root, so the API
     routes before it keep their paths and their JSON answers."""
-    method = config.sign_in or LocalAccounts(deps)
-    platform = (PlatformSignIn(deps, config.platform_sign_in)
+    method = config.sign_in or uc.sessions.local
+    platform = (PlatformSignIn(uc.sessions, config.platform_sign_in)
                 if config.platform_sign_in is not None else None)
     routes: list[BaseRoute] = [
         Route("/assets/web.css", stylesheet),
-        *signin_pages.routes(deps, method, platform),
-        *approval.routes(deps, uc),
-        *dashboard.routes(deps, uc),
-        *person_pages.routes(deps, uc),
+        *signin_pages.routes(uc.sessions, settings, method, platform),
+        *approval.routes(uc),
+        *dashboard.routes(uc, settings),
+        *person_pages.routes(uc, settings),
     ]
-    secure = deps.settings.public_url.lower().startswith("https:")
+    secure = settings.public_url.lower().startswith("https:")
     return Mount("", routes=routes, middleware=[
         Middleware(PageHeaders),
         Middleware(SessionMiddleware, secret_key=config.session_key.hex(),

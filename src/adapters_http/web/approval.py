@@ -19,9 +19,8 @@ from adapters_http.web.routing import Ctx, page_route
 from licore import device_flow as df
 from licore import scopes as sc
 from licore.errors import ApprovalRefused, ExpiredToken, NotFound
-from licore.services import device, signin
+from licore.services import device
 from licore.services.dashboard import Dashboard
-from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 
 
@@ -53,7 +52,9 @@ def _linked(ctx: Ctx) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def routes(deps: Deps, uc: UseCases) -> list[Route]:
+def routes(uc: UseCases) -> list[Route]:
+    sessions = uc.sessions
+
     def entry_page(ctx: Ctx, *, code: str, error: str | None = None, status: int = 200,
                    tries_left: int | None = None) -> Response:
         return page(ctx.request, ctx.visitor, "device_entry.html", status=status, code=code,
@@ -72,7 +73,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
                     studio_kind=view.kind is sc.KeyKind.STUDIO)
 
     async def show(ctx: Ctx) -> Response:
-        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
+        attempts = await sessions.entry_attempts(ctx.session_id, _linked(ctx))
         if attempts.burned:
             return burned_page(ctx)
         code = ctx.request.query_params.get("code", "")[:32]
@@ -85,13 +86,13 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
 
     async def look_up(ctx: Ctx) -> Response:
         entered = ctx.field("code")[:32]
-        attempts = await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))
+        attempts = await sessions.entry_attempts(ctx.session_id, _linked(ctx))
         try:
             view, after = await uc.device.look_up(entered, attempts, ctx.ip)
         except device.SessionBurned:
             return burned_page(ctx)
         if view is None:
-            await signin.count_wrong_entry(deps.storage, ctx.session_id)
+            await sessions.count_wrong_entry(ctx.session_id)
             if after.burned:
                 return burned_page(ctx)
             return entry_page(ctx, code=entered, status=400,
@@ -109,7 +110,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         if not code or data.get("shown") != code:
             return entry_page(ctx, code="", status=400,
                               error="Enter the code your app shows first.")
-        if (await signin.entry_attempts(deps.storage, ctx.session_id, _linked(ctx))).burned:
+        if (await sessions.entry_attempts(ctx.session_id, _linked(ctx))).burned:
             return burned_page(ctx)
         approve = ctx.field("decision") == "approve"
         studio_id = ctx.field("studio_id") or None
@@ -149,7 +150,7 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
                 f"this app asks for ({wanted}). Ask the studio's owner, or deny.")
 
     return [
-        page_route(deps, "/device", show),
-        page_route(deps, "/device", look_up, method="POST"),
-        page_route(deps, "/device/decide", decide, method="POST"),
+        page_route(sessions, "/device", show),
+        page_route(sessions, "/device", look_up, method="POST"),
+        page_route(sessions, "/device/decide", decide, method="POST"),
     ]

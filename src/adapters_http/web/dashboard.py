@@ -34,7 +34,7 @@ from licore.events import TOPICS
 from licore.licenses import LicenseEvent
 from licore.scopes import Permission
 from licore.services.dashboard import Seat
-from licore.services.deps import Deps
+from licore.services.settings import Settings
 from licore.services.webhooks import ROTATION_OVERLAP, Shown
 from licore.services.wiring import UseCases
 
@@ -66,7 +66,8 @@ def _product_fields(ctx: Ctx) -> dict[str, Any]:
             "price_credit": _price(ctx.field("price_credit") or "0")}
 
 
-def routes(deps: Deps, uc: UseCases) -> list[Route]:
+def routes(uc: UseCases, settings: Settings) -> list[Route]:
+    sessions = uc.sessions
     board = uc.dashboard
 
     async def seat(ctx: Ctx) -> Seat:
@@ -228,27 +229,27 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
     base = "/dashboard/{studio_id}"
     product_path = base + "/products/{product_id}"
     return [
-        page_route(deps, "/dashboard", studios),
-        page_route(deps, base, studio),
-        page_route(deps, base + "/products", create_product, method="POST"),
-        page_route(deps, base + "/deliveries/{message_id}/resend", resend, method="POST"),
-        page_route(deps, base + "/webhooks", add_webhook, method="POST"),
-        page_route(deps, base + "/webhooks/{endpoint_id}/rotate", rotate_webhook,
+        page_route(sessions, "/dashboard", studios),
+        page_route(sessions, base, studio),
+        page_route(sessions, base + "/products", create_product, method="POST"),
+        page_route(sessions, base + "/deliveries/{message_id}/resend", resend, method="POST"),
+        page_route(sessions, base + "/webhooks", add_webhook, method="POST"),
+        page_route(sessions, base + "/webhooks/{endpoint_id}/rotate", rotate_webhook,
                    method="POST"),
-        page_route(deps, base + "/webhooks/{endpoint_id}/delete", remove_webhook,
+        page_route(sessions, base + "/webhooks/{endpoint_id}/delete", remove_webhook,
                    method="POST"),
-        page_route(deps, base + "/webhooks/{endpoint_id}/enable", enable_webhook,
+        page_route(sessions, base + "/webhooks/{endpoint_id}/enable", enable_webhook,
                    method="POST"),
-        page_route(deps, product_path, product),
-        page_route(deps, product_path, save_product, method="POST"),
-        page_route(deps, product_path + "/settings", save_settings, method="POST"),
-        page_route(deps, product_path + "/versions", upload, method="POST",
-                   upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
-        page_route(deps, product_path + "/publish", publish, method="POST"),
-        page_route(deps, product_path + "/trace", trace, method="POST",
-                   upload_limit=deps.settings.max_upload_bytes + 64 * 1024),
-        page_route(deps, product_path + "/licenses", license_action, method="POST"),
-        page_route(deps, product_path + "/chat-roles", chat_role, method="POST"),
-        page_route(deps, base + "/blacklist", blacklist, method="POST"),
-        page_route(deps, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),
+        page_route(sessions, product_path, product),
+        page_route(sessions, product_path, save_product, method="POST"),
+        page_route(sessions, product_path + "/settings", save_settings, method="POST"),
+        page_route(sessions, product_path + "/versions", upload, method="POST",
+                   upload_limit=settings.max_upload_bytes + 64 * 1024),
+        page_route(sessions, product_path + "/publish", publish, method="POST"),
+        page_route(sessions, product_path + "/trace", trace, method="POST",
+                   upload_limit=settings.max_upload_bytes + 64 * 1024),
+        page_route(sessions, product_path + "/licenses", license_action, method="POST"),
+        page_route(sessions, product_path + "/chat-roles", chat_role, method="POST"),
+        page_route(sessions, base + "/blacklist", blacklist, method="POST"),
+        page_route(sessions, base + "/apps/{key_id}/revoke", revoke_app, method="POST"),
     ]

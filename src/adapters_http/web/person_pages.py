@@ -15,18 +15,18 @@ from adapters_http.web.routing import Ctx, page_route, redirect
 from licore.actors import ActingPerson
 from licore.commands import ClaimPurchase, DownloadCopy
 from licore.errors import InvalidRequest
-from licore.services.deps import Deps
+from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
 
-def routes(deps: Deps, uc: UseCases) -> list[Route]:
-    people = uc.people
+def routes(uc: UseCases, settings: Settings) -> list[Route]:
+    people, sessions = uc.people, uc.sessions
 
     async def library(ctx: Ctx) -> Response:
         owned = await people.owned(ctx.account)
         return page(ctx.request, ctx.visitor, "library.html", owned=owned,
                     chat_user=await people.chat_user(ctx.account),
-                    chat_enabled=deps.chat is not None)
+                    chat_enabled=people.chat_enabled)
 
     async def download(ctx: Ctx) -> Response:
         return file_response(await people.download(
@@ -41,29 +41,26 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
         session.flash(ctx.request, "App disconnected: its key stops working now.")
         return redirect("/apps")
 
-    callback = f"{deps.settings.public_url.rstrip('/')}/chat/callback"
+    callback = f"{settings.public_url.rstrip('/')}/chat/callback"
 
     async def chat_link(ctx: Ctx) -> Response:
         """Off to the chat service's sign-in (OAuth 2.0, scope `identify`); the state ties
         the answer to this session so another site cannot link its account to ours."""
-        if deps.chat is None:
-            raise InvalidRequest("this server has no chat service configured")
         state = secrets.token_urlsafe(24)
+        url = people.chat_sign_in_url(state, callback)
         ctx.request.session["chat_state"] = state
-        return RedirectResponse(deps.chat.authorize_url(state, callback), status_code=303)
+        return RedirectResponse(url, status_code=303)
 
     async def chat_callback(ctx: Ctx) -> Response:
         expected = ctx.request.session.pop("chat_state", None)
         given = ctx.request.query_params.get("state", "")
         code = ctx.request.query_params.get("code", "")
-        if (deps.chat is None or not expected or not code
+        if (not people.chat_enabled or not expected or not code
                 or not hmac.compare_digest(str(expected), given)):
             raise InvalidRequest("the chat sign-in did not come back from this page; "
                                  "start again")
-        user = await deps.chat.identify(code, callback)
-        if user is None:
+        if not await people.link_chat_code(ctx.account, code, callback):
             raise InvalidRequest("the chat service did not confirm the account; start again")
-        await people.link_chat(ctx.account, user)
         session.flash(ctx.request, "Chat account linked: the roles your products earn are "
                       "on their way.")
         return redirect("/library")
@@ -85,13 +82,13 @@ def routes(deps: Deps, uc: UseCases) -> list[Route]:
                     result=done.result.value)
 
     return [
-        page_route(deps, "/library", library),
-        page_route(deps, "/library/{product_id}/download", download),
-        page_route(deps, "/apps", apps),
-        page_route(deps, "/apps/{key_id}/revoke", revoke_app, method="POST"),
-        page_route(deps, "/store", store, signed_in=False),
-        page_route(deps, "/store/{product_id}/claim", claim, method="POST"),
-        page_route(deps, "/chat/link", chat_link),
-        page_route(deps, "/chat/callback", chat_callback),
-        page_route(deps, "/chat/unlink", chat_unlink, method="POST"),
+        page_route(sessions, "/library", library),
+        page_route(sessions, "/library/{product_id}/download", download),
+        page_route(sessions, "/apps", apps),
+        page_route(sessions, "/apps/{key_id}/revoke", revoke_app, method="POST"),
+        page_route(sessions, "/store", store, signed_in=False),
+        page_route(sessions, "/store/{product_id}/claim", claim, method="POST"),
+        page_route(sessions, "/chat/link", chat_link),
+        page_route(sessions, "/chat/callback", chat_callback),
+        page_route(sessions, "/chat/unlink", chat_unlink, method="POST"),
     ]

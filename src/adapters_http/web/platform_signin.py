@@ -23,9 +23,7 @@ from starlette.responses import Response
 
 from licore.model import Account
 from licore.ports import SignIn
-from licore.services import signin
-from licore.services.deps import Deps
-from licore.services.ids import Ids
+from licore.services.signin import Sessions
 
 log = logging.getLogger("licore.web.platform_signin")
 # Authlib logs each attempt's PKCE code verifier at DEBUG; keep it out of the logs even when
@@ -56,10 +54,9 @@ class PlatformSignInConfig:
 
 
 class PlatformSignIn:
-    def __init__(self, deps: Deps, config: PlatformSignInConfig) -> None:
-        self.deps = deps
+    def __init__(self, sessions: Sessions, config: PlatformSignInConfig) -> None:
+        self.sessions = sessions
         self.config = config
-        self._ids = Ids(deps.clock, deps.random)
         with warnings.catch_warnings():
             # Authlib 1.9 warns at import that its httpx integration will move to `httpx2`;
             # nothing an operator can act on, and the CLI's errors must stay one line. Its
@@ -109,8 +106,7 @@ class PlatformSignIn:
             log.warning("platform sign-in failed", extra={"reason": "subject not a user id"})
             return None
         name = claims.get("preferred_username") or claims.get("name") or ""
-        return await signin.platform_account(self.deps.storage, self.deps.clock, self._ids,
-                                             subject, str(name))
+        return await self.sessions.platform_account(subject, str(name))
 
 
 @attrs.frozen

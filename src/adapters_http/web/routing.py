@@ -19,7 +19,7 @@ from adapters_http.web.render import error_page
 from adapters_http.web.session import Visitor, check_csrf, visitor
 from licore.errors import InvalidRequest, LicoreError
 from licore.model import Account
-from licore.services.deps import Deps
+from licore.services.signin import Sessions
 
 FORM_LIMIT = 256 * 1024  # the largest form is a product's settings (64 KiB of unlock data)
 
@@ -106,12 +106,12 @@ async def read_upload(request: Request, limit: int
     return fields, upload, upload_name
 
 
-def page_route(deps: Deps, path: str, handler: Handler, *, method: str = "GET",
+def page_route(sessions: Sessions, path: str, handler: Handler, *, method: str = "GET",
                signed_in: bool = True, upload_limit: int | None = None) -> Route:
     async def endpoint(request: Request) -> Response:
         who = Visitor()
         try:
-            who = await visitor(deps, request)
+            who = await visitor(sessions, request)
             form: dict[str, str] = {}
             upload: bytes | None = None
             upload_name = ""

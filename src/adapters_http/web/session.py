@@ -15,10 +15,9 @@ from typing import Any
 import attrs
 from starlette.requests import Request
 
-from licore.errors import LicoreError, NotFound
+from licore.errors import LicoreError
 from licore.model import Account
-from licore.services import person, signin
-from licore.services.deps import Deps
+from licore.services.signin import Sessions
 
 COOKIE = "licore_session"
 MAX_AGE = 12 * 3600  # seconds from sign-in
@@ -73,20 +72,16 @@ def pop_flash(request: Request) -> str | None:
     return message if isinstance(message, str) else None
 
 
-async def visitor(deps: Deps, request: Request) -> Visitor:
+async def visitor(sessions: Sessions, request: Request) -> Visitor:
     """Who is asking: a signed-in person whose session was not signed out, or nobody."""
     data = session(request)
     account_id, session_id, started = data.get("uid"), data.get("sid"), data.get("at")
     if not isinstance(account_id, str) or not isinstance(session_id, str):
         return Visitor()
-    if not isinstance(started, int) or deps.clock.now() - started > MAX_AGE:
-        data.clear()  # a session lasts MAX_AGE from sign-in, however often it is renewed
-        return Visitor()
-    try:
-        if await signin.session_ended(deps.storage, session_id):
-            raise NotFound("session ended")
-        account = await person.account(deps.storage, account_id)
-    except NotFound:
+    # A session lasts MAX_AGE from sign-in, however often it is renewed.
+    account = (await sessions.visitor(account_id, session_id, started, MAX_AGE)
+               if isinstance(started, int) else None)
+    if account is None:
         data.clear()
         return Visitor()
     return Visitor(account, session_id)

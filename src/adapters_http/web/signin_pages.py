@@ -11,10 +11,12 @@ from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect, safe_next
 from licore.ports import SignIn
 from licore.services import signin
-from licore.services.deps import Deps
+from licore.services.settings import Settings
+from licore.services.signin import Sessions
 
 
-def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -> list[Route]:
+def routes(sessions: Sessions, settings: Settings, method: SignIn,
+           platform: PlatformSignIn | None = None) -> list[Route]:
     label = platform.label if platform else None
     async def home(ctx: Ctx) -> Response:
         return page(ctx.request, ctx.visitor, "home.html")
@@ -30,20 +32,20 @@ def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -
         target = safe_next(ctx.field("next") or "/")
         fields = {"username": ctx.field("username"), "password": ctx.field("password")}
         try:
-            account = await signin.sign_in(deps.storage, deps.clock, method, fields, ctx.ip)
+            done = await sessions.sign_in(method, fields, ctx.ip)
         except (signin.SignInRefused, signin.SignInLocked) as refused:
             headers = ({"Retry-After": str(refused.retry_after)}
                        if isinstance(refused, signin.SignInLocked) else None)
             return page(ctx.request, ctx.visitor, "signin.html", status=refused.status,
                         headers=headers, next=target, username=fields["username"][:64],
                         error=refused.description, platform=label)
-        session.start(ctx.request, account, deps.clock.now())
-        session.flash(ctx.request, f"Signed in as {account.username}.")
+        session.start(ctx.request, done.account, done.at)
+        session.flash(ctx.request, f"Signed in as {done.account.username}.")
         return redirect(target)
 
     async def signout(ctx: Ctx) -> Response:
         if ctx.visitor.session_id is not None:
-            await signin.end_session(deps.storage, ctx.visitor.session_id)
+            await sessions.end_session(ctx.visitor.session_id)
         session.session(ctx.request).clear()
         session.flash(ctx.request, "Signed out.")
         return redirect("/")
@@ -55,7 +57,7 @@ def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -
             return redirect(target)
         session.session(ctx.request)["signin_next"] = target
         return await platform.begin(ctx.request,
-                                    f"{deps.settings.public_url}/signin/platform/callback")
+                                    f"{settings.public_url}/signin/platform/callback")
 
     def failed(ctx: Ctx, status: int, reason: str) -> Response:
         assert platform is not None
@@ -75,8 +77,7 @@ def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -
             return failed(ctx, 400, "cancelled" if error == "access_denied" else "refused")
         fields = {"code": query.get("code", ""), "state": query.get("state", "")}
         try:
-            account = await signin.sign_in(deps.storage, deps.clock,
-                                           platform.bound(ctx.request), fields, ctx.ip)
+            done = await sessions.sign_in(platform.bound(ctx.request), fields, ctx.ip)
         except signin.SignInLocked as locked:
             return page(ctx.request, ctx.visitor, "signin_failed.html", status=429,
                         headers={"Retry-After": str(locked.retry_after)},
@@ -85,18 +86,18 @@ def routes(deps: Deps, method: SignIn, platform: PlatformSignIn | None = None) -
             return failed(ctx, 401, "failed")
         except signin.PasswordAccount:
             return failed(ctx, 403, "password")
-        session.start(ctx.request, account, deps.clock.now())
-        session.flash(ctx.request, f"Signed in as {account.username}.")
+        session.start(ctx.request, done.account, done.at)
+        session.flash(ctx.request, f"Signed in as {done.account.username}.")
         return redirect(target)
 
     extra = [] if platform is None else [
-        page_route(deps, "/signin/platform", platform_start, signed_in=False),
-        page_route(deps, "/signin/platform/callback", platform_callback, signed_in=False),
+        page_route(sessions, "/signin/platform", platform_start, signed_in=False),
+        page_route(sessions, "/signin/platform/callback", platform_callback, signed_in=False),
     ]
     return [
         *extra,
-        page_route(deps, "/", home, signed_in=False),
-        page_route(deps, "/signin", signin_form, signed_in=False),
-        page_route(deps, "/signin", signin_post, method="POST", signed_in=False),
-        page_route(deps, "/signout", signout, method="POST", signed_in=False),
+        page_route(sessions, "/", home, signed_in=False),
+        page_route(sessions, "/signin", signin_form, signed_in=False),
+        page_route(sessions, "/signin", signin_post, method="POST", signed_in=False),
+        page_route(sessions, "/signout", signout, method="POST", signed_in=False),
     ]

@@ -13,8 +13,9 @@ import attrs
 
 from licore.events import ChatRole, Message, MessageKind, MessageState, Topic, envelope
 from licore.model import Alert, License, Product, Version
-from licore.ports import Clock, UnitOfWork
+from licore.ports import Clock
 from licore.services.ids import Ids
+from licore.storage_ports import UnitOfWork
 
 
 def iso(at: int | None) -> str | None:

@@ -12,7 +12,7 @@ from licore.builds.errors import ModelFormatError
 from licore.builds.prepare import buyer_sources, script_texts
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import License, Product, Version
-from licore.ports import KeyVault, ModelCodec, Offload, Storage
+from licore.ports import KeyVault, ModelCodec, Offload
 from licore.protection import (
     Candidate,
     ProtectionFailed,
@@ -20,6 +20,7 @@ from licore.protection import (
     Trace,
     parse_protection_settings,
 )
+from licore.storage_ports import Storage
 
 
 class PreparationFailed(LicoreError):

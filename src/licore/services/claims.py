@@ -15,9 +15,10 @@ from licore.commands import ClaimPurchase
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound, PassNotOwned, PlatformUnavailable
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import License, Product
-from licore.ports import Clock, Ownership, Platform, Storage
+from licore.ports import Clock, Ownership, Platform
 from licore.services import limits
 from licore.services.licensing import Licensing
+from licore.storage_ports import Storage
 
 
 class ClaimResult(enum.Enum):

@@ -25,15 +25,17 @@ from licore.commands import (
 from licore.errors import LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.model import Alert, License, Product, Studio, Version
-from licore.ports import Clock, ConnectedApp, Storage
+from licore.ports import Clock, ConnectedApp
 from licore.protection import Trace
 from licore.scopes import Permission
-from licore.services import device, operator
+from licore.services import operator
 from licore.services.builds import Copies
+from licore.services.keys import Keys
 from licore.services.licensing import Licensing
 from licore.services.packages import Packages, ProductVersion
 from licore.services.products import Products, own_product
 from licore.services.webhooks import Shown, Webhooks
+from licore.storage_ports import Storage
 
 ALERTS_SHOWN = 200
 DELIVERIES_SHOWN = 20
@@ -111,6 +113,7 @@ class Dashboard:
     packages: Packages
     copies: Copies
     webhooks: Webhooks
+    keys: Keys
 
     async def seats_of(self, account_id: str) -> list[Seat]:
         """Every studio the person belongs to, by name."""
@@ -143,8 +146,7 @@ class Dashboard:
                 alerts = tuple(sorted(found, key=lambda a: (a.last_seen_at, a.id),
                                       reverse=True)[:ALERTS_SHOWN])
                 blacklist = tuple(await uow.blacklist.of_studio(seat.studio.id))
-        apps = tuple(await device.connected_apps(self.storage, self.clock,
-                                                 studio_id=seat.studio.id))
+        apps = tuple(await self.keys.connected_apps(studio_id=seat.studio.id))
         return StudioOverview(products, alerts, blacklist, apps)
 
     async def product_detail(self, seat: Seat, product_id: str) -> ProductDetail:
@@ -242,11 +244,10 @@ class Dashboard:
     async def revoke_app(self, seat: Seat, key_id: str) -> None:
         """Revoke a key acting for the studio; effective on its next request. A person may
         revoke what they could have approved: a key whose scopes their permissions cover."""
-        apps = await device.connected_apps(self.storage, self.clock, studio_id=seat.studio.id)
+        apps = await self.keys.connected_apps(studio_id=seat.studio.id)
         app = next((a for a in apps if a.key.id == key_id), None)
         if app is None:
             raise NotFound("no such connected app")
         for needed in sorted(permissions_for(app.key.scopes), key=lambda p: p.value):
             seat.require(needed)
-        await device.revoke_connected_app(self.storage, self.clock, key_id,
-                                          studio_id=seat.studio.id)
+        await self.keys.revoke_connected_app(key_id, studio_id=seat.studio.id)

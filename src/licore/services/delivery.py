@@ -26,8 +26,9 @@ from licore.events import (
 from licore.lanes import Breaker, BreakerEvent, outcome
 from licore.lanes import after as lanes_after
 from licore.licenses import LicenseState
-from licore.ports import ChatService, Clock, KeyVault, Randomness, Storage, WebhookSender
+from licore.ports import ChatService, Clock, KeyVault, Randomness, WebhookSender
 from licore.services.announce import Announcer
+from licore.storage_ports import Storage
 
 
 class _LeaseLost(Exception):

@@ -1,4 +1,5 @@
-"""The device authorization flow (spec 4.1), the approval step, and key revocation."""
+"""The device authorization flow (spec 4.1) and its approval step. Keys once issued are
+`licore.services.keys`."""
 
 from __future__ import annotations
 
@@ -6,23 +7,23 @@ from typing import assert_never
 
 import attrs
 
-from licore import api_keys, tokens
 from licore import device_flow as df
 from licore import scopes as sc
+from licore import tokens
 from licore.device_flow import DeviceEffect, DeviceEvent, DeviceState
 from licore.errors import (
     ExpiredToken,
     InvalidClient,
     InvalidRequest,
-    InvalidToken,
     LicoreError,
     NotFound,
     SlowDown,
 )
 from licore.model import ApiKey, Client, DeviceAuthorization
-from licore.ports import Clock, ConnectedApp, Randomness, Storage, UnitOfWork
+from licore.ports import Clock, Randomness
 from licore.services import limits
 from licore.services.ids import Ids
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen
@@ -105,8 +106,7 @@ class SessionBurned(LicoreError):
 
 
 class DeviceFlow:
-    """The device authorization flow (spec 4.1), its approval step, and revocation by the
-    key's holder."""
+    """The device authorization flow (spec 4.1) and its approval step."""
 
     def __init__(self, storage: Storage, clock: Clock, random: Randomness, ids: Ids,
                  settings: DeviceSettings) -> None:
@@ -159,46 +159,51 @@ class DeviceFlow:
         if not device_code:
             raise InvalidRequest("device_code is required", "device_code")
         now = self.clock.now()
-        refusal: LicoreError | None = None
-        issued: TokenResponse | None = None
         async with self.storage.unit_of_work() as uow:
             device = await uow.devices.by_code_digest(tokens.device_code_digest(device_code))
             if device is None:
                 raise df.refusal(DeviceState.NONE, DeviceEvent.POLL)
             if client_id is not None and client_id != device.client_id:
                 raise InvalidClient("this device_code was issued to another client")
-            timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                               device.last_poll_at)
-            state = df.effective_state(device.state, timing, now)
-            event = df.poll_event(timing, now)
-            if await _client_disabled(uow, device.client_id):
-                event = DeviceEvent.POLL_CLIENT_DISABLED
-            updated = attrs.evolve(device, state=state, last_poll_at=now)
-            try:
-                outcome = df.transition(state, event)
-            except LicoreError as error:
-                refusal = error
-            else:
-                updated = attrs.evolve(updated, state=outcome.next)
-                for effect in outcome.effects:
-                    match effect:
-                        case DeviceEffect.SLOW_DOWN:
-                            updated = attrs.evolve(updated,
-                                                   interval=df.grown_interval(device.interval))
-                            refusal = SlowDown(updated.interval)
-                        case DeviceEffect.ISSUE_KEY:
-                            issued = await self._issue_key(uow, device)
-                        case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
-                            raise LicoreError(f"a poll has no {effect!r}")
-                        case _:
-                            assert_never(effect)
-            if not await uow.devices.replace(updated, expected=device.state):
+            polled = await self._polled(uow, device, now)
+            if not await uow.devices.replace(polled.device, expected=device.state):
                 # Someone else polled this code in the same instant and claimed it first.
                 raise ExpiredToken("the code was already used; start over")
-        if refusal is not None:
-            raise refusal
-        assert issued is not None
-        return issued
+        if polled.refusal is not None:
+            raise polled.refusal
+        assert polled.issued is not None
+        return polled.issued
+
+    async def _polled(self, uow: UnitOfWork, device: DeviceAuthorization, now: int) -> _Polled:
+        """The poll by the table: the record as it is now (state, last poll, interval), and
+        the key it issues or the refusal it answers."""
+        timing = _timing(device)
+        state = df.effective_state(device.state, timing, now)
+        event = df.poll_event(timing, now)
+        if await _client_disabled(uow, device.client_id):
+            event = DeviceEvent.POLL_CLIENT_DISABLED
+        polled = _Polled(attrs.evolve(device, state=state, last_poll_at=now))
+        try:
+            outcome = df.transition(state, event)
+        except LicoreError as error:
+            return attrs.evolve(polled, refusal=error)
+        polled = attrs.evolve(polled, device=attrs.evolve(polled.device, state=outcome.next))
+        for effect in outcome.effects:
+            polled = await self._poll_effect(uow, device, polled, effect)
+        return polled
+
+    async def _poll_effect(self, uow: UnitOfWork, device: DeviceAuthorization,
+                           polled: _Polled, effect: DeviceEffect) -> _Polled:
+        match effect:
+            case DeviceEffect.SLOW_DOWN:
+                slower = attrs.evolve(polled.device, interval=df.grown_interval(device.interval))
+                return attrs.evolve(polled, device=slower, refusal=SlowDown(slower.interval))
+            case DeviceEffect.ISSUE_KEY:
+                return attrs.evolve(polled, issued=await self._issue_key(uow, device))
+            case DeviceEffect.ISSUE_CODES | DeviceEffect.GRANT_FILTERED:
+                raise LicoreError(f"a poll has no {effect!r}")
+            case _:
+                assert_never(effect)
 
     async def _issue_key(self, uow: UnitOfWork, device: DeviceAuthorization) -> TokenResponse:
         kind = sc.kind_of(device.granted_scopes)
@@ -268,77 +273,73 @@ class DeviceFlow:
                                  else DeviceEvent.APPROVE)
             if await uow.accounts.by_id(account_id) is None:
                 raise NotFound("no account behind this approval")
-            timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                               device.last_poll_at)
-            state = df.effective_state(device.state, timing, now)
-            kind = sc.kind_of(device.requested_scopes)
+            state = df.effective_state(device.state, _timing(device), now)
             if await _client_disabled(uow, device.client_id):
                 raise df.refusal(state, DeviceEvent.DECIDE_CLIENT_DISABLED)
             if not approve:
-                denial = df.transition(state, DeviceEvent.DENY)
-                assert not denial.effects  # denying only changes the state
-                denied = attrs.evolve(device, state=denial.next, account_id=account_id)
-                await uow.devices.replace(denied, expected=device.state)
+                await _deny(uow, device, state, account_id)
                 return ()
-            if kind is sc.KeyKind.STUDIO:
-                membership = (await uow.studios.membership(studio_id, account_id)
-                              if studio_id else None)
-                permissions = membership.permissions if membership else frozenset()
-            else:
-                studio_id, permissions = None, frozenset()
+            studio_id, permissions = await _approver_rights(uow, device, account_id, studio_id)
             granted = sc.Grantable(permissions).filter(device.requested_scopes)
-            event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
-            outcome = df.transition(state, event)
-            approved = attrs.evolve(device, state=outcome.next, account_id=account_id)
-            for effect in outcome.effects:
-                match effect:
-                    case DeviceEffect.GRANT_FILTERED:
-                        approved = attrs.evolve(approved, granted_scopes=granted,
-                                                studio_id=studio_id)
-                    case (DeviceEffect.ISSUE_CODES | DeviceEffect.SLOW_DOWN
-                          | DeviceEffect.ISSUE_KEY):
-                        raise LicoreError(f"an approval has no {effect!r}")
-                    case _:
-                        assert_never(effect)
+            approved = _approved(device, state, account_id, granted, studio_id)
             if not await uow.devices.replace(approved, expected=device.state):
                 raise ExpiredToken("this code is no longer waiting for approval")
         return granted
 
-    async def revoke_key(self, key: ApiKey) -> None:
-        """POST /revoke by the holder (the key was authenticated by the caller)."""
-        outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-        async with self.storage.unit_of_work() as uow:
-            await _apply_key_effects(uow, key, outcome.effects, self.clock.now())
 
-    async def authenticate(self, bearer: str | None) -> ApiKey:
-        """The key behind `Authorization: Bearer`, or `invalid_token` (spec 5)."""
-        if not bearer or not tokens.api_key_shape_ok(bearer):
-            raise InvalidToken("the key is unknown, revoked or expired")
-        now = self.clock.now()
-        async with self.storage.unit_of_work() as uow:
-            key = await uow.api_keys.by_digest(tokens.api_key_digest(bearer))
-            if key is None:
-                raise InvalidToken("the key is unknown, revoked or expired")
-            state = api_keys.state_at(key.revoked_at, key.last_used_at, now)
-            if key.revoked_at is None and api_keys.is_idle(key.last_used_at, now):
-                # Idle for 60 days: revoked for good, recorded so the list shows it gone.
-                idle = api_keys.transition(api_keys.KeyState.ACTIVE,
-                                           api_keys.KeyEvent.IDLE_60_DAYS)
-                await _apply_key_effects(uow, key, idle.effects, now)
-        api_keys.transition(state, api_keys.KeyEvent.USE)
-        if api_keys.needs_touch(key.last_used_at, now):
-            async with self.storage.unit_of_work() as uow:
-                await uow.api_keys.touch(key.id, now)
-        return key
+@attrs.frozen
+class _Polled:
+    device: DeviceAuthorization  # the record to store
+    refusal: LicoreError | None = None
+    issued: TokenResponse | None = None
+
+
+def _timing(device: DeviceAuthorization) -> df.Timing:
+    """What the poll clock of `device` knows (`licore.device_flow.Timing`)."""
+    return df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
+
+
+async def _deny(uow: UnitOfWork, device: DeviceAuthorization, state: DeviceState,
+                account_id: str) -> None:
+    denial = df.transition(state, DeviceEvent.DENY)
+    assert not denial.effects  # denying only changes the state
+    denied = attrs.evolve(device, state=denial.next, account_id=account_id)
+    await uow.devices.replace(denied, expected=device.state)
+
+
+async def _approver_rights(uow: UnitOfWork, device: DeviceAuthorization, account_id: str,
+                           studio_id: str | None
+                           ) -> tuple[str | None, frozenset[sc.Permission]]:
+    """The studio an approval acts for and the approver's permissions there; a library
+    key's approval acts for the person (no studio, no permission needed)."""
+    if sc.kind_of(device.requested_scopes) is not sc.KeyKind.STUDIO:
+        return None, frozenset()
+    membership = (await uow.studios.membership(studio_id, account_id) if studio_id else None)
+    return studio_id, membership.permissions if membership else frozenset()
+
+
+def _approved(device: DeviceAuthorization, state: DeviceState, account_id: str,
+              granted: tuple[str, ...], studio_id: str | None) -> DeviceAuthorization:
+    """The record after an approval by the table; nothing surviving is the table's 403."""
+    event = DeviceEvent.APPROVE if granted else DeviceEvent.APPROVE_NOTHING_SURVIVES
+    outcome = df.transition(state, event)
+    approved = attrs.evolve(device, state=outcome.next, account_id=account_id)
+    for effect in outcome.effects:
+        match effect:
+            case DeviceEffect.GRANT_FILTERED:
+                approved = attrs.evolve(approved, granted_scopes=granted, studio_id=studio_id)
+            case DeviceEffect.ISSUE_CODES | DeviceEffect.SLOW_DOWN | DeviceEffect.ISSUE_KEY:
+                raise LicoreError(f"an approval has no {effect!r}")
+            case _:
+                assert_never(effect)
+    return approved
 
 
 async def _pending_view(uow: UnitOfWork, code: str, now: int) -> ApprovalView | None:
     device = await uow.devices.by_user_code(code) if df.is_well_formed_user_code(code) else None
     if device is None:
         return None
-    timing = df.Timing(device.created_at, device.expires_at, device.interval,
-                       device.last_poll_at)
-    if df.effective_state(device.state, timing, now) is not DeviceState.PENDING:
+    if df.effective_state(device.state, _timing(device), now) is not DeviceState.PENDING:
         return None
     client = await uow.clients.by_id(device.client_id)
     if client is None or client.disabled:
@@ -353,46 +354,8 @@ async def _burn(uow: UnitOfWork, user_code: str, now: int) -> None:
     device = await uow.devices.by_user_code(df.normalize_user_code(user_code))
     if device is None:
         return
-    timing = df.Timing(device.created_at, device.expires_at, device.interval, device.last_poll_at)
-    state = df.effective_state(device.state, timing, now)
+    state = df.effective_state(device.state, _timing(device), now)
     outcome = df.transition(state, DeviceEvent.BURN)
     assert not outcome.effects  # burning only changes the state
     if outcome.next is not device.state:
         await uow.devices.replace(attrs.evolve(device, state=outcome.next), expected=device.state)
-
-
-async def revoke_connected_app(storage: Storage, clock: Clock, key_id: str, *,
-                               studio_id: str | None = None,
-                               account_id: str | None = None) -> None:
-    """Revocation from a connected-apps list; only keys acting for that studio or person."""
-    async with storage.unit_of_work() as uow:
-        key = await uow.api_keys.by_id(key_id)
-        if key is None or (studio_id is not None and key.studio_id != studio_id) or (
-                studio_id is None and (key.account_id != account_id or key.studio_id)):
-            raise NotFound("no such connected app")
-        now = clock.now()
-        state = (api_keys.KeyState.ACTIVE if key.revoked_at is None
-                 else api_keys.KeyState.REVOKED)  # an idle key is still revoked by hand
-        outcome = api_keys.transition(state, api_keys.KeyEvent.USER_REVOKES)
-        await _apply_key_effects(uow, key, outcome.effects, now)
-
-
-async def _apply_key_effects(uow: UnitOfWork, key: ApiKey,
-                             effects: tuple[api_keys.KeyEffect, ...], now: int) -> None:
-    for effect in effects:
-        match effect:
-            case api_keys.KeyEffect.RECORD_REVOKED:
-                await uow.api_keys.revoke(key.id, now)
-            case _:
-                assert_never(effect)
-
-
-async def connected_apps(storage: Storage, clock: Clock, *, studio_id: str | None = None,
-                         account_id: str | None = None) -> list[ConnectedApp]:
-    """Every key still acting for a studio (or a person's library keys), idle ones left out."""
-    now = clock.now()
-    async with storage.unit_of_work() as uow:
-        apps = await uow.api_keys.connected_apps(studio_id=studio_id, account_id=account_id)
-    return [a for a in apps if api_keys.state_at(a.key.revoked_at, a.key.last_used_at, now)
-            is api_keys.KeyState.ACTIVE]
-

@@ -1,8 +1,12 @@
-"""Housekeeping: rows that only matter for a while are deleted once they stop mattering."""
+"""Housekeeping: the storage's life with the server (connect before serving, answer whether it
+is ready, close), and rows that only matter for a while, deleted once they stop mattering."""
 
 from __future__ import annotations
 
-from licore.ports import Clock, Storage
+import attrs
+
+from licore.ports import Clock
+from licore.storage_ports import Storage
 
 SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 # Counters outlive their window by a margin: the longest window in use is the web sign-in
@@ -10,10 +14,28 @@ SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 COUNTER_RETENTION = 24 * 3600
 
 
-async def sweep(storage: Storage, clock: Clock) -> int:
-    """Forget used nonces that can no longer be replayed (their payloads have expired) and
-    counters of windows long past. Safe to run from every server process at once."""
-    now = clock.now()
-    async with storage.unit_of_work() as uow:
-        return (await uow.runtime.sweep_nonces(now)
-                + await uow.counters.sweep(now - COUNTER_RETENTION))
+@attrs.frozen
+class Housekeeping:
+    storage: Storage
+    clock: Clock
+    every: int = SWEEP_EVERY  # seconds between sweeps
+
+    async def open(self) -> None:
+        """Connect now, before serving: the first requests of a fresh worker must not race
+        to."""
+        await self.storage.open()
+
+    async def close(self) -> None:
+        await self.storage.close()
+
+    async def ready(self) -> bool:
+        """Whether the database answers right now, known within about a second."""
+        return await self.storage.ready()
+
+    async def sweep(self) -> int:
+        """Forget used nonces that can no longer be replayed (their payloads have expired)
+        and counters of windows long past. Safe to run from every server process at once."""
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            return (await uow.runtime.sweep_nonces(now)
+                    + await uow.counters.sweep(now - COUNTER_RETENTION))

@@ -10,8 +10,9 @@ from licore.actors import ActingPerson
 from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
-from licore.ports import KeyVault, LibraryEntry, Storage, UnitOfWork
+from licore.ports import KeyVault, LibraryEntry
 from licore.services.builds import Copies, Download
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen

@@ -14,10 +14,11 @@ from licore.errors import AlreadyOwned, NotFound
 from licore.events import license_topic
 from licore.licenses import LicenseEffect, LicenseEvent, LicenseState, Source
 from licore.model import Alert, License, Page
-from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork
+from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, license_data
 from licore.services.ids import Ids
 from licore.services.products import own_product
+from licore.storage_ports import Storage, UnitOfWork
 
 
 async def resolve_user(uow: UnitOfWork, user: str) -> str:

@@ -10,9 +10,10 @@ from licore import bounds
 from licore import scopes as sc
 from licore.errors import AlreadyExists, InvalidRequest, NotFound
 from licore.model import Account, Client, Membership, Studio
-from licore.ports import Clock, PasswordHasher, Storage, UnitOfWork
+from licore.ports import Clock, PasswordHasher
 from licore.scopes import Permission
 from licore.services.ids import Ids
+from licore.storage_ports import Storage, UnitOfWork
 
 DEFAULT_PLACE_LIMIT = 3
 

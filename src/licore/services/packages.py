@@ -23,7 +23,7 @@ from licore.commands import (
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.events import Topic
 from licore.model import Page, Product, Version
-from licore.ports import Clock, ModelCodec, Offload, Storage, UnitOfWork
+from licore.ports import Clock, ModelCodec, Offload
 from licore.protection import (
     ProtectionProblem,
     ProtectionSettings,
@@ -34,6 +34,7 @@ from licore.services.announce import Announcer, product_data, version_data
 from licore.services.ids import Ids
 from licore.services.library import VersionList
 from licore.services.products import own_product
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen

@@ -6,24 +6,14 @@ import attrs
 
 from licore.actors import ActingPerson
 from licore.commands import DownloadCopy, ListLibrary
-from licore.errors import NotFound
+from licore.errors import InvalidRequest
 from licore.model import Account, Product
-from licore.ports import Clock, ConnectedApp, LibraryEntry, Storage
-from licore.services import device
+from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
 from licore.services.announce import Announcer
 from licore.services.builds import Download
+from licore.services.keys import Keys
 from licore.services.library import Library
-
-
-async def account(storage: Storage, account_id: str) -> Account:
-    async with storage.unit_of_work() as uow:
-        found = await uow.accounts.by_id(account_id)
-    if found is None:
-        raise NotFound("the account is gone")
-    if found.disabled_at is not None:
-        # the operator disabled it: whatever session it held ends here
-        raise NotFound("the account is disabled")
-    return found
+from licore.storage_ports import Storage
 
 
 @attrs.frozen
@@ -32,6 +22,8 @@ class People:
     clock: Clock
     library: Library
     announce: Announcer
+    keys: Keys
+    chat: ChatService | None = None  # None: no chat service configured
 
     async def link_chat(self, person: Account, chat_user_id: str | None) -> None:
         """Link the person's chat account (proved by the chat service's OAuth sign-in), and
@@ -45,6 +37,26 @@ class People:
                 await self.announce.chat_roles(uow, entry.product.studio_id, entry.license,
                                                True)
 
+    @property
+    def chat_enabled(self) -> bool:
+        return self.chat is not None
+
+    def chat_sign_in_url(self, state: str, callback: str) -> str:
+        """Where the person signs in to the chat service to link their account (OAuth 2.0,
+        scope `identify`); `state` ties the answer to their session."""
+        if self.chat is None:
+            raise InvalidRequest("this server has no chat service configured")
+        return self.chat.authorize_url(state, callback)
+
+    async def link_chat_code(self, person: Account, code: str, callback: str) -> bool:
+        """Link the chat account the chat service's authorization `code` proves; False when
+        it proves none (or no chat service is configured)."""
+        user = await self.chat.identify(code, callback) if self.chat is not None else None
+        if user is None:
+            return False
+        await self.link_chat(person, user)
+        return True
+
     async def chat_user(self, person: Account) -> str | None:
         async with self.storage.unit_of_work() as uow:
             return await uow.hooks.chat_user(person.platform_id)
@@ -55,11 +67,10 @@ class People:
 
     async def own_apps(self, person: Account) -> list[ConnectedApp]:
         """Library keys acting for the person."""
-        return await device.connected_apps(self.storage, self.clock, account_id=person.id)
+        return await self.keys.connected_apps(account_id=person.id)
 
     async def revoke_own_app(self, person: Account, key_id: str) -> None:
-        await device.revoke_connected_app(self.storage, self.clock, key_id,
-                                          account_id=person.id)
+        await self.keys.revoke_connected_app(key_id, account_id=person.id)
 
     async def storefront(self) -> list[tuple[Product, str]]:
         """Listed products with their studio's name; drafts never appear."""

@@ -13,9 +13,10 @@ from licore.commands import ChangeProduct, CreateProduct, ListProducts
 from licore.errors import NotFound
 from licore.events import Topic
 from licore.model import Page, Product
-from licore.ports import Clock, Storage, UnitOfWork
+from licore.ports import Clock
 from licore.services.announce import Announcer, product_data
 from licore.services.ids import Ids
+from licore.storage_ports import Storage, UnitOfWork
 
 
 async def own_product(uow: UnitOfWork, studio: ActingStudio, product_id: str) -> Product:

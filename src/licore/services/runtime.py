@@ -20,13 +20,14 @@ from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.events import Topic
 from licore.model import Alert, License, Product, Version
-from licore.ports import Clock, KeyVault, ModelCodec, Offload, Storage, UnitOfWork
+from licore.ports import Clock, KeyVault, ModelCodec, Offload
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
 from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
+from licore.storage_ports import Storage, UnitOfWork
 
 
 @attrs.frozen
@@ -119,28 +120,30 @@ class Runtime:
         return facts
 
     async def _judge(self, caller: Caller, ip: str, nonce: str | None = None) -> _Judged:
-        """The license check every call carrying a key shares."""
+        """The license check every call carrying a key shares: count and load, decide
+        (pure, `licore.runtime.effects`), store what the decision leaves behind."""
         facts = await self._count_and_read(caller, ip)
+        decided = rt.effects(caller, facts, nonce)
+        fresh = await self._store(decided, facts)  # a denial's alerts are stored too
+        return _Judged(decided.ok and fresh, facts)
+
+    async def _store(self, decided: rt.Effects, facts: Facts) -> bool:
+        """Store a decision's effects; False when its nonce was spent before."""
         now = self.clock.now()
-        verdict = rt.judge(caller, facts)
-        lic = facts.license
-        alerts = list(verdict.alerts)
-        place = verdict.ok and lic is not None and rt.new_place(caller, facts)
-        if verdict.ok and lic is not None:
-            alert = rt.place_alert(caller, lic.id, facts)
-            alerts += [alert] if alert else []
-        fresh = True
-        if not alerts and not place and verdict.ok and nonce is not None and lic is not None:
+        lic, nonce = decided.license_id, decided.nonce
+        if decided.only_nonce and lic is not None and nonce is not None:
             # The common sealed call: its one effect joins other requests' in one statement.
-            fresh = await self.storage.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
-        elif alerts or place or (verdict.ok and nonce is not None):
-            async with self.storage.unit_of_work() as uow:
-                if place and lic is not None and caller.game_id is not None:
-                    await uow.runtime.record_place(lic.id, caller.game_id, now)
-                if verdict.ok and nonce is not None and lic is not None:
-                    fresh = await uow.runtime.use_nonce(lic.id, nonce, now + rt.NONCE_MEMORY, now)
-                await self._store_alerts(uow, facts, alerts)
-        return _Judged(verdict.ok and fresh, facts)
+            return await self.storage.use_nonce(lic, nonce, now + rt.NONCE_MEMORY, now)
+        if not decided.alerts and decided.place is None and nonce is None:
+            return True
+        fresh = True
+        async with self.storage.unit_of_work() as uow:
+            if decided.place is not None and lic is not None:
+                await uow.runtime.record_place(lic, decided.place, now)
+            if nonce is not None and lic is not None:
+                fresh = await uow.runtime.use_nonce(lic, nonce, now + rt.NONCE_MEMORY, now)
+            await self._store_alerts(uow, facts, decided.alerts)
+        return fresh
 
     async def check(self, command: Check, ip: str) -> bool:
         """POST /check: whether the license passes (forgeable; non-critical checks only)."""

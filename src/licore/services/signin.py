@@ -1,4 +1,5 @@
-"""Signing in to the web pages, and what a web session counts on the server.
+"""Signing in to the web pages (`Sessions`, and `LocalAccounts`, the sign-in with a username
+and a password), and what a web session counts on the server.
 
 The session itself travels in a signed cookie; the few facts a replayed old cookie must not
 undo live in the database's named counters (the rate-counter table), keyed by the session's
@@ -8,14 +9,18 @@ random id: its wrong user-code entries (contract 6) and whether it was signed ou
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
+
+import attrs
 
 from licore import device_flow as df
 from licore.errors import LicoreError
 from licore.model import Account
-from licore.ports import Clock, SignIn, Storage
+from licore.ports import Clock, Offload, PasswordHasher, SignIn
 from licore.services.device import EntryAttempts
 from licore.services.ids import Ids
+from licore.storage_ports import Storage
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
 FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
@@ -43,16 +48,6 @@ class AccountDisabled(SignInRefused):
         LicoreError.__init__(self, "this account is disabled; ask the operator of this service")
 
 
-class SignInLocked(LicoreError):
-    code = "rate_limited"
-    status = 429
-
-    def __init__(self, retry_after: int) -> None:
-        minutes = max(1, (retry_after + 59) // 60)
-        super().__init__(f"too many failed sign-ins; try again in {minutes} minutes")
-        self.retry_after = retry_after
-
-
 class PasswordAccount(LicoreError):
     """Platform sign-in into an account that has a password: refused. The platform proves
     the same platform user, but a password is a second credential its holder chose; letting
@@ -67,6 +62,16 @@ class PasswordAccount(LicoreError):
                          "the username and password")
 
 
+class SignInLocked(LicoreError):
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        minutes = max(1, (retry_after + 59) // 60)
+        super().__init__(f"too many failed sign-ins; try again in {minutes} minutes")
+        self.retry_after = retry_after
+
+
 def _buckets(kind: str, name: str, ip: str) -> tuple[str, ...]:
     # A sign-in without a username (the platform's) is counted per address only: one
     # shared "no name" bucket would let five failures lock every platform sign-in out.
@@ -75,38 +80,151 @@ def _buckets(kind: str, name: str, ip: str) -> tuple[str, ...]:
     return f"signin-{kind}:name:{name.casefold()}", f"signin-{kind}:ip:{ip}"
 
 
-async def sign_in(storage: Storage, clock: Clock, method: SignIn, fields: Mapping[str, str],
-                  ip: str) -> Account:
-    """The account the fields prove, within the failed-attempt limits (per name, per IP).
+@attrs.frozen
+class SignedIn:
+    account: Account
+    at: int  # when: a session lasts a fixed time from sign-in
 
-    Every attempt is counted in a committed step of its own BEFORE its password is checked,
-    and the counters answer with the new count atomically, so however many attempts arrive
-    at once, at most the limit of them are checked: the rest see the count over it. A
-    successful sign-in is counted too, and the failures are the attempts less the
-    successes. An attempt refused by the lock counts as an attempt (it changes nothing: the
-    name or address is locked for the rest of the window anyway).
-    """
-    now = clock.now()
-    window = now - now % FAILURE_WINDOW
-    name = fields.get("username", "")
-    tries = _buckets("try", name, ip)
-    oks = _buckets("ok", name, ip)
-    limits = (FAILURES_PER_NAME, FAILURES_PER_IP)[-len(tries):]
-    async with storage.unit_of_work() as uow:
-        counted = await uow.counters.hit(list(tries), window)
-        succeeded = [await uow.counters.count(bucket, window) for bucket in oks]
-    # Failures before this attempt: the attempts counted so far (this one included) less the
-    # successes, less this one.
-    if any(t - o - 1 >= limit for t, o, limit in zip(counted, succeeded, limits, strict=True)):
-        raise SignInLocked(window + FAILURE_WINDOW - now)
-    account = await method.identify(fields)
-    if account is None:
-        raise SignInRefused()
-    if account.disabled_at is not None:
-        raise AccountDisabled()
-    async with storage.unit_of_work() as uow:
-        await uow.counters.hit(list(oks), window)
-    return account
+
+MAX_FIELD = 1024  # longer input is not a username or password anyone typed
+
+
+class LocalAccounts:
+    """Sign-in with a local account: a username and a password checked against its
+    Argon2id digest. One implementation of the `SignIn` port."""
+
+    def __init__(self, storage: Storage, passwords: PasswordHasher, offload: Offload) -> None:
+        self.storage = storage
+        self.passwords = passwords
+        self.offload = offload
+        self._decoy: str | None = None
+
+    async def identify(self, fields: Mapping[str, str]) -> Account | None:
+        username, password = fields.get("username", ""), fields.get("password", "")
+        if not username or not password or len(username) > MAX_FIELD or len(
+                password) > MAX_FIELD:
+            return None
+        async with self.storage.unit_of_work() as uow:
+            account = await uow.accounts.by_username(username)
+        digest = account.password_digest if account else None
+        if digest is None:
+            # Spend the same time on an unknown name as on a wrong password, so timing does
+            # not tell which names exist.
+            decoy = await self._decoy_digest()
+            await self.offload(lambda: self.passwords.verify(decoy, password))
+            return None
+        # Argon2 is deliberately slow; keep it off the event loop.
+        ok = await self.offload(lambda: self.passwords.verify(digest, password))
+        return account if ok else None
+
+    async def _decoy_digest(self) -> str:
+        if self._decoy is None:
+            made = secrets.token_urlsafe(16)
+            self._decoy = await self.offload(lambda: self.passwords.hash(made))
+        return self._decoy
+
+
+@attrs.frozen
+class Sessions:
+    """Sign-in within the failed-attempt limits, and the facts of a web session the server
+    keeps (signed out, wrong user-code entries)."""
+
+    storage: Storage
+    clock: Clock
+    ids: Ids
+    local: SignIn  # the default sign-in method: local accounts
+
+    async def sign_in(self, method: SignIn, fields: Mapping[str, str], ip: str) -> SignedIn:
+        """The account the fields prove, within the failed-attempt limits (per name, per IP).
+
+        Every attempt is counted in a committed step of its own BEFORE its password is
+        checked, and the counters answer with the new count atomically, so however many
+        attempts arrive at once, at most the limit of them are checked: the rest see the
+        count over it. A successful sign-in is counted too, and the failures are the
+        attempts less the successes. An attempt refused by the lock counts as an attempt (it
+        changes nothing: the name or address is locked for the rest of the window anyway).
+        """
+        now = self.clock.now()
+        window = now - now % FAILURE_WINDOW
+        name = fields.get("username", "")
+        tries = _buckets("try", name, ip)
+        oks = _buckets("ok", name, ip)
+        limits = (FAILURES_PER_NAME, FAILURES_PER_IP)[-len(tries):]
+        async with self.storage.unit_of_work() as uow:
+            counted = await uow.counters.hit(list(tries), window)
+            succeeded = [await uow.counters.count(bucket, window) for bucket in oks]
+        # Failures before this attempt: the attempts counted so far (this one included) less
+        # the successes, less this one.
+        if any(t - o - 1 >= limit
+               for t, o, limit in zip(counted, succeeded, limits, strict=True)):
+            raise SignInLocked(window + FAILURE_WINDOW - now)
+        account = await method.identify(fields)
+        if account is None:
+            raise SignInRefused()
+        if account.disabled_at is not None:
+            raise AccountDisabled()
+        async with self.storage.unit_of_work() as uow:
+            await uow.counters.hit(list(oks), window)
+        return SignedIn(account, self.clock.now())
+
+    async def platform_account(self, platform_id: str, name: str) -> Account | None:
+        """The account of a person the platform vouched for (the ID token's subject), made
+        at their first sign-in: no password (they always sign in through the platform), and
+        the platform's name as the username when no one has it. None when no free name was
+        found. An existing account with a password is not entered this way
+        (`PasswordAccount`)."""
+        async with self.storage.unit_of_work() as uow:
+            found = await uow.accounts.by_platform_id(platform_id)
+            if found is not None:
+                if found.password_digest is not None:
+                    raise PasswordAccount()
+                return found
+            for username in _username_candidates(name, platform_id):
+                account = Account(self.ids.new("acc"), platform_id, username, None,
+                                  self.clock.now())
+                if await uow.accounts.add(account):
+                    return account
+        # A concurrent first sign-in of the same person may have made it meanwhile.
+        async with self.storage.unit_of_work() as uow:
+            made = await uow.accounts.by_platform_id(platform_id)
+        if made is not None and made.password_digest is not None:
+            raise PasswordAccount()
+        return made
+
+    async def visitor(self, account_id: str, session_id: str, started_at: int,
+                      max_age: int) -> Account | None:
+        """The person a session cookie names, while the session lasts (`max_age` from
+        sign-in, however often it is renewed), is not signed out and the account exists and
+        is not disabled (the operator's `account disable` ends its sessions here)."""
+        if self.clock.now() - started_at > max_age:
+            return None
+        async with self.storage.unit_of_work() as uow:
+            if await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0:
+                return None
+            found = await uow.accounts.by_id(account_id)
+        return found if found is not None and found.disabled_at is None else None
+
+    async def entry_attempts(self, session_id: str,
+                             linked_user_code: str | None) -> EntryAttempts:
+        """The session's wrong user-code entries, as the server counted them."""
+        async with self.storage.unit_of_work() as uow:
+            wrong = await uow.counters.count(f"session-wrong-code:{session_id}",
+                                             SESSION_WINDOW)
+        return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
+                             linked_user_code=linked_user_code)
+
+    async def count_wrong_entry(self, session_id: str) -> None:
+        async with self.storage.unit_of_work() as uow:
+            await uow.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
+
+    async def end_session(self, session_id: str) -> None:
+        """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
+        async with self.storage.unit_of_work() as uow:
+            await uow.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
+
+    async def session_ended(self, session_id: str) -> bool:
+        async with self.storage.unit_of_work() as uow:
+            return await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0
 
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -119,52 +237,3 @@ def _username_candidates(name: str, platform_id: str) -> list[str]:
     if not base or base.isdigit():
         base = "player"
     return [base, f"{base}-{platform_id}"[:64], f"player-{platform_id}"[:64]]
-
-
-async def platform_account(storage: Storage, clock: Clock, ids: Ids, platform_id: str,
-                           name: str) -> Account | None:
-    """The account of a person the platform vouched for (the ID token's subject), made at
-    their first sign-in: no password (they always sign in through the platform), and the
-    platform's name as the username when no one has it. None when no free name was found.
-    An existing account with a password is not entered this way (`PasswordAccount`)."""
-    async with storage.unit_of_work() as uow:
-        found = await uow.accounts.by_platform_id(platform_id)
-        if found is not None:
-            if found.password_digest is not None:
-                raise PasswordAccount()
-            return found
-        for username in _username_candidates(name, platform_id):
-            account = Account(ids.new("acc"), platform_id, username, None, clock.now())
-            if await uow.accounts.add(account):
-                return account
-    # A concurrent first sign-in of the same person may have made it meanwhile.
-    async with storage.unit_of_work() as uow:
-        made = await uow.accounts.by_platform_id(platform_id)
-    if made is not None and made.password_digest is not None:
-        raise PasswordAccount()
-    return made
-
-
-async def entry_attempts(storage: Storage, session_id: str,
-                         linked_user_code: str | None) -> EntryAttempts:
-    """The session's wrong user-code entries, as the server counted them."""
-    async with storage.unit_of_work() as uow:
-        wrong = await uow.counters.count(f"session-wrong-code:{session_id}", SESSION_WINDOW)
-    return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
-                         linked_user_code=linked_user_code)
-
-
-async def count_wrong_entry(storage: Storage, session_id: str) -> None:
-    async with storage.unit_of_work() as uow:
-        await uow.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
-
-
-async def end_session(storage: Storage, session_id: str) -> None:
-    """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
-    async with storage.unit_of_work() as uow:
-        await uow.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
-
-
-async def session_ended(storage: Storage, session_id: str) -> bool:
-    async with storage.unit_of_work() as uow:
-        return await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0

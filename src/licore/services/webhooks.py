@@ -19,10 +19,11 @@ from licore.commands import (
 from licore.errors import InvalidRequest, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.model import Page
-from licore.ports import Clock, KeyVault, Randomness, Storage, UnitOfWork, WebhookSender
+from licore.ports import Clock, KeyVault, Randomness, WebhookSender
 from licore.services.announce import Announcer
 from licore.services.ids import Ids
 from licore.services.products import own_product
+from licore.storage_ports import Storage, UnitOfWork
 
 ROTATION_OVERLAP = 86400  # the old secret still signs for a day after a rotation
 MAX_ENDPOINTS = 20  # a studio's endpoints; each event is one message per endpoint

@@ -1,5 +1,6 @@
 """The use cases, each given what it uses and nothing more, built once from the parts the
-composition root chose (`Deps`)."""
+composition root chose (`Deps`). The composition root (`licore_cli.compose`) builds them and
+hands them, with the settings, to the HTTP adapter; an embedder calls `UseCases.of` itself."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from licore.services.dashboard import Dashboard
 from licore.services.delivery import Delivery
 from licore.services.deps import Deps
 from licore.services.device import DeviceFlow, DeviceSettings
+from licore.services.housekeeping import Housekeeping
 from licore.services.ids import Ids
+from licore.services.keys import Keys
 from licore.services.library import Library
 from licore.services.licensing import Licensing
 from licore.services.operator import Operator
 from licore.services.packages import Packages
+from licore.services.partner import Partner
 from licore.services.person import People
 from licore.services.products import Products
 from licore.services.runtime import Runtime, RuntimeLimits
+from licore.services.signin import LocalAccounts, Sessions
 from licore.services.webhooks import Webhooks
 
 
@@ -38,6 +43,10 @@ class UseCases:
     claims: Claims
     webhooks: Webhooks
     delivery: Delivery
+    keys: Keys
+    partner: Partner
+    sessions: Sessions
+    housekeeping: Housekeeping
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -45,6 +54,7 @@ class UseCases:
         ids = Ids(clock, deps.random)
         copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
         announce = Announcer(clock, ids)
+        keys = Keys(storage, clock, settings.partner_rate_limit)
         products = Products(storage, clock, ids, announce)
         licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
         library = Library(storage, deps.vault, copies)
@@ -56,15 +66,20 @@ class UseCases:
                                         settings.runtime_ip_rate_limit, settings.alert_window))
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
+        claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
         return cls(products, licensing, library, packages, copies, runtime,
-                   Dashboard(storage, clock, products, licensing, packages, copies, webhooks),
-                   People(storage, clock, library, announce),
+                   Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
+                             keys),
+                   People(storage, clock, library, announce, keys, deps.chat),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
                        settings.public_url, settings.device_lifetime, settings.device_interval,
                        settings.device_code_rate_limit, settings.code_entry_rate_limit)),
-                   Claims(storage, clock, licensing, deps.platform,
-                          settings.claim_rate_limit),
-                   webhooks,
+                   claims, webhooks,
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
-                            announce, settings.outbox))
+                            announce, settings.outbox),
+                   keys,
+                   Partner(keys, products, licensing, library, claims, packages, webhooks),
+                   Sessions(storage, clock, ids,
+                            LocalAccounts(storage, deps.passwords, deps.offload)),
+                   Housekeeping(storage, clock))

@@ -1,0 +1,146 @@
+"""The Partner API's one door into the core (spec 4.2 to 4.4): each call is one
+`Partner.call(operation, bearer, command, note)`.
+
+An operation names the scope the specification's table gives the call and the use case it
+runs; `call` authenticates the key (its kind and scope, the per-key limit: `Keys`), only
+then asks the adapter for the call's command (so a bad key is answered before a bad body,
+as before), and runs the use case acting for the key's studio or person. Who may do what
+is decided here and in `Keys`, never by the HTTP adapter: a studio's data is reached only
+through `Caller.studio`, and every use case scopes its queries to the studio it acts for
+(another studio's product is `not_found`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+import attrs
+
+from licore import commands as c
+from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
+from licore.licenses import LicenseEvent
+from licore.model import Alert, License, Page, Product
+from licore.ports import LibraryEntry
+from licore.services.builds import Download
+from licore.services.claims import Claim, Claims
+from licore.services.keys import Caller, Keys, Note
+from licore.services.library import Library, VersionList
+from licore.services.licensing import Licensing
+from licore.services.packages import Package, Packages, ProductVersion
+from licore.services.products import Products
+from licore.services.webhooks import Shown, Webhooks
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+@attrs.frozen
+class Operation(Generic[C, R]):
+    scope: str
+    run: Callable[[Partner, Caller, C], Awaitable[R]]
+
+
+@attrs.frozen
+class Partner:
+    keys: Keys
+    products: Products
+    licensing: Licensing
+    library: Library
+    claims: Claims
+    packages: Packages
+    webhooks: Webhooks
+
+    async def call(self, operation: Operation[C, R], bearer: str | None,
+                   command: Callable[[], Awaitable[C]], note: Note) -> R:
+        """The call's answer, or the specification's error: authenticate, read the
+        command, run the use case."""
+        caller = await self.keys.authenticate(bearer, operation.scope, note)
+        return await operation.run(self, caller, await command())
+
+
+# The operations, in the order of the specification's sections ----------------------------
+
+LIST_PRODUCTS = Operation[c.ListProducts, Page[Product]](
+    "products:read", lambda p, who, cmd: p.products.list(who.studio, cmd))
+
+
+async def _save_product(p: Partner, who: Caller,
+                        cmd: c.CreateProduct | c.ChangeProduct) -> Product:
+    """A create without `id`, a change with it (spec 4.2)."""
+    if isinstance(cmd, c.ChangeProduct):
+        return await p.products.change(who.studio, cmd)
+    return await p.products.create(who.studio, cmd)
+
+
+SAVE_PRODUCT = Operation[c.CreateProduct | c.ChangeProduct, Product]("products:write",
+                                                                      _save_product)
+LIST_LICENSES = Operation[c.ListLicenses, Page[License]](
+    "licenses:read", lambda p, who, cmd: p.licensing.list(who.studio, cmd))
+
+
+def change_license(event: LicenseEvent) -> Operation[c.LicenseTarget, License]:
+    return Operation[c.LicenseTarget, License](
+        "licenses:write",
+        lambda p, who, target: p.licensing.change(who.studio, c.ChangeLicense(target, event)))
+
+
+GRANT = change_license(LicenseEvent.GRANT)
+REVOKE = change_license(LicenseEvent.REVOKE)
+PAUSE = change_license(LicenseEvent.PAUSE)
+RESUME = change_license(LicenseEvent.RESUME)
+ALERTS = Operation[c.ListAlerts, Page[Alert]](
+    "licenses:read", lambda p, who, cmd: p.licensing.alerts(who.studio, cmd))
+
+
+async def _library(p: Partner, who: Caller,
+                   cmd: c.ListLibrary | c.ListLibraryVersions
+                   ) -> Page[LibraryEntry] | VersionList:
+    """The person's products, or one product's versions (spec 4.4)."""
+    if isinstance(cmd, c.ListLibraryVersions):
+        return await p.library.versions(who.person, cmd)
+    return await p.library.list(who.person, cmd)
+
+
+LIBRARY = Operation[c.ListLibrary | c.ListLibraryVersions, Page[LibraryEntry] | VersionList](
+    "library:read", _library)
+# Claiming adds only what the platform says the person already bought, so the person's read
+# scope covers it (docs/platform.md): no new scope in the specification's table.
+CLAIM = Operation[c.ClaimPurchase, Claim](
+    "library:read", lambda p, who, cmd: p.claims.claim(who.person, cmd))
+DOWNLOAD = Operation[c.DownloadCopy, Download](
+    "library:download", lambda p, who, cmd: p.library.download(who.person, cmd))
+LIST_PACKAGES = Operation[c.ListPackages, Page[Package]](
+    "packages:read", lambda p, who, cmd: p.packages.list(who.studio, cmd))
+LIST_VERSIONS = Operation[c.ListPackageVersions, VersionList](
+    "packages:read", lambda p, who, cmd: p.packages.versions(who.studio, cmd))
+UPLOAD = Operation[c.UploadVersion, ProductVersion](
+    "packages:write", lambda p, who, cmd: p.packages.upload(who.studio, cmd))
+PUBLISH = Operation[c.PublishVersion, ProductVersion](
+    "packages:write", lambda p, who, cmd: p.packages.publish(who.studio, cmd))
+SETTINGS = Operation[c.ChangeSettings, Product](
+    "packages:write", lambda p, who, cmd: p.packages.change_settings(who.studio, cmd))
+
+# events (docs/events.md, an extension)
+LIST_WEBHOOKS = Operation[None, Sequence[WebhookEndpoint]](
+    "licenses:read", lambda p, who, _: p.webhooks.list(who.studio))
+ADD_WEBHOOK = Operation[c.AddWebhook, Shown](
+    "licenses:write", lambda p, who, cmd: p.webhooks.add(who.studio, cmd))
+REMOVE_WEBHOOK = Operation[c.WebhookTarget, None](
+    "licenses:write", lambda p, who, cmd: p.webhooks.remove(who.studio, cmd))
+ROTATE_WEBHOOK = Operation[c.WebhookTarget, Shown](
+    "licenses:write", lambda p, who, cmd: p.webhooks.rotate(who.studio, cmd))
+ENABLE_WEBHOOK = Operation[c.WebhookTarget, WebhookEndpoint](
+    "licenses:write", lambda p, who, cmd: p.webhooks.enable(who.studio, cmd))
+RESEND = Operation[c.WebhookTarget, Message](
+    "licenses:write", lambda p, who, cmd: p.webhooks.resend(who.studio, cmd))
+
+
+def deliveries(kind: MessageKind) -> Operation[c.ListDeliveries, Page[Message]]:
+    return Operation[c.ListDeliveries, Page[Message]](
+        "licenses:read", lambda p, who, cmd: p.webhooks.deliveries(who.studio, kind, cmd))
+
+
+CHAT_ROLES = Operation[c.ChatRolesOf, Sequence[ChatRole]](
+    "products:read", lambda p, who, cmd: p.webhooks.roles(who.studio, cmd.product_id))
+SET_CHAT_ROLES = Operation[c.SetChatRoles, Sequence[ChatRole]](
+    "products:write", lambda p, who, cmd: p.webhooks.set_roles(who.studio, cmd))

@@ -1,0 +1,372 @@
+"""The storage ports: one Protocol per aggregate, the unit of work that reaches them all, and
+the storage itself. Only the core's use cases and the storage adapters use these; the HTTP
+adapter reaches the core through the built use cases (an import-linter contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from licore.device_flow import DeviceState
+from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
+from licore.lanes import STUDIO_SLOTS, Breaker
+from licore.licenses import LicenseState
+from licore.model import (
+    Account,
+    Alert,
+    ApiKey,
+    Client,
+    DeviceAuthorization,
+    License,
+    Membership,
+    Page,
+    Product,
+    Studio,
+    Version,
+    VersionScript,
+)
+from licore.ports import ConnectedApp, LibraryEntry
+from licore.runtime import Facts as RuntimeFacts
+
+# Storage, one port per aggregate. Conflicts are answered, not raised as driver errors: an
+# `add` that would break a uniqueness rule returns False (or None) so the caller can raise
+# the specification's error, and the unit of work carries on.
+
+
+class Accounts(Protocol):
+    async def add(self, account: Account) -> bool:
+        """False when the username (compared casefolded) is taken."""
+        ...
+    async def by_id(self, account_id: str) -> Account | None: ...
+    async def by_username(self, username: str) -> Account | None: ...
+    async def by_platform_id(self, platform_id: str) -> Account | None: ...
+    async def all(self) -> Sequence[Account]:
+        """Every account by username, for the operator."""
+        ...
+    async def set_password(self, account_id: str, digest: str | None) -> bool: ...
+    async def set_disabled(self, account_id: str, disabled_at: int | None) -> bool:
+        """Disable the account from `disabled_at`, or enable it again with None."""
+        ...
+
+
+class Studios(Protocol):
+    """Studios and the seats (memberships) people hold in them."""
+
+    async def add(self, studio: Studio) -> bool: ...
+    async def by_id(self, studio_id: str) -> Studio | None: ...
+    async def by_name(self, name: str) -> Studio | None: ...
+    async def put_membership(self, membership: Membership) -> None: ...
+    async def membership(self, studio_id: str, account_id: str) -> Membership | None: ...
+    async def memberships_of(self, account_id: str) -> Sequence[Membership]: ...
+    async def all(self) -> Sequence[Studio]:
+        """Every studio by name, for the operator."""
+        ...
+    async def members(self, studio_id: str) -> Sequence[Membership]: ...
+    async def remove_membership(self, studio_id: str, account_id: str) -> bool:
+        """False when the account was not a member."""
+        ...
+
+
+class Clients(Protocol):
+    async def add(self, client: Client) -> bool: ...
+    async def by_id(self, client_id: str) -> Client | None: ...
+    async def hold(self, client_id: str) -> Client | None:
+        """The client, kept from changing until the unit of work ends, so that a key issued
+        in this unit cannot slip past a concurrent disable (which revokes the client's keys)."""
+        ...
+    async def set_disabled(self, client_id: str, disabled: bool) -> bool:
+        """False when there is no such client."""
+        ...
+    async def by_name(self, name: str) -> Client | None:
+        """The app of that name, compared without case."""
+        ...
+    async def all(self) -> Sequence[Client]:
+        """Every app by name, for the operator."""
+        ...
+    async def describe(self, client: Client) -> bool:
+        """Store a client's name, description and scopes; False when there is none."""
+        ...
+
+
+class DeviceAuthorizations(Protocol):
+    async def add(self, device: DeviceAuthorization) -> bool:
+        """False when the user code is taken."""
+        ...
+    async def by_code_digest(self, digest: str) -> DeviceAuthorization | None: ...
+    async def by_user_code(self, user_code: str) -> DeviceAuthorization | None: ...
+    async def replace(self, device: DeviceAuthorization, expected: DeviceState) -> bool:
+        """Store `device` only if the stored state is still `expected` (compare and set)."""
+        ...
+
+
+class ApiKeys(Protocol):
+    async def add(self, key: ApiKey) -> None: ...
+    async def by_digest(self, digest: str) -> ApiKey | None: ...
+    async def by_id(self, key_id: str) -> ApiKey | None: ...
+    async def touch(self, key_id: str, now: int) -> None:
+        """Move `last_used_at` forward to `now` (never back)."""
+        ...
+    async def revoke(self, key_id: str, now: int) -> bool:
+        """False when the key was already revoked (or does not exist)."""
+        ...
+    async def revoke_all_of_client(self, client_id: str, now: int) -> int:
+        """Revoke every active key of the app; how many there were."""
+        ...
+    async def revoke_all_of_account(self, account_id: str, now: int,
+                                    studio_id: str | None = None) -> int:
+        """Revoke every active key the account approved (only those acting for `studio_id`
+        when given); how many there were."""
+        ...
+    async def connected_apps(
+        self, *, studio_id: str | None = None, account_id: str | None = None
+    ) -> Sequence[ConnectedApp]:
+        """Active keys acting for a studio, or a person's library keys."""
+        ...
+
+
+class Products(Protocol):
+    async def add(self, product: Product, slug_base: str) -> Product:
+        """Insert with a free slug of `slug_base` (`slug_base`, then `-2`, `-3`, ... in the
+        order twins arrive) and return it, in constant time whatever the number of twins."""
+        ...
+    async def by_id(self, product_id: str) -> Product | None: ...
+    async def save(self, product: Product) -> None: ...
+    async def of_studio(
+        self, studio_id: str, limit: int | None, cursor: str | None
+    ) -> Page[Product]: ...
+    async def listed(self) -> Sequence[tuple[Product, str]]:
+        """Discoverable products with their studio's name, in id order."""
+        ...
+
+
+class Versions(Protocol):
+    """Uploaded build files and the scripts read out of them."""
+
+    async def add(self, version: Version, data: bytes,
+                  scripts: Sequence[VersionScript]) -> bool:
+        """Store the file and its scripts; False when the label is taken for the product."""
+        ...
+    async def by_id(self, version_id: str) -> Version | None: ...
+    async def mark_published(self, version_id: str) -> None: ...
+    async def of_product(self, product_id: str, published_only: bool, limit: int | None,
+                         cursor: str | None) -> Page[Version]: ...
+    async def data(self, version: Version) -> bytes: ...
+    async def scripts(self, version_id: str,
+                      name: str | None = None) -> Sequence[VersionScript]: ...
+
+
+class PreparedCopies(Protocol):
+    """Per-buyer copies of a version, kept while the buyer's key generation stands."""
+
+    async def get(self, version_id: str, license_id: str,
+                  key_generation: int) -> bytes | None: ...
+    async def put(self, version_id: str, license_id: str, key_generation: int,
+                  data: bytes) -> None: ...
+    async def nodes(self, version_id: str, license_id: str, key_generation: int,
+                    compact: bool) -> bytes | None:
+        """The copy's `/update` nodes in one form as JSON text, when kept beside it."""
+        ...
+    async def put_nodes(self, version_id: str, license_id: str, key_generation: int,
+                        compact: bool, copy: bytes, nodes: bytes) -> None:
+        """Keep the nodes beside the copy they were made from; nothing when the stored copy
+        is no longer that one (re-keyed, dropped or remade meanwhile)."""
+        ...
+    async def drop(self, *, license_id: str | None = None,
+                   product_id: str | None = None) -> None: ...
+
+
+class Licenses(Protocol):
+    async def add(self, license: License) -> bool:
+        """False when the user already has a record for the product."""
+        ...
+    async def for_user(self, product_id: str, platform_id: str) -> License | None: ...
+    async def by_id(self, license_id: str) -> License | None: ...
+    async def by_key_digest(self, digest: str) -> License | None: ...
+    async def replace(self, license: License, expected: LicenseState) -> bool:
+        """Store `license` only if the stored state is still `expected` (compare and set)."""
+        ...
+    async def of_product(
+        self, product_id: str, limit: int | None, cursor: str | None
+    ) -> Page[License]: ...
+    async def library_of(
+        self, platform_id: str, limit: int | None, cursor: str | None
+    ) -> Page[LibraryEntry]:
+        """Active licenses only, so the list equals what the person can download."""
+        ...
+
+
+class Alerts(Protocol):
+    async def record(self, alert: Alert, window: int) -> Alert:
+        """Add `alert`, or bump the count of the row of the same kind, license and place
+        (contract 3) last seen within `window` seconds, and return the stored row."""
+        ...
+    async def of_studio(
+        self, studio_id: str, product_id: str | None, limit: int | None, cursor: str | None
+    ) -> Page[Alert]: ...
+
+
+class Blacklist(Protocol):
+    async def set(self, studio_id: str, platform_id: str, on: bool, now: int) -> None:
+        """Add (keeping the first time it was added) or remove a user."""
+        ...
+    async def contains(self, studio_id: str, platform_id: str) -> bool: ...
+    async def of_studio(self, studio_id: str) -> Sequence[tuple[str, int]]:
+        """The studio's blacklisted platform ids with the time each was added, oldest first."""
+        ...
+
+
+class RuntimeRecords(Protocol):
+    """What the runtime API remembers per license: used nonces and the places seen."""
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        """False when the nonce was already used for this license and has not expired."""
+        ...
+    async def record_place(self, license_id: str, game_id: str, now: int) -> int:
+        """Record the place (if new) and return its rank: 1 for the license's first place."""
+        ...
+    async def sweep_nonces(self, now: int) -> int:
+        """Delete nonces past their expiry; how many went."""
+        ...
+
+
+class RateCounters(Protocol):
+    async def hit(self, buckets: Sequence[str], window_start: int) -> list[int]:
+        """Add one to the counter of each bucket in the window; the new counts, in order."""
+        ...
+    async def count(self, bucket: str, window_start: int) -> int:
+        """The counter of a bucket in a window, without adding to it (0 when never hit)."""
+        ...
+    async def sweep(self, before: int) -> int:
+        """Delete counters of windows that started before `before` (never those of window
+        0, which do not expire); how many went."""
+        ...
+
+
+class Outbox(Protocol):
+    """The one outbox (docs/events.md): messages written with the change they tell about,
+    claimed by workers under a lease so that many processes never send one twice at once."""
+
+    async def add(self, messages: Sequence[Message]) -> None: ...
+    async def claim(self, now: int, worker: str, lease_until: int, limit: int,
+                    per_studio: int = STUDIO_SLOTS) -> Sequence[Message]:
+        """Take the messages `licore.lanes.plan` lets go at `now` (at most `limit`; each the
+        oldest pending of its lane, due, unleased, its breaker not holding it; a studio's
+        leased ones counted against `per_studio`), leasing them to `worker` until
+        `lease_until`; others skip them meanwhile. Claims by concurrent workers never take
+        two messages of one lane, nor more than `per_studio` of one studio."""
+        ...
+    async def breakers(self, lanes: Sequence[str]) -> Mapping[str, Breaker]:
+        """The stored breakers of these lanes; a lane without one is closed with no
+        failures."""
+        ...
+    async def save_breaker(self, lane: str, breaker: Breaker) -> None:
+        """Store a lane's breaker (the default one is stored by forgetting the lane)."""
+        ...
+    async def save(self, message: Message, worker: str) -> bool:
+        """Store an attempt's outcome; False (nothing stored) when `worker` lost the lease."""
+        ...
+    async def by_id(self, message_id: str) -> Message | None: ...
+    async def of_studio(self, studio_id: str, kind: MessageKind, limit: int | None,
+                        cursor: str | None) -> Page[Message]:
+        """The studio's messages of a kind, newest first, for the delivery log."""
+        ...
+    async def requeue(self, message_id: str, now: int) -> bool:
+        """Send again by hand: pending and due now, keeping its id. False when unknown."""
+        ...
+    async def backlog(self, now: int) -> int:
+        """Pending messages already due, for the backlog gauge."""
+        ...
+
+
+class Hooks(Protocol):
+    """Where messages go: webhook endpoints, the chat roles products earn, chat links."""
+
+    async def add_endpoint(self, endpoint: WebhookEndpoint) -> None: ...
+    async def endpoint(self, endpoint_id: str) -> WebhookEndpoint | None: ...
+    async def endpoints_of(self, studio_id: str) -> Sequence[WebhookEndpoint]: ...
+    async def save_endpoint(self, endpoint: WebhookEndpoint) -> None: ...
+    async def remove_endpoint(self, endpoint_id: str) -> bool: ...
+    async def set_roles(self, product_id: str, roles: Sequence[ChatRole]) -> None:
+        """Replace the product's roles with `roles`."""
+        ...
+    async def roles_of(self, product_id: str) -> Sequence[ChatRole]: ...
+    async def link_chat(self, platform_id: str, chat_user_id: str | None, now: int) -> None:
+        """Link (or, with None, unlink) a person's chat account."""
+        ...
+    async def chat_user(self, platform_id: str) -> str | None: ...
+    async def linked_holders(self, product_id: str, after: str | None,
+                             limit: int) -> Sequence[License]:
+        """Active licenses of the product whose holder linked a chat account, by id after
+        `after`: the people a role added to (or removed from) the product concerns."""
+        ...
+
+
+class UnitOfWork(Protocol):
+    """Every repository one unit of work reaches; it commits or rolls back as one."""
+
+    @property
+    def accounts(self) -> Accounts: ...
+    @property
+    def studios(self) -> Studios: ...
+    @property
+    def clients(self) -> Clients: ...
+    @property
+    def devices(self) -> DeviceAuthorizations: ...
+    @property
+    def api_keys(self) -> ApiKeys: ...
+    @property
+    def products(self) -> Products: ...
+    @property
+    def versions(self) -> Versions: ...
+    @property
+    def copies(self) -> PreparedCopies: ...
+    @property
+    def licenses(self) -> Licenses: ...
+    @property
+    def alerts(self) -> Alerts: ...
+    @property
+    def blacklist(self) -> Blacklist: ...
+    @property
+    def runtime(self) -> RuntimeRecords: ...
+    @property
+    def counters(self) -> RateCounters: ...
+    @property
+    def outbox(self) -> Outbox: ...
+    @property
+    def hooks(self) -> Hooks: ...
+
+
+
+class Storage(Protocol):
+    def unit_of_work(self) -> AbstractAsyncContextManager[UnitOfWork]:
+        """One transaction: commits when the block ends normally, rolls back on an
+        exception."""
+        ...
+
+    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
+                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        """The runtime hot path's one trip: count the request in `buckets` (as
+        `RateCounters.hit`), then load the license the key belongs to, its product, the
+        studio's place limit, whether `user_id` is blacklisted there, and the license's places.
+        Not a unit of work: the counters commit whatever follows; effects use a unit of work."""
+        ...
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        """`RuntimeRecords.use_nonce` on the hot path, committed before it returns; concurrent
+        calls share one statement."""
+        ...
+
+    async def migrate(self) -> None: ...
+
+    async def open(self) -> None:
+        """Connect now: a server calls it once before serving, so its first requests do not
+        race to connect. A database that is away is not an error here; requests answer
+        `Unavailable` until it is back."""
+        ...
+
+    async def ready(self) -> bool:
+        """Whether the database answers right now, known within about a second."""
+        ...
+
+    async def close(self) -> None: ...
