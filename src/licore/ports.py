@@ -23,8 +23,10 @@ from licore.model import (
     License,
     Membership,
     Page,
+    Place,
     Product,
     Studio,
+    Tier,
     Version,
     VersionScript,
 )
@@ -227,6 +229,12 @@ class Products(Protocol):
     async def listed(self) -> Sequence[tuple[Product, str]]:
         """Discoverable products with their studio's name, in id order."""
         ...
+    async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
+        """Replace the product's tiers with `tiers`."""
+        ...
+    async def tiers(self, product_id: str) -> Sequence[Tier]:
+        """The product's tiers by name."""
+        ...
 
 
 class Versions(Protocol):
@@ -265,6 +273,13 @@ class PreparedCopies(Protocol):
                    product_id: str | None = None) -> None: ...
 
 
+class Notice(enum.Enum):
+    """The time-driven events of a license, each written once per `expires_at`."""
+
+    EXPIRED = "expiry_told"
+    EXPIRING = "reminder_told"
+
+
 class Licenses(Protocol):
     async def add(self, license: License) -> bool:
         """False when the user already has a record for the product."""
@@ -282,6 +297,22 @@ class Licenses(Protocol):
         self, platform_id: str, limit: int | None, cursor: str | None
     ) -> Page[LibraryEntry]:
         """Active licenses only, so the list equals what the person can download."""
+        ...
+    async def hold(self, product_id: str, platform_id: str) -> License | None:
+        """The user's license of the product, kept from changing until the unit of work ends,
+        so that concurrent changes of one license (renewals, transfers) queue and each sees
+        the one before it."""
+        ...
+    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
+        """Active or paused licenses whose `expires_at` is at or before `until` and whose
+        `notice` was not yet told for that `expires_at`, soonest first."""
+        ...
+    async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
+        """Mark `notice` told for `expires_at`, only if it was not already (one conditional
+        update): True for exactly one of any number of concurrent callers."""
+        ...
+    async def take_trial(self, product_id: str, platform_id: str, now: int) -> bool:
+        """Record the person's trial of the product; False when they already took one."""
         ...
 
 
@@ -316,6 +347,12 @@ class RuntimeRecords(Protocol):
         ...
     async def sweep_nonces(self, now: int) -> int:
         """Delete nonces past their expiry; how many went."""
+        ...
+    async def places(self, license_id: str) -> Sequence[Place]:
+        """The places the license was used from, first first."""
+        ...
+    async def reset_places(self, license_id: str) -> int:
+        """Forget the license's places (the next ones count from 1); how many went."""
         ...
 
 
@@ -496,7 +533,8 @@ class Storage(Protocol):
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
         """The runtime hot path's one trip: count the request in `buckets` (as
         `RateCounters.hit`), then load the license the key belongs to, its product, the
-        studio's place limit, whether `user_id` is blacklisted there, and the license's places.
+        place limit in force (the product's, else the studio's), whether `user_id` is
+        blacklisted there, the license's places, and the unlock data of the license's tier.
         Not a unit of work: the counters commit whatever follows; effects use a unit of work."""
         ...
 

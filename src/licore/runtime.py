@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from licore.licenses import LicenseState
+from licore.licenses import LicenseState, PlacePolicy, expired, in_force
 from licore.model import License, Product
 
 UNLOCK_VALIDITY = 300  # seconds, spec section 8
@@ -39,6 +39,7 @@ class Facts:
     blacklisted: bool
     places_seen: int = 0  # distinct places the license was used from
     place_rank: int | None = None  # 1 for the license's first place; None if new
+    tier_unlock_data: str | None = None  # the license's tier's; None: the product's own
 
 
 @attrs.frozen
@@ -57,8 +58,9 @@ class Verdict:
     alerts: tuple[AlertDraft, ...] = ()
 
 
-def judge(caller: Caller, facts: Facts) -> Verdict:
-    """The license check shared by every runtime call that carries a key."""
+def judge(caller: Caller, facts: Facts, now: int) -> Verdict:
+    """The license check shared by every runtime call that carries a key. A license past its
+    expiry fails exactly as an inactive one does."""
     lic = facts.license
     if lic is None or facts.product is None or lic.product_id != caller.product_id:
         return Verdict(False)  # no license behind this key for this product
@@ -66,7 +68,7 @@ def judge(caller: Caller, facts: Facts) -> Verdict:
         # A key used under another user id: the call fails and the seller hears of it.
         return Verdict(False, (AlertDraft(LEAKED_KEY, lic.id, caller.user_id, lic.platform_id,
                                           caller.game_id),))
-    if lic.state is not LicenseState.ACTIVE or facts.blacklisted:
+    if not in_force(lic, now) or facts.blacklisted:
         return Verdict(False)
     return Verdict(True)
 
@@ -85,7 +87,7 @@ class SourceFacts:
 
 
 def verify_source(caller: Caller, script_name: str, source: bytes,
-                  facts: SourceFacts) -> Verdict:
+                  facts: SourceFacts, now: int) -> Verdict:
     """The five conditions of spec 4.5, and the alerts of spec section 6.
 
     With "Verify scripts" off the answer is false and nothing is raised: the seller asked
@@ -97,7 +99,7 @@ def verify_source(caller: Caller, script_name: str, source: bytes,
     key_license = facts.key_license
     if key_license is not None and key_license.product_id != product.id:
         key_license = None
-    refused = _license_refusal(caller, script_name, key_license, facts.user_license)
+    refused = _license_refusal(caller, script_name, key_license, facts.user_license, now)
     if refused is not None:
         return refused
     mine = facts.user_license
@@ -111,13 +113,14 @@ def verify_source(caller: Caller, script_name: str, source: bytes,
 
 
 def _license_refusal(caller: Caller, script_name: str, key_license: License | None,
-                     mine: License | None) -> Verdict | None:
+                     mine: License | None, now: int) -> Verdict | None:
     """The refusal of `verify_source` on the licenses, or None when the key is the
-    caller's own active license of the product."""
+    caller's own active license of the product. An expired license is refused as an
+    inactive one is: quietly."""
     if key_license is not None and key_license.platform_id != caller.user_id:
         return Verdict(False, (AlertDraft(KEY_USER_MISMATCH, key_license.id, caller.user_id,
                                           key_license.platform_id, None, script_name),))
-    if mine is None or mine.state is LicenseState.INACTIVE:
+    if mine is None or mine.state is LicenseState.INACTIVE or expired(mine, now):
         return Verdict(False)
     if key_license is None or key_license.id != mine.id or mine.state is LicenseState.PAUSED:
         return Verdict(False, (AlertDraft(
@@ -138,6 +141,21 @@ def place_alert(caller: Caller, license_id: str, facts: Facts) -> AlertDraft | N
         return None
     return AlertDraft(UNRECOGNISED_PLACE, license_id, caller.user_id, caller.user_id,
                       caller.game_id)
+
+
+def place_refused(facts: Facts, alert: AlertDraft | None) -> bool:
+    """Whether a call that raised `alert` (or none) fails for its place: only under the
+    product's `enforce` policy, and then as a wrong key does."""
+    return (alert is not None and alert.kind == UNRECOGNISED_PLACE
+            and facts.product is not None
+            and facts.product.place_policy is PlacePolicy.ENFORCE)
+
+
+def unlock_data(facts: Facts) -> str:
+    """What `/unlock` seals: the license's tier's data, else the product's."""
+    if facts.tier_unlock_data is not None:
+        return facts.tier_unlock_data
+    return facts.product.unlock_data if facts.product is not None else "null"
 
 
 def wants_update(latest: str | None, current: str | None) -> bool:

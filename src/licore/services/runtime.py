@@ -122,13 +122,17 @@ class Runtime:
         """The license check every call carrying a key shares."""
         facts = await self._count_and_read(caller, ip)
         now = self.clock.now()
-        verdict = rt.judge(caller, facts)
+        verdict = rt.judge(caller, facts, now)
         lic = facts.license
         alerts = list(verdict.alerts)
-        place = verdict.ok and lic is not None and rt.new_place(caller, facts)
         if verdict.ok and lic is not None:
             alert = rt.place_alert(caller, lic.id, facts)
             alerts += [alert] if alert else []
+            if rt.place_refused(facts, alert):
+                # Under `enforce` the place is not recorded: the call fails as a wrong key
+                # does, and raising the product's limit later lets the place in.
+                verdict = rt.Verdict(False, verdict.alerts)
+        place = verdict.ok and lic is not None and rt.new_place(caller, facts)
         fresh = True
         if not alerts and not place and verdict.ok and nonce is not None and lic is not None:
             # The common sealed call: its one effect joins other requests' in one statement.
@@ -155,7 +159,8 @@ class Runtime:
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
         return Unlocked(exp, seal(command.key, command.nonce,
-                                  _unlock_plaintext(command.nonce, product.unlock_data, exp)))
+                                  _unlock_plaintext(command.nonce, rt.unlock_data(judged.facts),
+                                                    exp)))
 
     async def version(self, command: AskVersion, ip: str) -> LatestVersion | None:
         """POST /version: the newest published label, and whether the caller should update."""
@@ -231,7 +236,8 @@ class Runtime:
                 stored = tuple(sc.source for sc in scripts)
         facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
         verdict = rt.verify_source(caller, name,
-                                   command.source.encode("utf-8", "surrogatepass"), facts)
+                                   command.source.encode("utf-8", "surrogatepass"), facts,
+                                   self.clock.now())
         if verdict.alerts and product is not None:
             async with self.storage.unit_of_work() as uow:
                 await self._store_alerts(uow, Facts(None, product, 0, False), verdict.alerts)
