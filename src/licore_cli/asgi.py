@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters_http.app import FAMILIES, create_app
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
+from licore.services.license_lifecycle import LicenseLifecycle
 from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.compose import deps_from_env, web_config
@@ -24,7 +25,9 @@ _poll = _events.poll_ms / 1000
 
 
 def _outbox() -> Coroutine[Any, Any, None]:
-    return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set)
+    expiry = LicenseLifecycle.of(_deps.storage, _deps.clock, _deps.random, _deps.vault)
+    return work_forever(UseCases.of(_deps).delivery, _poll, OUTBOX_BACKLOG.set,
+                        expiry.sweep_expiries)
 
 
 app = create_app(_deps, only=_only, web_config=web_config(_deps),

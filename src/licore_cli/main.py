@@ -142,8 +142,12 @@ def cmd_worker(args: argparse.Namespace) -> None:
         raise OperatorError("--concurrency must be 1 or more")
 
     async def run(deps: Deps) -> None:
+        from licore.services.license_lifecycle import LicenseLifecycle
+
         delivery = UseCases.of(deps).delivery
-        await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000)
+        expiry = LicenseLifecycle.of(deps.storage, deps.clock, deps.random, deps.vault)
+        await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000,
+                                            scheduled=expiry.sweep_expiries)
                                for _ in range(args.concurrency)))
 
     logging.getLogger("licore.serve").info("licore worker delivering the outbox")

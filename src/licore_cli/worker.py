@@ -9,8 +9,9 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from licore.services.delivery import Delivery
 
@@ -22,13 +23,25 @@ def worker_name() -> str:
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+# How often a worker runs the scheduled sweeps (license expiry and reminders): well within
+# the minute a seller is promised, and cheap (one indexed query) when nothing is due.
+SCHEDULE_EVERY = 20.0
+
+
 async def work_forever(delivery: Delivery, poll_seconds: float,
-                       on_backlog: Callable[[int], None] | None = None) -> None:
+                       on_backlog: Callable[[int], None] | None = None,
+                       scheduled: Callable[[], Awaitable[int]] | None = None) -> None:
+    """`scheduled`: a sweep that writes outbox messages when their time comes (the license
+    expiry sweep). Every worker runs it; it writes each message once however many do."""
     name = worker_name()
+    next_schedule = 0.0
     while True:
         sent = 0
         try:
-            sent = await delivery.run_once(name)
+            if scheduled is not None and time.monotonic() >= next_schedule:
+                next_schedule = time.monotonic() + SCHEDULE_EVERY
+                sent += await scheduled()
+            sent += await delivery.run_once(name)
             if on_backlog is not None:
                 on_backlog(await delivery.backlog())
         except asyncio.CancelledError:

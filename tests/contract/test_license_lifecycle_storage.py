@@ -5,6 +5,7 @@ the runtime look-up carrying expiry, tier data and the place limit in force."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import attrs
 
@@ -26,7 +27,7 @@ async def _product(storage: Storage) -> Product:
     return await uc.products.create(ActingStudio(studio.id), c.CreateProduct("Kit"))
 
 
-def _license(product: Product, platform_id: str, n: int, **terms: object) -> License:
+def _license(product: Product, platform_id: str, n: int, **terms: Any) -> License:
     return attrs.evolve(License(
         id=f"lic_{n:04d}", product_id=product.id, platform_id=platform_id,
         source=Source.GRANT, state=LicenseState.ACTIVE, verified_at=1, created_at=1,

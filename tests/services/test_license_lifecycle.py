@@ -5,6 +5,7 @@ tiers sealed by /unlock, and the place policy."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import attrs
@@ -277,3 +278,25 @@ async def test_a_fourth_place_passes_or_fails_by_the_policy_and_alerts_either_wa
     policy_now = await shop.life.set_policy(shop.studio, lc.SetLicensePolicy(
         shop.product.id, place_limit=5))
     assert policy_now.place_limit == 5 and policy_now.product.place_policy is policy
+
+
+async def test_the_outbox_worker_loop_runs_the_expiry_sweep() -> None:
+    from adapters_storage import MemoryStorage
+    from licore_cli.worker import work_forever
+
+    shop = await _shop(MemoryStorage())
+    await shop.life.grant(shop.studio, lc.GrantLicense(_target(shop), lc.Terms(
+        duration_days=1)))
+    shop.clock.advance(DAY)
+    worker = asyncio.create_task(work_forever(shop.uc.delivery, 0.01,
+                                              scheduled=shop.life.sweep_expiries))
+    try:
+        deadline = asyncio.get_running_loop().time() + 10
+        while "license.expired" not in await shop.told():
+            assert asyncio.get_running_loop().time() < deadline, "the sweep never ran"
+            await asyncio.sleep(0.01)
+    finally:
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await worker
+    assert (await shop.told()).count("license.expired") == 1
