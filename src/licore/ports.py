@@ -294,9 +294,10 @@ class Licenses(Protocol):
         self, product_id: str, limit: int | None, cursor: str | None
     ) -> Page[License]: ...
     async def library_of(
-        self, platform_id: str, limit: int | None, cursor: str | None
+        self, platform_id: str, limit: int | None, cursor: str | None, now: int | None = None
     ) -> Page[LibraryEntry]:
-        """Active licenses only, so the list equals what the person can download."""
+        """Active licenses only (and, given `now`, not past their end), so the list equals
+        what the person can download."""
         ...
     async def hold(self, product_id: str, platform_id: str) -> License | None:
         """The user's license of the product, kept from changing until the unit of work ends,

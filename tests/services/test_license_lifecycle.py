@@ -14,7 +14,7 @@ import pytest
 from adapters_storage import open_storage
 from licore import commands as c
 from licore import license_commands as lc
-from licore.actors import ActingStudio
+from licore.actors import ActingPerson, ActingStudio
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.events import MessageKind
 from licore.licenses import LicenseEvent, LicenseState, PlacePolicy
@@ -300,3 +300,21 @@ async def test_the_outbox_worker_loop_runs_the_expiry_sweep() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await worker
     assert (await shop.told()).count("license.expired") == 1
+
+
+async def test_an_expired_license_leaves_the_library_until_renewed(storage: Storage) -> None:
+    shop = await _shop(storage)
+    buyer = await shop.uc.operator.add_account("buyer", BUYER, None)
+    person = ActingPerson(buyer.id)
+    await shop.life.grant(shop.studio, lc.GrantLicense(_target(shop), lc.Terms(
+        duration_days=1)))
+    listed = await shop.uc.library.list(person, c.ListLibrary())
+    assert [e.product.id for e in listed.items] == [shop.product.id]
+    await shop.uc.library.versions(person, c.ListLibraryVersions(shop.product.id))
+    shop.clock.advance(DAY)
+    assert (await shop.uc.library.list(person, c.ListLibrary())).items == ()
+    with pytest.raises(NotFound):
+        await shop.uc.library.versions(person, c.ListLibraryVersions(shop.product.id))
+    await shop.life.renew(shop.studio, lc.RenewLicense(_target(shop), lc.Terms(
+        duration_days=1)))
+    assert len((await shop.uc.library.list(person, c.ListLibrary())).items) == 1

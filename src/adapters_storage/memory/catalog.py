@@ -157,12 +157,13 @@ class MemoryLicenses(Repository):
         return page(mine, lambda lic: lic.id, limit, cursor)
 
     async def library_of(self, platform_id: str, limit: int | None,
-                         cursor: str | None) -> Page[LibraryEntry]:
+                         cursor: str | None, now: int | None = None) -> Page[LibraryEntry]:
         entries = []
         for lic in self.t.licenses.values():
             product = self.t.products.get(lic.product_id)
             studio = self.t.studios.get(product.studio_id) if product else None
             if (lic.platform_id == platform_id and lic.state is LicenseState.ACTIVE
+                    and (now is None or lic.expires_at is None or lic.expires_at > now)
                     and product is not None and studio is not None):
                 entries.append(LibraryEntry(lic, product, studio.name))
         return page(entries, lambda e: e.license.id, limit, cursor)

@@ -206,7 +206,7 @@ class SqlLicenses(Repository):
                                 [product_id], limit, cursor)
 
     async def library_of(self, platform_id: str, limit: int | None,
-                         cursor: str | None) -> Page[LibraryEntry]:
+                         cursor: str | None, now: int | None = None) -> Page[LibraryEntry]:
         nl, np_ = len(columns(License)), len(columns(Product))
 
         def entry(r: tuple[Any, ...]) -> LibraryEntry:
@@ -218,8 +218,9 @@ class SqlLicenses(Repository):
             f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
             "FROM licenses l JOIN products p ON p.id = l.product_id "
             "JOIN studios s ON s.id = p.studio_id "
-            "WHERE l.platform_id = ? AND l.state = 'active'",
-            [platform_id], limit, cursor, id_column="l.id")
+            "WHERE l.platform_id = ? AND l.state = 'active' "
+            "AND (l.expires_at IS NULL OR l.expires_at > ?)",
+            [platform_id, -1 if now is None else now], limit, cursor, id_column="l.id")
 
     async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
         told = notice.value  # a column name from the enum, never from a caller

@@ -47,7 +47,7 @@ class UseCases:
         announce = Announcer(clock, ids)
         products = Products(storage, clock, ids, announce)
         licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
-        library = Library(storage, deps.vault, copies)
+        library = Library(storage, deps.vault, copies, clock)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
                             settings.max_upload_bytes, announce)
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
