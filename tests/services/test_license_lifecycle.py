@@ -318,3 +318,45 @@ async def test_an_expired_license_leaves_the_library_until_renewed(storage: Stor
     await shop.life.renew(shop.studio, lc.RenewLicense(_target(shop), lc.Terms(
         duration_days=1)))
     assert len((await shop.uc.library.list(person, c.ListLibrary())).items) == 1
+
+
+async def test_chat_roles_leave_at_expiry_and_move_with_a_transfer(storage: Storage) -> None:
+    from adapters_events import ChatClient, ChatConfig
+    from tests.support.standins import ChatStandIn, running
+
+    guild, role = "700", "800"
+    chat = ChatStandIn()
+    with running(chat):
+        clock = FakeClock()
+        shop = await _shop(storage, clock)
+        client = ChatClient(ChatConfig(api_url=f"{chat.url}/api", bot_token=chat.bot_token))
+        uc = UseCases.of(attrs.evolve(shop.deps, chat=client))
+        await uc.webhooks.set_roles(shop.studio, c.SetChatRoles(shop.product.id, (
+            c.RoleName(guild, role),)))
+        chat.members.update({"91", "92"})
+        async with storage.unit_of_work() as uow:
+            await uow.hooks.link_chat(BUYER, "91", clock.now())
+            await uow.hooks.link_chat(OTHER, "92", clock.now())
+
+        async def drain() -> None:
+            for _ in range(100):
+                if not await uc.delivery.run_once("w"):
+                    return
+            raise AssertionError("the outbox never ran dry")
+
+        await shop.life.grant(shop.studio, lc.GrantLicense(_target(shop), lc.Terms(
+            duration_days=1)))
+        await drain()
+        assert chat.roles == {(guild, "91", role)}
+        clock.advance(DAY)
+        await shop.life.sweep_expiries()
+        await drain()
+        assert chat.roles == set()
+        await shop.life.renew(shop.studio, lc.RenewLicense(_target(shop), lc.Terms(
+            duration_days=1)))
+        await drain()
+        assert chat.roles == {(guild, "91", role)}
+        await shop.life.transfer(shop.studio, lc.TransferLicense(shop.product.id, BUYER,
+                                                                 OTHER))
+        await drain()
+        assert chat.roles == {(guild, "92", role)}
