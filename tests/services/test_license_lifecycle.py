@@ -360,3 +360,30 @@ async def test_chat_roles_leave_at_expiry_and_move_with_a_transfer(storage: Stor
                                                                  OTHER))
         await drain()
         assert chat.roles == {(guild, "92", role)}
+
+
+async def test_renewals_and_transfers_racing_from_four_processes_give_one_outcome(
+        database_url: str) -> None:
+    clock = FakeClock()
+    stores = [open_storage(database_url) for _ in range(4)]
+    try:
+        await stores[0].migrate()
+        shop = await _shop(stores[0], clock)
+        granted = await shop.life.grant(shop.studio, lc.GrantLicense(_target(shop), lc.Terms(
+            duration_days=1)))
+        assert granted.expires_at is not None
+        lives = [LicenseLifecycle.of(s, clock, shop.deps.random, shop.deps.vault)
+                 for s in stores]
+        await asyncio.gather(*(life.renew(shop.studio, lc.RenewLicense(
+            _target(shop), lc.Terms(duration_days=1))) for life in lives for _ in range(25)))
+        stored = await shop.stored(BUYER)
+        assert stored is not None and stored.expires_at == granted.expires_at + 100 * DAY
+        results = await asyncio.gather(*(life.transfer(shop.studio, lc.TransferLicense(
+            shop.product.id, BUYER, str(9000 + i))) for i, life in enumerate(lives * 10)),
+            return_exceptions=True)
+        moved = [r for r in results if not isinstance(r, BaseException)]
+        assert len(moved) == 1, results
+        assert all(isinstance(r, InvalidRequest) for r in results if r not in moved), results
+    finally:
+        for s in stores:
+            await s.close()
