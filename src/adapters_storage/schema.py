@@ -275,6 +275,31 @@ MIGRATIONS: list[list[str]] = [
         "'{{\"rules\":[{{\"paths\":[\"*\"],\"preset\":\"light\"}}]}}' "
         "WHERE protection = '{{}}'",
     ],
+    [
+        # Licenses a seller can shape (docs/licenses.md): expiry, tiers, transfers, trials,
+        # per-product place limits. `expiry_told` and `reminder_told` hold the `expires_at`
+        # an expiry (or reminder) event was written for, so the sweep writes each once and a
+        # renewal re-arms it.
+        "ALTER TABLE licenses ADD COLUMN expires_at {bigint}",
+        "ALTER TABLE licenses ADD COLUMN tier TEXT",
+        "ALTER TABLE licenses ADD COLUMN transferred_to TEXT",
+        "ALTER TABLE licenses ADD COLUMN expiry_told {bigint}",
+        "ALTER TABLE licenses ADD COLUMN reminder_told {bigint}",
+        "CREATE INDEX licenses_expiry ON licenses(expires_at)",
+        "ALTER TABLE products ADD COLUMN place_limit INTEGER",
+        "ALTER TABLE products ADD COLUMN place_policy TEXT NOT NULL DEFAULT 'alert'",
+        "ALTER TABLE products ADD COLUMN trial_days INTEGER",
+        """CREATE TABLE product_tiers (
+            product_id {id} NOT NULL REFERENCES products(id),
+            name TEXT NOT NULL,
+            unlock_data TEXT NOT NULL,
+            PRIMARY KEY (product_id, name))""",
+        """CREATE TABLE license_trials (
+            product_id {id} NOT NULL REFERENCES products(id),
+            platform_id TEXT NOT NULL,
+            started_at {bigint} NOT NULL,
+            PRIMARY KEY (product_id, platform_id))""",
+    ],
 ]
 
 

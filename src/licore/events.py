@@ -26,6 +26,13 @@ class Topic(enum.Enum):
     LICENSE_REVOKED = "license.revoked"
     LICENSE_PAUSED = "license.paused"
     LICENSE_RESUMED = "license.resumed"
+    # Licenses a seller can shape (docs/licenses.md): licore's own events.
+    LICENSE_TRANSFERRED = "license.transferred"
+    LICENSE_RENEWED = "license.renewed"
+    LICENSE_EXPIRING = "license.expiring"
+    LICENSE_EXPIRED = "license.expired"
+    LICENSE_TIER_CHANGED = "license.tier_changed"
+    LICENSE_REKEYED = "license.rekeyed"
     VERSION_PUBLISHED = "version.published"
     ALERT_RAISED = "alert.raised"
     PRODUCT_CHANGED = "product.changed"

@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 import attrs
 
 from licore.device_flow import DeviceState
-from licore.licenses import LicenseState, Source
+from licore.licenses import LicenseState, PlacePolicy, Source
 from licore.protection import DEFAULT_RULES_JSON
 from licore.scopes import KeyKind, Permission
 
@@ -101,6 +101,11 @@ class Product:
     protection: str = DEFAULT_RULES_JSON  # JSON text, the seller's rules
     # The platform's game pass whose owners may claim a license (docs/platform.md).
     purchase_pass_id: str | None = None
+    # How many places a license may be used from (None: the studio's limit, 3 unless the
+    # operator changed it), and what a call from one more place meets.
+    place_limit: int | None = None
+    place_policy: PlacePolicy = PlacePolicy.ALERT
+    trial_days: int | None = None  # None: no trial offered
 
 
 @attrs.frozen
@@ -115,6 +120,28 @@ class License:
     key_ciphertext: bytes | None = None  # AES-256-GCM under the key-encryption key
     key_digest: str | None = None  # keyed digest, to find a license by its key
     key_generation: int = 0  # bumped on every new key, so cached copies of old keys die
+    expires_at: int | None = None  # None: never; past it the license is out of force
+    tier: str | None = None  # None: the product's own unlock data
+    transferred_to: str | None = None  # the platform id it went to, on a transferred-away record
+
+
+@attrs.frozen
+class Tier:
+    """An edition of a product with its own unlock data (JSON text, sealed by `/unlock`)."""
+
+    product_id: str
+    name: str
+    unlock_data: str
+
+
+@attrs.frozen
+class Place:
+    """A place (game) a license was used from; `place_rank` 1 is the first."""
+
+    license_id: str
+    game_id: str
+    first_seen_at: int
+    place_rank: int
 
 
 @attrs.frozen

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import attrs
 
-from licore.licenses import LicenseState
+from licore.licenses import LicenseState, PlacePolicy, expired, in_force
 from licore.model import License, Product
 
 UNLOCK_VALIDITY = 300  # seconds, spec section 8
@@ -42,6 +42,7 @@ class Facts:
     blacklisted: bool
     places_seen: int = 0  # distinct places the license was used from
     place_rank: int | None = None  # 1 for the license's first place; None if new
+    tier_unlock_data: str | None = None  # the license's tier's; None: the product's own
 
 
 @attrs.frozen
@@ -60,8 +61,9 @@ class Verdict:
     alerts: tuple[AlertDraft, ...] = ()
 
 
-def judge(caller: Caller, facts: Facts) -> Verdict:
-    """The license check shared by every runtime call that carries a key."""
+def judge(caller: Caller, facts: Facts, now: int) -> Verdict:
+    """The license check shared by every runtime call that carries a key. A license past its
+    expiry fails exactly as an inactive one does."""
     lic = facts.license
     if lic is None or facts.product is None or lic.product_id != caller.product_id:
         return Verdict(False)  # no license behind this key for this product
@@ -69,7 +71,7 @@ def judge(caller: Caller, facts: Facts) -> Verdict:
         # A key used under another user id: the call fails and the seller hears of it.
         return Verdict(False, (AlertDraft(LEAKED_KEY, lic.id, caller.user_id, lic.platform_id,
                                           caller.game_id),))
-    if lic.state is not LicenseState.ACTIVE or facts.blacklisted:
+    if not in_force(lic, now) or facts.blacklisted:
         return Verdict(False)
     return Verdict(True)
 
@@ -101,6 +103,7 @@ class _SourceCall:
     facts: SourceFacts
     product: Product
     key_license: License | None  # the key's license, if it is one of this product's
+    now: int
 
     def alert(self, kind: str, license_id: str, owner: str | None) -> Verdict:
         return Verdict(False, (AlertDraft(kind, license_id, self.caller.user_id, owner, None,
@@ -116,9 +119,11 @@ def _key_is_the_users(call: _SourceCall) -> Verdict | None:
 
 
 def _holds_a_license(call: _SourceCall) -> Verdict | None:
-    """2: the user holds a license (an inactive one is no license)."""
+    """2: the user holds a license (an inactive one is no license, nor is one past its end:
+    both refused quietly)."""
     mine = call.facts.user_license
-    return Verdict(False) if mine is None or mine.state is LicenseState.INACTIVE else None
+    gone = mine is None or mine.state is LicenseState.INACTIVE or expired(mine, call.now)
+    return Verdict(False) if gone else None
 
 
 def _key_matches_an_active_license(call: _SourceCall) -> Verdict | None:
@@ -153,7 +158,7 @@ SOURCE_RULES: tuple[SourceRule, ...] = (
 
 
 def verify_source(caller: Caller, script_name: str, source: bytes,
-                  facts: SourceFacts) -> Verdict:
+                  facts: SourceFacts, now: int) -> Verdict:
     """The five conditions of spec 4.5 (`SOURCE_RULES`), and the alerts of spec section 6.
 
     1: the product exists and "Verify scripts" is on; with it off the answer is false and
@@ -163,7 +168,7 @@ def verify_source(caller: Caller, script_name: str, source: bytes,
         return Verdict(False)
     key = facts.key_license
     call = _SourceCall(caller, script_name, source, facts, product,
-                       key if key is not None and key.product_id == product.id else None)
+                       key if key is not None and key.product_id == product.id else None, now)
     for rule in SOURCE_RULES:
         denied = rule(call)
         if denied is not None:
@@ -189,14 +194,18 @@ class Effects(NamedTuple):
         return self.nonce is not None and not self.alerts and self.place is None
 
 
-def effects(caller: Caller, facts: Facts, nonce: str | None) -> Effects:
+def effects(caller: Caller, facts: Facts, nonce: str | None, now: int) -> Effects:
     """The license check (`judge`), then for a call that passes the place it comes from
-    (remembered when new, an alert past the studio's limit) and its nonce."""
-    verdict = judge(caller, facts)
+    (remembered when new, an alert past the limit) and its nonce. Under the product's
+    `enforce` policy a call from a place past the limit fails as a wrong key does, raises
+    the alert, and its place is not remembered (raising the limit later lets it in)."""
+    verdict = judge(caller, facts, now)
     lic = facts.license
     if not verdict.ok or lic is None:
         return Effects(False, verdict.alerts)
     extra = place_alert(caller, lic.id, facts)
+    if place_refused(facts, extra):
+        return Effects(False, verdict.alerts + ((extra,) if extra else ()))
     place = caller.game_id if new_place(caller, facts) else None
     return Effects(True, verdict.alerts + ((extra,) if extra else ()), lic.id, place, nonce)
 
@@ -213,6 +222,21 @@ def place_alert(caller: Caller, license_id: str, facts: Facts) -> AlertDraft | N
         return None
     return AlertDraft(UNRECOGNISED_PLACE, license_id, caller.user_id, caller.user_id,
                       caller.game_id)
+
+
+def place_refused(facts: Facts, alert: AlertDraft | None) -> bool:
+    """Whether a call that raised `alert` (or none) fails for its place: only under the
+    product's `enforce` policy, and then as a wrong key does."""
+    return (alert is not None and alert.kind == UNRECOGNISED_PLACE
+            and facts.product is not None
+            and facts.product.place_policy is PlacePolicy.ENFORCE)
+
+
+def unlock_data(facts: Facts) -> str:
+    """What `/unlock` seals: the license's tier's data, else the product's."""
+    if facts.tier_unlock_data is not None:
+        return facts.tier_unlock_data
+    return facts.product.unlock_data if facts.product is not None else "null"
 
 
 def wants_update(latest: str | None, current: str | None) -> bool:

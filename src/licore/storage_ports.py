@@ -4,6 +4,7 @@ adapter reaches the core through the built use cases (an import-linter contract)
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
@@ -21,8 +22,10 @@ from licore.model import (
     License,
     Membership,
     Page,
+    Place,
     Product,
     Studio,
+    Tier,
     Version,
     VersionScript,
 )
@@ -138,6 +141,12 @@ class Products(Protocol):
     async def listed(self) -> Sequence[tuple[Product, str]]:
         """Discoverable products with their studio's name, in id order."""
         ...
+    async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
+        """Replace the product's tiers with `tiers`."""
+        ...
+    async def tiers(self, product_id: str) -> Sequence[Tier]:
+        """The product's tiers by name."""
+        ...
 
 
 class Versions(Protocol):
@@ -176,6 +185,13 @@ class PreparedCopies(Protocol):
                    product_id: str | None = None) -> None: ...
 
 
+class Notice(enum.Enum):
+    """The time-driven events of a license, each written once per `expires_at`."""
+
+    EXPIRED = "expiry_told"
+    EXPIRING = "reminder_told"
+
+
 class Licenses(Protocol):
     async def add(self, license: License) -> bool:
         """False when the user already has a record for the product."""
@@ -190,9 +206,26 @@ class Licenses(Protocol):
         self, product_id: str, limit: int | None, cursor: str | None
     ) -> Page[License]: ...
     async def library_of(
-        self, platform_id: str, limit: int | None, cursor: str | None
+        self, platform_id: str, limit: int | None, cursor: str | None, now: int | None = None
     ) -> Page[LibraryEntry]:
-        """Active licenses only, so the list equals what the person can download."""
+        """Active licenses only (and, given `now`, not past their end), so the list equals
+        what the person can download."""
+        ...
+    async def hold(self, product_id: str, platform_id: str) -> License | None:
+        """The user's license of the product, kept from changing until the unit of work ends,
+        so that concurrent changes of one license (renewals, transfers) queue and each sees
+        the one before it."""
+        ...
+    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
+        """Active or paused licenses whose `expires_at` is at or before `until` and whose
+        `notice` was not yet told for that `expires_at`, soonest first."""
+        ...
+    async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
+        """Mark `notice` told for `expires_at`, only if it was not already (one conditional
+        update): True for exactly one of any number of concurrent callers."""
+        ...
+    async def take_trial(self, product_id: str, platform_id: str, now: int) -> bool:
+        """Record the person's trial of the product; False when they already took one."""
         ...
 
 
@@ -227,6 +260,12 @@ class RuntimeRecords(Protocol):
         ...
     async def sweep_nonces(self, now: int) -> int:
         """Delete nonces past their expiry; how many went."""
+        ...
+    async def places(self, license_id: str) -> Sequence[Place]:
+        """The places the license was used from, first first."""
+        ...
+    async def reset_places(self, license_id: str) -> int:
+        """Forget the license's places (the next ones count from 1); how many went."""
         ...
 
 
@@ -348,7 +387,8 @@ class Storage(Protocol):
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
         """The runtime hot path's one trip: count the request in `buckets` (as
         `RateCounters.hit`), then load the license the key belongs to, its product, the
-        studio's place limit, whether `user_id` is blacklisted there, and the license's places.
+        place limit in force (the product's, else the studio's), whether `user_id` is
+        blacklisted there, the license's places, and the unlock data of the license's tier.
         Not a unit of work: the counters commit whatever follows; effects use a unit of work."""
         ...
 

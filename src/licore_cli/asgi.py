@@ -26,7 +26,8 @@ _poll = _events.poll_ms / 1000
 
 
 def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
-    return work_forever(uc.delivery, _poll, OUTBOX_BACKLOG.set, _events.slots)
+    return work_forever(uc.delivery, _poll, OUTBOX_BACKLOG.set, _events.slots,
+                        scheduled=uc.lifecycle.sweep_expiries)
 
 
 app = app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers)

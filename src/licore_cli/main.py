@@ -157,9 +157,11 @@ def cmd_worker(args: argparse.Namespace) -> None:
         raise OperatorError("--concurrency must be 1 or more")
 
     async def run(deps: Deps) -> None:
-        delivery = UseCases.of(deps).delivery
+        uses = UseCases.of(deps)
+        delivery = uses.delivery
         await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000,
-                                            slots=loaded.events.slots)
+                                            slots=loaded.events.slots,
+                                            scheduled=uses.lifecycle.sweep_expiries)
                                for _ in range(args.concurrency)))
 
     logging.getLogger("licore.serve").info("licore worker delivering the outbox")

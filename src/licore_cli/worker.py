@@ -15,8 +15,9 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from licore.events import Message
 from licore.services.delivery import Delivery
@@ -40,18 +41,30 @@ async def _send(delivery: Delivery, message: Message, name: str) -> None:
         log.error("outbox delivery failed: %s", type(exc).__name__)
 
 
+# How often a worker runs the scheduled sweeps (license expiry and reminders): well within
+# the minute a seller is promised, and cheap (one indexed query) when nothing is due.
+SCHEDULE_EVERY = 20.0
+
+
 async def work_forever(delivery: Delivery, poll_seconds: float,
                        on_backlog: Callable[[int], None] | None = None,
-                       slots: int = SLOTS) -> None:
+                       slots: int = SLOTS,
+                       scheduled: Callable[[], Awaitable[int]] | None = None) -> None:
+    """`scheduled`: a sweep that writes outbox messages when their time comes (the license
+    expiry sweep). Every worker runs it; it writes each message once however many do."""
     name = worker_name()
     running: set[asyncio.Task[None]] = set()
     loop = asyncio.get_running_loop()
     counted = -poll_seconds  # when the backlog was last counted: once a poll at most
+    next_schedule = 0.0
     try:
         while True:
             free = slots - len(running)
             if free > 0:
                 try:
+                    if scheduled is not None and time.monotonic() >= next_schedule:
+                        next_schedule = time.monotonic() + SCHEDULE_EVERY
+                        await scheduled()
                     for message in await delivery.claim(name, free):
                         running.add(asyncio.create_task(_send(delivery, message, name)))
                     if on_backlog is not None and loop.time() - counted >= poll_seconds:

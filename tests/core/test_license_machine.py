@@ -1,15 +1,22 @@
-"""Licenses against a simple model, driven by random event sequences."""
+"""Licenses against a simple model, driven by random event sequences: the specification's
+events and licore's lifecycle (transfer, expiry as time passes, renewal, trials, tiers,
+re-keying)."""
 
 from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
+from licore import license_commands as lc
 from licore.actors import ActingStudio
-from licore.commands import ChangeLicense, Check, LicenseTarget, NumberOrText
-from licore.errors import AlreadyOwned, InvalidRequest, NotFound
+from licore.commands import ChangeLicense, Check, JsonValue, LicenseTarget, NumberOrText
+from licore.errors import AlreadyOwned, InvalidRequest, LicoreError, NotFound
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
+from licore.services.license_lifecycle import DAY, LicenseLifecycle
 from licore.services.wiring import UseCases
 from tests.core.machine_support import StorageMachine, machine_tests
 
@@ -33,6 +40,16 @@ class LicenseMachine(StorageMachine):
             self.products.append(self.w.run(self._add(draft)).id)
         self.model: dict[tuple[str, str], LicenseState] = {}
         self.old_digests: set[str] = set()
+        self.life = LicenseLifecycle.of(d.storage, d.clock, d.random, d.vault)
+        # Product A offers a two-day trial and a "pro" tier; product B neither.
+        self.w.run(self.life.set_policy(ActingStudio(self.studio.id), lc.SetLicensePolicy(
+            self.products[0], trial_days=2,
+            tiers=(lc.TierSpec("pro", JsonValue({"pro": True})),))))
+        self.ends: dict[tuple[str, str], int | None] = {}
+        self.sources: dict[tuple[str, str], Source] = {}
+        # Purchase-pass licenses the seller revoked: only the seller's grant restores them.
+        self.revoked_passes: set[tuple[str, str]] = set()
+        self.trials: dict[tuple[str, str], int] = {}
 
     async def _add(self, draft: Product) -> Product:
         async with self.w.deps.storage.unit_of_work() as uow:
@@ -65,10 +82,187 @@ class LicenseMachine(StorageMachine):
             E.RESUME: LicenseState.ACTIVE,
         }[event]
         self.model[(pid, user)] = expected
+        if event is E.GRANT or (event is E.PURCHASE_PASS and state is LicenseState.NONE):
+            self.ends[(pid, user)] = None  # a grant starts afresh
+            self.sources[(pid, user)] = source
+        if event is E.GRANT:
+            self.revoked_passes.discard((pid, user))
+        if (event is E.REVOKE and state is not LicenseState.INACTIVE
+                and self.sources.get((pid, user)) is Source.PURCHASE_PASS):
+            self.revoked_passes.add((pid, user))
         after = self._stored(pid, user)
         assert after is not None and after.state is expected
         if before is not None and before.key_digest and before.key_digest != after.key_digest:
             self.old_digests.add(before.key_digest)
+
+    # --- licore's lifecycle ------------------------------------------------------------
+
+    def _standing(self, key: tuple[str, str]) -> str:
+        state = self.model.get(key, LicenseState.NONE)
+        end = self.ends.get(key)
+        if state is LicenseState.ACTIVE and end is not None and self.w.clock.now() >= end:
+            return "expired"
+        return state.value
+
+    def _try(self, call: Coroutine[Any, Any, Any],
+             refused: type[LicoreError] | None) -> Any:
+        """Run `call`; it must raise `refused` (and change nothing), or succeed if None."""
+        before = {k: self._stored(*k) for k in self.model}
+        if refused is None:
+            return self.w.run(call)
+        try:
+            self.w.run(call)
+        except refused:
+            assert {k: self._stored(*k) for k in self.model} == before
+            return None
+        raise AssertionError(f"expected {refused.__name__}")
+
+    @rule(seconds=st.integers(0, 3 * DAY))
+    def time_passes(self, seconds: int) -> None:
+        self.w.clock.advance(seconds)
+
+    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS),
+          days=st.none() | st.integers(1, 3))
+    def grant_with_an_end(self, product: int, user: str, days: int | None) -> None:
+        key = (self.products[product], user)
+        state = self.model.get(key, LicenseState.NONE)
+        held = state in (LicenseState.ACTIVE, LicenseState.PAUSED)
+        before = self._stored(*key)
+        done = self._try(self.life.grant(ActingStudio(self.studio.id), lc.GrantLicense(
+            LicenseTarget(*key), lc.Terms(duration_days=days))),
+            AlreadyOwned if held else None)
+        if done is None:
+            return
+        self.model[key], self.sources[key] = LicenseState.ACTIVE, Source.GRANT
+        self.ends[key] = None if days is None else self.w.clock.now() + days * DAY
+        self.revoked_passes.discard(key)
+        assert done.expires_at == self.ends[key]
+        if before is not None and before.key_digest:
+            self.old_digests.add(before.key_digest)
+
+    @rule(product=st.just(0), user=st.sampled_from(USERS), days=st.integers(1, 3),
+          absolute=st.booleans())
+    def renew(self, product: int, user: str, days: int, absolute: bool) -> None:
+        key = (self.products[product], user)
+        standing, end, now = self._standing(key), self.ends.get(key), self.w.clock.now()
+        terms = (lc.Terms(expires_at=now + days * DAY) if absolute
+                 else lc.Terms(duration_days=days))
+        refused: type[LicoreError] | None = None
+        if standing == "none":
+            refused = NotFound
+        elif standing == "inactive" or (end is None and not absolute) or (
+                absolute and end is not None and now + days * DAY <= end):
+            refused = InvalidRequest
+        done = self._try(self.life.renew(ActingStudio(self.studio.id), lc.RenewLicense(
+            LicenseTarget(*key), terms)), refused)
+        if done is None:
+            return
+        self.ends[key] = now + days * DAY if absolute else max(now, end or now) + days * DAY
+        assert done.expires_at == self.ends[key] and done.state is self.model[key]
+
+    # Transfers and renewals act on product A only: sequences that reach their rarer rows
+    # (a transfer to someone whose license was revoked) come up far more often.
+    @rule(product=st.just(0), giver=st.sampled_from(USERS), taker=st.sampled_from(USERS))
+    def transfer(self, product: int, giver: str, taker: str) -> None:
+        pid = self.products[product]
+        source, target = giver, taker
+        old_key, new_key = (pid, source), (pid, target)
+        refused: type[LicoreError] | None = None
+        target_standing = self._standing(new_key)
+        if source == target:
+            refused = InvalidRequest
+        elif self._standing(old_key) == "none":
+            refused = NotFound
+        elif self._standing(old_key) != "active":
+            refused = InvalidRequest
+        elif target_standing == "inactive":
+            refused = InvalidRequest  # a transfer never restores a revoked license
+        elif target_standing != "none":
+            refused = AlreadyOwned
+        before = self._stored(*old_key)
+        done = self._try(self.life.transfer(ActingStudio(self.studio.id), lc.TransferLicense(
+            pid, source, target)), refused)
+        if done is None:
+            return
+        assert before is not None and before.key_digest is not None
+        self.old_digests.add(before.key_digest)
+        self.model[old_key], self.model[new_key] = LicenseState.INACTIVE, LicenseState.ACTIVE
+        self.ends[new_key] = self.ends.get(old_key)
+        self.sources[new_key] = self.sources[old_key]
+        assert done.old.transferred_to == target and done.new.source is self.sources[old_key]
+        # Exactly one of the two holds it now.
+        assert [self._in_force(*old_key), self._in_force(*new_key)] == [False, True]
+
+    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS))
+    def trial(self, product: int, user: str) -> None:
+        key = (self.products[product], user)
+        refused: type[LicoreError] | None = None
+        if product == 1:
+            refused = InvalidRequest  # no trial offered
+        elif self._standing(key) != "none" or self.trials.get(key):
+            refused = AlreadyOwned
+        done = self._try(self.life.start_trial(ActingStudio(self.studio.id),
+                                               LicenseTarget(*key)), refused)
+        if done is None:
+            return
+        self.trials[key] = self.trials.get(key, 0) + 1
+        self.model[key], self.sources[key] = LicenseState.ACTIVE, Source.GRANT
+        self.ends[key] = self.w.clock.now() + 2 * DAY
+        assert done.expires_at == self.ends[key]
+
+    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS))
+    def rekey(self, product: int, user: str) -> None:
+        key = (self.products[product], user)
+        standing = self._standing(key)
+        refused = {"none": NotFound, "inactive": InvalidRequest}.get(standing)
+        before = self._stored(*key)
+        done = self._try(self.life.rekey(ActingStudio(self.studio.id), LicenseTarget(*key)),
+                         refused)
+        if done is None:
+            return
+        assert before is not None and before.key_digest is not None
+        assert done.key_digest != before.key_digest
+        self.old_digests.add(before.key_digest)
+
+    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS),
+          tier=st.sampled_from([None, "pro", "gold"]))
+    def change_tier(self, product: int, user: str, tier: str | None) -> None:
+        key = (self.products[product], user)
+        standing = self._standing(key)
+        refused = {"none": NotFound, "inactive": InvalidRequest}.get(standing)
+        if refused is None and tier is not None and (tier == "gold" or product == 1):
+            refused = InvalidRequest
+        done = self._try(self.life.set_tier(ActingStudio(self.studio.id), lc.SetTier(
+            LicenseTarget(*key), tier)), refused)
+        assert done is None or done.tier == tier
+
+    @rule()
+    def sweep(self) -> None:
+        self.w.run(self.life.sweep_expiries())
+
+    def _in_force(self, pid: str, user: str) -> bool:
+        stored = self._stored(pid, user)
+        if stored is None or stored.key_ciphertext is None:
+            return False
+        key = self.w.deps.vault.decrypt(stored.key_ciphertext, stored.id)
+        return self.w.run(self.uc.runtime.check(Check(NumberOrText(user), pid, key),
+                                                "127.0.0.1"))
+
+    @invariant()
+    def expiry_is_stored_as_modelled(self) -> None:
+        for key, end in self.ends.items():
+            stored = self._stored(*key)
+            assert stored is not None and stored.expires_at == end
+
+    @invariant()
+    def a_revoked_purchase_pass_license_stays_revoked(self) -> None:
+        for key in self.revoked_passes:
+            stored = self._stored(*key)
+            assert stored is not None and stored.state is LicenseState.INACTIVE
+
+    @invariant()
+    def a_trial_is_granted_at_most_once(self) -> None:
+        assert all(n <= 1 for n in self.trials.values())
 
     def _stored(self, pid: str, user: str) -> License | None:
         async def read() -> License | None:
@@ -87,16 +281,10 @@ class LicenseMachine(StorageMachine):
             assert passes_runtime(stored.state) == (state is LicenseState.ACTIVE)
 
     @invariant()
-    def only_an_active_license_passes_the_runtime_check(self) -> None:
-        vault = self.w.deps.vault
-        for (pid, user), state in self.model.items():
-            stored = self._stored(pid, user)
-            if stored is None or stored.key_ciphertext is None:
-                continue
-            key = vault.decrypt(stored.key_ciphertext, stored.id)
-            check = Check(NumberOrText(user), pid, key)
-            answer = self.w.run(self.uc.runtime.check(check, "127.0.0.1"))
-            assert answer is (state is LicenseState.ACTIVE)
+    def only_an_active_unexpired_license_passes_the_runtime_check(self) -> None:
+        for pid, user in self.model:
+            # Never in force past its end, nor once transferred away (then inactive).
+            assert self._in_force(pid, user) is (self._standing((pid, user)) == "active")
 
     @invariant()
     def a_replaced_or_cleared_key_finds_no_license(self) -> None:

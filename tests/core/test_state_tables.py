@@ -200,6 +200,17 @@ def document() -> str:
                        f"| {spec.also} | {cells} |\n")
         out.append("\n### licore's table\n\n")
         out.append(transitions.markdown(machine.table, machine.none))
+    out.append(
+        "\n## License lifecycle (licore's own rows)\n\n"
+        "Rows beside the specification's license table, which stays as it is above: "
+        "transfer, renewal, expiry, trials, tiers and re-keying (`LIFECYCLE` in "
+        "`src/licore/licenses.py`; what they mean for sellers is in docs/licenses.md). They "
+        "are read over a license's standing: its stored state, except that an active license "
+        "past its `expires_at` stands as expired. Expiry is a condition of time, not a stored "
+        "state: a runtime call refuses an expired key at once, and the expiry sweep only "
+        "tells of it. A transfer is two rows: the giver's record (\"From this holder\") "
+        "and the taker's (\"To this person\"), both in one transaction.\n\n")
+    out.append(transitions.markdown(licenses.LIFECYCLE, licenses.Standing.NONE))
     return "".join(out)
 
 

@@ -8,8 +8,8 @@ import attrs
 
 from adapters_storage.memory.tables import Repository, first, page, replace_if
 from licore.licenses import LicenseState
-from licore.model import License, Page, Product, Version, VersionScript
-from licore.ports import LibraryEntry
+from licore.model import License, Page, Product, Tier, Version, VersionScript
+from licore.ports import LibraryEntry, Notice
 from licore.products import slug_candidate, unique_slug
 
 
@@ -48,6 +48,12 @@ class MemoryProducts(Repository):
         return [(p, self.t.studios[p.studio_id].name)
                 for p in sorted(self.t.products.values(), key=lambda p: p.id)
                 if p.discoverable and p.studio_id in self.t.studios]
+
+    async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
+        self.t.tiers[product_id] = tuple(tiers)
+
+    async def tiers(self, product_id: str) -> Sequence[Tier]:
+        return sorted(self.t.tiers.get(product_id, ()), key=lambda t: t.name)
 
 
 class MemoryVersions(Repository):
@@ -151,12 +157,39 @@ class MemoryLicenses(Repository):
         return page(mine, lambda lic: lic.id, limit, cursor)
 
     async def library_of(self, platform_id: str, limit: int | None,
-                         cursor: str | None) -> Page[LibraryEntry]:
+                         cursor: str | None, now: int | None = None) -> Page[LibraryEntry]:
         entries = []
         for lic in self.t.licenses.values():
             product = self.t.products.get(lic.product_id)
             studio = self.t.studios.get(product.studio_id) if product else None
             if (lic.platform_id == platform_id and lic.state is LicenseState.ACTIVE
+                    and (now is None or lic.expires_at is None or lic.expires_at > now)
                     and product is not None and studio is not None):
                 entries.append(LibraryEntry(lic, product, studio.name))
         return page(entries, lambda e: e.license.id, limit, cursor)
+
+    async def hold(self, product_id: str, platform_id: str) -> License | None:
+        # One unit of work at a time holds the memory store: nothing can change it meanwhile.
+        return await self.for_user(product_id, platform_id)
+
+    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
+        due = [lic for lic in self.t.licenses.values()
+               if lic.expires_at is not None and lic.expires_at <= until
+               and lic.state is not LicenseState.INACTIVE
+               and self.t.told.get((lic.id, notice.value)) != lic.expires_at]
+        return sorted(due, key=lambda lic: (lic.expires_at or 0, lic.id))[:limit]
+
+    async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
+        stored = self.t.licenses.get(license_id)
+        key = (license_id, notice.value)
+        if stored is None or stored.expires_at != expires_at or self.t.told.get(
+                key) == expires_at:
+            return False
+        self.t.told[key] = expires_at
+        return True
+
+    async def take_trial(self, product_id: str, platform_id: str, now: int) -> bool:
+        if (product_id, platform_id) in self.t.trials:
+            return False
+        self.t.trials[(product_id, platform_id)] = now
+        return True

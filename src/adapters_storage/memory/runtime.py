@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from adapters_storage.memory.tables import Repository, Tables, first
+from licore.model import Place
 from licore.runtime import Facts as RuntimeFacts
 
 
@@ -21,12 +22,25 @@ class MemoryRuntimeRecords(Repository):
         if rank is None:
             rank = 1 + sum(1 for lic, _ in self.t.places if lic == license_id)
             self.t.places[(license_id, game_id)] = rank
+            self.t.place_times[(license_id, game_id)] = now
         return rank
 
     async def sweep_nonces(self, now: int) -> int:
         gone = [k for k, expires_at in self.t.nonces.items() if expires_at <= now]
         for key in gone:
             del self.t.nonces[key]
+        return len(gone)
+
+    async def places(self, license_id: str) -> Sequence[Place]:
+        mine = [Place(lic, game, self.t.place_times.get((lic, game), 0), rank)
+                for (lic, game), rank in self.t.places.items() if lic == license_id]
+        return sorted(mine, key=lambda p: p.place_rank)
+
+    async def reset_places(self, license_id: str) -> int:
+        gone = [k for k in self.t.places if k[0] == license_id]
+        for key in gone:
+            del self.t.places[key]
+            self.t.place_times.pop(key, None)
         return len(gone)
 
 
@@ -58,5 +72,7 @@ def runtime_facts(t: Tables, key_digest: str, user_id: str,
         return RuntimeFacts(None, None, 0, False)
     places = sum(1 for owner, _ in t.places if owner == lic.id)
     rank = t.places.get((lic.id, game_id)) if game_id is not None else None
-    return RuntimeFacts(lic, product, studio.place_limit,
-                        (studio.id, user_id) in t.blacklist, places, rank)
+    limit = product.place_limit if product.place_limit is not None else studio.place_limit
+    tier = first(t.tiers.get(product.id, ()), lambda tr: tr.name == lic.tier)
+    return RuntimeFacts(lic, product, limit, (studio.id, user_id) in t.blacklist, places, rank,
+                        tier.unlock_data if tier is not None and lic.tier is not None else None)

@@ -22,6 +22,7 @@ from licore.model import (
     Page,
     Product,
     Studio,
+    Tier,
     Version,
     VersionScript,
 )
@@ -53,6 +54,14 @@ class Tables:
     nonces: dict[tuple[str, str], int] = attrs.Factory(dict)
     # (license id, game id) -> rank
     places: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # (license id, game id) -> first seen at
+    place_times: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # product id -> its tiers
+    tiers: dict[str, tuple[Tier, ...]] = attrs.Factory(dict)
+    # (license id, notice column) -> the `expires_at` it was told for
+    told: dict[tuple[str, str], int] = attrs.Factory(dict)
+    # (product id, platform id) -> when the trial started
+    trials: dict[tuple[str, str], int] = attrs.Factory(dict)
     # (bucket, window start) -> count
     counters: dict[tuple[str, int], int] = attrs.Factory(dict)
     outbox: dict[str, Message] = attrs.Factory(dict)

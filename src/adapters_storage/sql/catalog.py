@@ -7,10 +7,10 @@ from functools import partial
 from typing import Any
 
 from adapters_storage.records import column_list, columns, from_row, to_row
-from adapters_storage.sql.common import Repository, insert, update, without_id
+from adapters_storage.sql.common import Executor, Repository, insert, update, without_id
 from licore.licenses import LicenseState
-from licore.model import License, Page, Product, Version, VersionScript
-from licore.ports import LibraryEntry
+from licore.model import License, Page, Product, Tier, Version, VersionScript
+from licore.ports import LibraryEntry, Notice
 from licore.products import slug_candidate, unique_slug
 
 
@@ -57,6 +57,19 @@ class SqlProducts(Repository):
             [True])
         n = len(columns(Product))
         return [(from_row(Product, r[:n]), r[n]) for r in rows]
+
+    async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
+        await self.db.run("DELETE FROM product_tiers WHERE product_id = ?", [product_id])
+        for tier in tiers:
+            await self.db.run(
+                "INSERT INTO product_tiers (product_id, name, unlock_data) VALUES (?, ?, ?)",
+                [product_id, tier.name, tier.unlock_data])
+
+    async def tiers(self, product_id: str) -> Sequence[Tier]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(Tier)} FROM product_tiers WHERE product_id = ? "
+            "ORDER BY name", [product_id])
+        return [from_row(Tier, r) for r in rows]
 
 
 class SqlVersions(Repository):
@@ -152,6 +165,19 @@ class SqlPreparedCopies(Repository):
 
 
 class SqlLicenses(Repository):
+    def __init__(self, db: Executor, dialect: str = "sqlite") -> None:
+        super().__init__(db)
+        self.dialect = dialect
+
+    async def hold(self, product_id: str, platform_id: str) -> License | None:
+        # PostgreSQL reads committed rows without waiting; FOR UPDATE makes a concurrent
+        # change of the row (a renewal, a transfer) wait for this unit and then read what it
+        # left. SQLite's unit of work already holds the database's write lock.
+        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
+        return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
+                               f"WHERE product_id = ? AND platform_id = ?{lock}",
+                               [product_id, platform_id])
+
     async def add(self, license: License) -> bool:
         sql = insert("licenses", License, "(product_id, platform_id)")
         return bool(await self.db.rows(sql, to_row(license)))
@@ -180,7 +206,7 @@ class SqlLicenses(Repository):
                                 [product_id], limit, cursor)
 
     async def library_of(self, platform_id: str, limit: int | None,
-                         cursor: str | None) -> Page[LibraryEntry]:
+                         cursor: str | None, now: int | None = None) -> Page[LibraryEntry]:
         nl, np_ = len(columns(License)), len(columns(Product))
 
         def entry(r: tuple[Any, ...]) -> LibraryEntry:
@@ -192,5 +218,30 @@ class SqlLicenses(Repository):
             f"SELECT {column_list(License, 'l.')}, {column_list(Product, 'p.')}, s.name "
             "FROM licenses l JOIN products p ON p.id = l.product_id "
             "JOIN studios s ON s.id = p.studio_id "
-            "WHERE l.platform_id = ? AND l.state = 'active'",
-            [platform_id], limit, cursor, id_column="l.id")
+            "WHERE l.platform_id = ? AND l.state = 'active' "
+            "AND (l.expires_at IS NULL OR l.expires_at > ?)",
+            [platform_id, -1 if now is None else now], limit, cursor, id_column="l.id")
+
+    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
+        told = notice.value  # a column name from the enum, never from a caller
+        rows = await self.db.rows(
+            f"SELECT {column_list(License)} FROM licenses WHERE expires_at <= ? "
+            "AND state IN ('active', 'paused') "
+            f"AND ({told} IS NULL OR {told} <> expires_at) ORDER BY expires_at, id LIMIT ?",
+            [until, limit])
+        return [from_row(License, r) for r in rows]
+
+    async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
+        # One conditional update: on PostgreSQL a concurrent second caller waits for the
+        # first's row lock, then re-reads the row and finds it told; SQLite runs one writer.
+        told = notice.value
+        return await self.db.run(
+            f"UPDATE licenses SET {told} = ? WHERE id = ? AND expires_at = ? "
+            f"AND ({told} IS NULL OR {told} <> ?)",
+            [expires_at, license_id, expires_at, expires_at]) == 1
+
+    async def take_trial(self, product_id: str, platform_id: str, now: int) -> bool:
+        return bool(await self.db.rows(
+            "INSERT INTO license_trials (product_id, platform_id, started_at) "
+            "VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING product_id",
+            [product_id, platform_id, now]))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from adapters_storage.batching import Answer, NonceRequest, RuntimeRequest
 from adapters_storage.records import column_list, columns, from_row
 from adapters_storage.sql.common import Executor, Repository, RowSource
-from licore.model import License, Product
+from licore.model import License, Place, Product
 from licore.runtime import Facts as RuntimeFacts
 
 
@@ -31,6 +31,16 @@ class SqlRuntimeRecords(Repository):
 
     async def sweep_nonces(self, now: int) -> int:
         return await self.db.run("DELETE FROM nonces WHERE expires_at <= ?", [now])
+
+    async def places(self, license_id: str) -> Sequence[Place]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(Place)} FROM license_places WHERE license_id = ? "
+            "ORDER BY place_rank", [license_id])
+        return [from_row(Place, r) for r in rows]
+
+    async def reset_places(self, license_id: str) -> int:
+        return await self.db.run("DELETE FROM license_places WHERE license_id = ?",
+                                 [license_id])
 
 
 class SqlRateCounters(Repository):
@@ -121,11 +131,14 @@ async def runtime_batch(db: Executor, source: RowSource, window_start: int,
     rows = await db.rows(
         f"WITH req (i, digest, user_id, game_id) AS ({rows_sql}) "
         f"SELECT req.i, {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
-        "s.place_limit, EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
+        "COALESCE(p.place_limit, s.place_limit), "
+        "EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
         "AND b.platform_id = req.user_id), "
         "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
         "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
-        "AND lp.game_id = req.game_id) "
+        "AND lp.game_id = req.game_id), "
+        "(SELECT t.unlock_data FROM product_tiers t WHERE t.product_id = l.product_id "
+        "AND t.name = l.tier) "
         "FROM req JOIN licenses l ON l.key_digest = req.digest "
         "JOIN products p ON p.id = l.product_id JOIN studios s ON s.id = p.studio_id",
         params)
@@ -136,5 +149,5 @@ async def runtime_batch(db: Executor, source: RowSource, window_start: int,
         facts[int(row[0])] = RuntimeFacts(
             from_row(License, row[1:1 + nl]), from_row(Product, row[1 + nl:n]),
             int(row[n]), bool(row[n + 1]), int(row[n + 2]),
-            None if row[n + 3] is None else int(row[n + 3]))
+            None if row[n + 3] is None else int(row[n + 3]), row[n + 4])
     return list(zip(counts, facts, strict=True))

@@ -33,7 +33,7 @@ class SqlUnitOfWork:
         self.products = SqlProducts(db)
         self.versions = SqlVersions(db)
         self.copies = SqlPreparedCopies(db)
-        self.licenses = SqlLicenses(db)
+        self.licenses = SqlLicenses(db, dialect)
         self.alerts = SqlAlerts(db)
         self.blacklist = SqlBlacklist(db)
         source = row_source(dialect)

@@ -25,7 +25,7 @@ from licore.events import (
 )
 from licore.lanes import Breaker, BreakerEvent, outcome
 from licore.lanes import after as lanes_after
-from licore.licenses import LicenseState
+from licore.licenses import LicenseState, in_force
 from licore.ports import ChatService, Clock, KeyVault, Randomness, WebhookSender
 from licore.services.announce import Announcer
 from licore.storage_ports import Storage
@@ -153,7 +153,8 @@ class Delivery:
 
     async def _chat(self, message: Message) -> Delivered:
         """Give or take the role by how things stand now, whichever message this is: the
-        holder keeps the role while the license is active and the product still names it."""
+        holder keeps the role while the license is in force (active and not past its end)
+        and the product still names it."""
         body = json.loads(message.payload)
         guild_id, role_id = str(body["guild_id"]), str(body["role_id"])
         async with self.storage.unit_of_work() as uow:
@@ -166,7 +167,7 @@ class Delivery:
             return Delivered(True, error=NOT_LINKED)
         if self.chat is None:
             return Delivered(False, error="no chat bot is configured on this server")
-        present = named and license is not None and license.state is LicenseState.ACTIVE
+        present = named and license is not None and in_force(license, self.clock.now())
         return await self.chat.set_role(guild_id, user, role_id, present)
 
 

@@ -10,7 +10,7 @@ from licore.actors import ActingPerson
 from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
-from licore.ports import KeyVault, LibraryEntry
+from licore.ports import Clock, KeyVault, LibraryEntry
 from licore.services.builds import Copies, Download
 from licore.storage_ports import Storage, UnitOfWork
 
@@ -30,10 +30,13 @@ async def _platform_id(uow: UnitOfWork, person: ActingPerson) -> str:
     return account.platform_id
 
 
-async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str) -> License:
-    """The person's license of the product, if it lets them download (paused ones do not)."""
+async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str,
+                now: int | None) -> License:
+    """The person's license of the product, if it lets them download (paused and expired
+    ones do not)."""
     license = await uow.licenses.for_user(product_id, await _platform_id(uow, person))
-    if license is None or not lic.passes_runtime(license.state):
+    if license is None or not lic.passes_runtime(license.state) or (
+            now is not None and not lic.in_force(license, now)):
         raise NotFound("no such product in your library")
     return license
 
@@ -43,19 +46,23 @@ class Library:
     storage: Storage
     vault: KeyVault
     copies: Copies
+    clock: Clock | None = None  # None: end dates are not looked at (docs/licenses.md)
+
+    def _now(self) -> int | None:
+        return self.clock.now() if self.clock is not None else None
 
     async def list(self, person: ActingPerson, command: ListLibrary) -> Page[LibraryEntry]:
         """Products the person holds an active license for: what they can download."""
         async with self.storage.unit_of_work() as uow:
             platform_id = await _platform_id(uow, person)
             return await uow.licenses.library_of(platform_id, command.page.limit,
-                                                 command.page.cursor)
+                                                 command.page.cursor, self._now())
 
     async def versions(self, person: ActingPerson,
                        command: ListLibraryVersions) -> VersionList:
         """Published versions, so a buyer can roll back without the seller."""
         async with self.storage.unit_of_work() as uow:
-            await _held(uow, person, command.product_id)
+            await _held(uow, person, command.product_id, self._now())
             product = await uow.products.by_id(command.product_id)
             if product is None:
                 raise NotFound("no such product in your library")
@@ -67,7 +74,7 @@ class Library:
         """The live build, or the named published one, as the buyer's own copy (key
         injected, rules applied); never an unprotected copy."""
         async with self.storage.unit_of_work() as uow:
-            license = await _held(uow, person, command.product_id)
+            license = await _held(uow, person, command.product_id, self._now())
             product = await uow.products.by_id(command.product_id)
             wanted = command.version_id or (product.current_version_id if product else None)
             version = await uow.versions.by_id(wanted) if wanted else None

@@ -90,8 +90,12 @@ class Licensing:
                 raise AlreadyOwned("the user already holds a license for this product")
             await self._tell(uow, studio_id, state, fresh, outcome.effects)
             return state, fresh
-        updated = await self._apply(uow, attrs.evolve(current, state=outcome.next),
-                                    outcome.effects, source, now, prepared=True)
+        moved = attrs.evolve(current, state=outcome.next)
+        if state is LicenseState.INACTIVE and outcome.next is LicenseState.ACTIVE:
+            # A re-grant starts afresh: no end, tier or destination left from the old terms
+            # (docs/licenses.md).
+            moved = attrs.evolve(moved, expires_at=None, tier=None, transferred_to=None)
+        updated = await self._apply(uow, moved, outcome.effects, source, now, prepared=True)
         if updated != current and not await uow.licenses.replace(updated, expected=state):
             if event is LicenseEvent.GRANT:
                 raise AlreadyOwned("the user already holds a license for this product")

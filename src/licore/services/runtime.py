@@ -123,7 +123,7 @@ class Runtime:
         """The license check every call carrying a key shares: count and load, decide
         (pure, `licore.runtime.effects`), store what the decision leaves behind."""
         facts = await self._count_and_read(caller, ip)
-        decided = rt.effects(caller, facts, nonce)
+        decided = rt.effects(caller, facts, nonce, self.clock.now())
         fresh = await self._store(decided, facts)  # a denial's alerts are stored too
         return _Judged(decided.ok and fresh, facts)
 
@@ -158,7 +158,8 @@ class Runtime:
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
         return Unlocked(exp, seal(command.key, command.nonce,
-                                  _unlock_plaintext(command.nonce, product.unlock_data, exp)))
+                                  _unlock_plaintext(command.nonce, rt.unlock_data(judged.facts),
+                                                    exp)))
 
     async def version(self, command: AskVersion, ip: str) -> LatestVersion | None:
         """POST /version: the newest published label, and whether the caller should update."""
@@ -234,7 +235,8 @@ class Runtime:
                 stored = tuple(sc.source for sc in scripts)
         facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
         verdict = rt.verify_source(caller, name,
-                                   command.source.encode("utf-8", "surrogatepass"), facts)
+                                   command.source.encode("utf-8", "surrogatepass"), facts,
+                                   self.clock.now())
         if verdict.alerts and product is not None:
             async with self.storage.unit_of_work() as uow:
                 await self._store_alerts(uow, Facts(None, product, 0, False), verdict.alerts)

@@ -16,6 +16,7 @@ from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.housekeeping import Housekeeping
 from licore.services.ids import Ids
 from licore.services.keys import Keys
+from licore.services.license_lifecycle import LicenseLifecycle
 from licore.services.library import Library
 from licore.services.licensing import Licensing
 from licore.services.operator import Operator
@@ -47,6 +48,7 @@ class UseCases:
     partner: Partner
     sessions: Sessions
     housekeeping: Housekeeping
+    lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -57,7 +59,7 @@ class UseCases:
         keys = Keys(storage, clock, settings.partner_rate_limit)
         products = Products(storage, clock, ids, announce)
         licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
-        library = Library(storage, deps.vault, copies)
+        library = Library(storage, deps.vault, copies, clock)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
                             settings.max_upload_bytes, announce)
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
@@ -82,4 +84,6 @@ class UseCases:
                    Partner(keys, products, licensing, library, claims, packages, webhooks),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
-                   Housekeeping(storage, clock))
+                   Housekeeping(storage, clock),
+                   LicenseLifecycle(storage, clock, ids, deps.random, deps.vault, announce,
+                                    licensing, None))

@@ -1,0 +1,114 @@
+"""Commands of the license lifecycle (docs/licenses.md): transfer, expiry and renewal,
+trials, tiers, re-keying, places. Each checks its own fields, so a command that exists is
+well formed; whether it may happen is the use case's (`services.license_lifecycle`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from licore import bounds
+from licore.commands import JsonValue, LicenseTarget, compact_json
+from licore.errors import InvalidRequest
+from licore.licenses import PlacePolicy
+
+PLACE_LIMIT = bounds.WholeNumber(1, 1000)
+TRIAL_DAYS = bounds.WholeNumber(0, 365)  # 0 takes the trial away
+DURATION_DAYS = bounds.WholeNumber(1, 36500)
+# Unix seconds up to the year 9999: anything later is a mistake, not a plan.
+TIMESTAMP = bounds.WholeNumber(1, 253_402_300_799)
+TIER_NAME = bounds.Text(min_len=1, max_len=32, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+                        shape="letters, digits, '-' and '_', starting with a letter or digit")
+MAX_TIERS = 20
+
+
+@attrs.frozen
+class TransferLicense:
+    """Move a license from one person to another (`from_user`, `to_user`: a numeric platform
+    id or a username, as `LicenseTarget.user`)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    from_user: str = attrs.field(validator=bounds.IDENTIFIER)
+    to_user: str = attrs.field(validator=bounds.IDENTIFIER)
+
+    def __attrs_post_init__(self) -> None:
+        LicenseTarget(self.product_id, self.from_user)  # the same rules as any target
+        LicenseTarget(self.product_id, self.to_user)
+
+
+def _one_of(instance: Any, *names: str) -> None:
+    sent = [n for n in names if getattr(instance, n) is not None]
+    if len(sent) != 1:
+        raise InvalidRequest(f"send exactly one of {', '.join(names)}", names[0])
+
+
+@attrs.frozen
+class Terms:
+    """An end for a license: at `expires_at` (unix seconds), or `duration_days` from the
+    later of now and its current end. Neither: no end (a grant that never expires)."""
+
+    expires_at: int | None = attrs.field(default=None, validator=TIMESTAMP)
+    duration_days: int | None = attrs.field(default=None, validator=DURATION_DAYS)
+
+    def __attrs_post_init__(self) -> None:
+        if self.expires_at is not None and self.duration_days is not None:
+            raise InvalidRequest("send expires_at or duration_days, not both", "expires_at")
+
+
+@attrs.frozen
+class RenewLicense:
+    target: LicenseTarget
+    terms: Terms
+
+    def __attrs_post_init__(self) -> None:
+        _one_of(self.terms, "expires_at", "duration_days")
+
+
+@attrs.frozen
+class GrantLicense:
+    """The specification's grant, with licore's terms: an end and a tier."""
+
+    target: LicenseTarget
+    terms: Terms = Terms()
+    tier: str | None = attrs.field(default=None, validator=TIER_NAME)
+
+
+@attrs.frozen
+class SetTier:
+    target: LicenseTarget
+    tier: str | None = attrs.field(default=None, validator=TIER_NAME)  # None: the product's
+
+
+@attrs.frozen
+class TierSpec:
+    name: str = attrs.field(validator=TIER_NAME)
+    unlock_data: JsonValue = attrs.field()
+
+    @unlock_data.validator
+    def _size(self, attribute: attrs.Attribute[Any], value: JsonValue) -> None:
+        if len(compact_json(value).encode()) > bounds.UNLOCK_DATA_BYTES:
+            raise InvalidRequest(
+                f"unlock_data must be at most {bounds.UNLOCK_DATA_BYTES} bytes of JSON",
+                "tiers")
+
+
+@attrs.frozen
+class SetLicensePolicy:
+    """A product's license settings; only the fields sent change. `tiers` replaces the whole
+    list (an empty one removes every tier)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    place_limit: int | None = attrs.field(default=None, validator=PLACE_LIMIT)
+    place_policy: PlacePolicy | None = None
+    trial_days: int | None = attrs.field(default=None, validator=TRIAL_DAYS)
+    tiers: tuple[TierSpec, ...] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.tiers is None:
+            return
+        if len(self.tiers) > MAX_TIERS:
+            raise InvalidRequest(f"a product may have at most {MAX_TIERS} tiers", "tiers")
+        names = [t.name for t in self.tiers]
+        if len(set(names)) != len(names):
+            raise InvalidRequest("tier names must differ", "tiers")

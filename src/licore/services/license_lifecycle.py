@@ -1,0 +1,399 @@
+"""Licenses a seller can shape (docs/licenses.md): transfer, expiry, renewal, trials, tiers,
+re-keying and places, by the lifecycle rows of `licore.licenses`. Each use case is one unit
+of work: the change, its outbox messages and its effects commit together or not at all.
+
+The license is read with `hold`, so concurrent changes of one license queue on it (on
+PostgreSQL a row lock; SQLite and the memory store run one unit at a time) and each sees
+what the one before it left: a thousand renewals add a thousand terms, a thousand transfers
+move it once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, assert_never
+
+import attrs
+
+from licore import licenses as lic
+from licore import tokens
+from licore.actors import ActingPerson, ActingStudio
+from licore.commands import LicenseTarget, compact_json
+from licore.errors import InvalidRequest, NotFound
+from licore.events import Topic
+from licore.license_commands import (
+    GrantLicense,
+    RenewLicense,
+    SetLicensePolicy,
+    SetTier,
+    Terms,
+    TransferLicense,
+)
+from licore.licenses import LicenseEvent, LicenseState, LifecycleEffect, LifecycleEvent, Source
+from licore.model import License, Place, Product, Tier
+from licore.ports import Clock, KeyVault, Notice, Randomness, Storage, UnitOfWork
+from licore.services.announce import Announcer, iso, license_data
+from licore.services.ids import Ids
+from licore.services.licensing import Licensing, resolve_user
+from licore.services.products import own_product
+
+DAY = 86400
+Fx = LifecycleEffect
+
+
+@attrs.frozen
+class Transferred:
+    old: License  # inactive, `transferred_to` the new holder
+    new: License
+
+
+@attrs.frozen
+class LicensePolicy:
+    product: Product
+    place_limit: int  # the one in force: the product's, else the studio's
+    tiers: tuple[Tier, ...]
+
+
+def lifecycle_data(license: License, now: int) -> dict[str, Any]:
+    """The payload of the lifecycle events: `license_data` plus the terms."""
+    return {**license_data(license), "status": lic.status(license, now),
+            "expires_at": iso(license.expires_at), "tier": license.tier}
+
+
+@attrs.frozen
+class LicenseLifecycle:
+    storage: Storage
+    clock: Clock
+    ids: Ids
+    random: Randomness
+    vault: KeyVault
+    announce: Announcer
+    licensing: Licensing
+    reminder_days: int | None = None  # `license.expiring` this many days before; None: none
+
+    @classmethod
+    def of(cls, storage: Storage, clock: Clock, random: Randomness, vault: KeyVault,
+           reminder_days: int | None = None) -> LicenseLifecycle:
+        ids = Ids(clock, random)
+        announce = Announcer(clock, ids)
+        return cls(storage, clock, ids, random, vault, announce,
+                   Licensing(storage, clock, ids, random, vault, announce), reminder_days)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _mint(self, license: License) -> License:
+        key = tokens.make_license_key(self.random.token_bytes(48))
+        return attrs.evolve(
+            license, key_ciphertext=self.vault.encrypt(key, license.id),
+            key_digest=self.vault.lookup_digest(key), key_generation=license.key_generation + 1)
+
+    async def _held(self, uow: UnitOfWork, studio: ActingStudio,
+                    target: LicenseTarget) -> tuple[Product, str, License | None]:
+        product = await own_product(uow, studio, target.product_id)
+        platform_id = await resolve_user(uow, target.user)
+        return product, platform_id, await uow.licenses.hold(product.id, platform_id)
+
+    async def _store(self, uow: UnitOfWork, before: License, after: License) -> None:
+        # `hold` kept the row from changing, so the compare-and-set cannot lose; it stays
+        # as the guard a store without row locks would need.
+        if after != before and not await uow.licenses.replace(after, expected=before.state):
+            raise NotFound("the license changed while this request ran; try again")
+
+    async def _effects(self, uow: UnitOfWork, studio_id: str, license: License,
+                       effects: tuple[LifecycleEffect, ...], topic_data: dict[str, Any],
+                       ) -> None:
+        """The row's messages, once the record is stored."""
+        for effect in effects:
+            match effect:
+                case Fx.QUEUE_CHAT_ROLE_HAND_OUT:
+                    await self.announce.chat_roles(uow, studio_id, license, True)
+                case Fx.QUEUE_CHAT_ROLE_REMOVAL:
+                    await self.announce.chat_roles(uow, studio_id, license, False)
+                case Fx.ANNOUNCE_TRANSFERRED:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_TRANSFERRED,
+                                              topic_data)
+                case Fx.ANNOUNCE_RENEWED:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_RENEWED,
+                                              topic_data)
+                case Fx.ANNOUNCE_EXPIRED:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_EXPIRED,
+                                              topic_data)
+                case Fx.ANNOUNCE_TRIAL:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_GRANTED,
+                                              {**topic_data, "trial": True})
+                case Fx.ANNOUNCE_TIER:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_TIER_CHANGED,
+                                              topic_data)
+                case Fx.ANNOUNCE_REKEYED:
+                    await self.announce.event(uow, studio_id, Topic.LICENSE_REKEYED,
+                                              topic_data)
+                case (Fx.MINT_KEY | Fx.CLEAR_KEY | Fx.RECORD_DESTINATION | Fx.COPY_TERMS
+                      | Fx.EXTEND | Fx.RECORD_TRIAL | Fx.STORE_TIER):
+                    pass  # changes to the record, made before it was stored
+                case _:
+                    assert_never(effect)
+
+    async def _new_key(self, uow: UnitOfWork, license: License, prepared: bool) -> License:
+        if prepared:  # copies made for the old key carry it: they go with it
+            await uow.copies.drop(license_id=license.id)
+        return self._mint(license)
+
+    async def _check_tier(self, uow: UnitOfWork, product: Product, tier: str | None) -> None:
+        if tier is not None and tier not in {t.name for t in await uow.products.tiers(
+                product.id)}:
+            raise InvalidRequest("the product has no tier of that name", "tier")
+
+    def _end(self, terms: Terms, current: int | None, now: int) -> int | None:
+        """The new `expires_at` that `terms` ask for, from a license ending at `current`."""
+        if terms.expires_at is not None:
+            if terms.expires_at <= now or (current is not None
+                                           and terms.expires_at <= current):
+                raise InvalidRequest("expires_at must be later than now and than the "
+                                     "license's current end", "expires_at")
+            return terms.expires_at
+        if terms.duration_days is not None:
+            return max(now, current or now) + terms.duration_days * DAY
+        return None
+
+    # --- use cases -----------------------------------------------------------------------
+
+    async def grant(self, studio: ActingStudio, command: GrantLicense) -> License:
+        """The specification's grant (`POST /licenses`) with an end and a tier, as one unit:
+        the license is never seen in force without its terms."""
+        target = command.target
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, target.product_id)
+            platform_id = await resolve_user(uow, target.user)
+            await self._check_tier(uow, product, command.tier)
+            now = self.clock.now()
+            end = self._end(command.terms, None, now)
+            _, granted = await self.licensing.apply(
+                uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
+                Source.GRANT)
+            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier)
+            if shaped != granted and not await uow.licenses.replace(
+                    shaped, expected=granted.state):
+                raise NotFound("the license changed while this request ran; try again")
+            return shaped
+
+    async def transfer(self, studio: ActingStudio, command: TransferLicense) -> Transferred:
+        """Move a license: the old record stays, inactive, with where it went; the new
+        holder gets an active license with a new key and the same source, tier and end."""
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            source_id = await resolve_user(uow, command.from_user)
+            target_id = await resolve_user(uow, command.to_user)
+            if source_id == target_id:
+                raise InvalidRequest("from_user and to_user are the same person", "to_user")
+            now = self.clock.now()
+            # Both rows are held, in one order whatever the direction, so that transfers
+            # A -> B and B -> A running at once queue instead of deadlocking.
+            held = {p: await uow.licenses.hold(product.id, p)
+                    for p in sorted((source_id, target_id))}
+            old, existing = held[source_id], held[target_id]
+            out = lic.lifecycle(lic.standing(old, now), LifecycleEvent.TRANSFER_OUT)
+            assert old is not None  # the table refuses a transfer from no license
+            into = lic.lifecycle(lic.standing(existing, now), LifecycleEvent.TRANSFER_IN)
+            gone = old
+            for effect in out.effects:
+                if effect is Fx.CLEAR_KEY:
+                    await uow.copies.drop(license_id=old.id)
+                    gone = attrs.evolve(gone, key_ciphertext=None, key_digest=None)
+                elif effect is Fx.RECORD_DESTINATION:
+                    gone = attrs.evolve(gone, state=LicenseState.INACTIVE,
+                                        transferred_to=target_id)
+            await self._store(uow, old, gone)
+            new = License(id=self.ids.new("lic"), product_id=product.id,
+                          platform_id=target_id, source=old.source, state=LicenseState.ACTIVE,
+                          verified_at=now, created_at=now)
+            for effect in into.effects:
+                if effect is Fx.COPY_TERMS:
+                    new = attrs.evolve(new, source=old.source, expires_at=old.expires_at,
+                                       tier=old.tier, verified_at=old.verified_at)
+                elif effect is Fx.MINT_KEY:
+                    new = self._mint(new)
+            if not await uow.licenses.add(new):
+                raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
+                                               LifecycleEvent.TRANSFER_IN)
+            data = {**lifecycle_data(new, now), "from_license_id": old.id,
+                    "from_platform_id": old.platform_id}
+            await self._effects(uow, studio.studio_id, gone, out.effects, data)
+            await self._effects(uow, studio.studio_id, new, into.effects, data)
+            return Transferred(gone, new)
+
+    async def renew(self, studio: ActingStudio, command: RenewLicense) -> License:
+        """Extend a license's end (`duration_days` from the later of now and its end), or
+        move it to `expires_at`; an expired license is back in force at once."""
+        async with self.storage.unit_of_work() as uow:
+            _, _, current = await self._held(uow, studio, command.target)
+            now = self.clock.now()
+            row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.RENEW)
+            assert current is not None
+            if current.expires_at is None and command.terms.duration_days is not None:
+                raise InvalidRequest("the license never expires; send expires_at to give it "
+                                     "an end", "duration_days")
+            renewed = attrs.evolve(current, expires_at=self._end(command.terms,
+                                                                 current.expires_at, now))
+            await self._store(uow, current, renewed)
+            await self._effects(uow, studio.studio_id, renewed, row.effects,
+                                lifecycle_data(renewed, now))
+            return renewed
+
+    async def start_trial(self, studio: ActingStudio, target: LicenseTarget) -> License:
+        """The seller starts a person's trial of the product."""
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, target.product_id)
+            platform_id = await resolve_user(uow, target.user)
+            return await self._trial(uow, product, platform_id)
+
+    async def take_trial(self, person: ActingPerson, product_id: str) -> License:
+        """A person starts their own trial of a listed product."""
+        async with self.storage.unit_of_work() as uow:
+            product = await uow.products.by_id(product_id)
+            account = await uow.accounts.by_id(person.account_id)
+            if product is None or not product.discoverable or account is None:
+                raise NotFound("no such product")
+            return await self._trial(uow, product, account.platform_id)
+
+    async def _trial(self, uow: UnitOfWork, product: Product, platform_id: str) -> License:
+        if not product.trial_days or not product.licensing_enabled:
+            raise InvalidRequest("the product offers no trial", "product_id")
+        now = self.clock.now()
+        current = await uow.licenses.hold(product.id, platform_id)
+        row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.START_TRIAL)
+        trial = License(id=self.ids.new("lic"), product_id=product.id,
+                        platform_id=platform_id, source=Source.GRANT,
+                        state=LicenseState.ACTIVE, verified_at=now, created_at=now,
+                        expires_at=now + product.trial_days * DAY)
+        for effect in row.effects:
+            if effect is Fx.RECORD_TRIAL and not await uow.licenses.take_trial(
+                    product.id, platform_id, now):
+                # Once per person and product, ever: a holder who let a trial lapse and
+                # whose record was since removed still gets no second one.
+                raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
+                                               LifecycleEvent.START_TRIAL)
+            if effect is Fx.MINT_KEY:
+                trial = self._mint(trial)
+        if not await uow.licenses.add(trial):
+            raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE, LifecycleEvent.START_TRIAL)
+        await self._effects(uow, product.studio_id, trial, row.effects,
+                            lifecycle_data(trial, now))
+        return trial
+
+    async def set_tier(self, studio: ActingStudio, command: SetTier) -> License:
+        """Put a license on one of the product's tiers (None: the product's own data)."""
+        async with self.storage.unit_of_work() as uow:
+            product, _, current = await self._held(uow, studio, command.target)
+            now = self.clock.now()
+            row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.SET_TIER)
+            assert current is not None
+            await self._check_tier(uow, product, command.tier)
+            if current.tier == command.tier:
+                return current  # nothing changed: nothing to tell
+            changed = attrs.evolve(current, tier=command.tier)
+            await self._store(uow, current, changed)
+            await self._effects(uow, studio.studio_id, changed, row.effects,
+                                lifecycle_data(changed, now))
+            return changed
+
+    async def rekey(self, studio: ActingStudio, target: LicenseTarget) -> License:
+        """A new key for the license: the old one (and every copy made with it) stops
+        working at once; new downloads carry the new key."""
+        async with self.storage.unit_of_work() as uow:
+            _, _, current = await self._held(uow, studio, target)
+            now = self.clock.now()
+            row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.REKEY)
+            assert current is not None
+            rekeyed = current
+            for effect in row.effects:
+                if effect is Fx.MINT_KEY:
+                    rekeyed = await self._new_key(uow, rekeyed, prepared=True)
+            await self._store(uow, current, rekeyed)
+            await self._effects(uow, studio.studio_id, rekeyed, row.effects,
+                                lifecycle_data(rekeyed, now))
+            return rekeyed
+
+    async def places(self, studio: ActingStudio, target: LicenseTarget) -> Sequence[Place]:
+        async with self.storage.unit_of_work() as uow:
+            _, _, current = await self._held(uow, studio, target)
+            if current is None:
+                raise NotFound("no license for that user and product")
+            return await uow.runtime.places(current.id)
+
+    async def reset_places(self, studio: ActingStudio, target: LicenseTarget) -> int:
+        """Forget the license's places: the next places it is used from count from 1."""
+        async with self.storage.unit_of_work() as uow:
+            _, _, current = await self._held(uow, studio, target)
+            if current is None:
+                raise NotFound("no license for that user and product")
+            return await uow.runtime.reset_places(current.id)
+
+    async def policy(self, studio: ActingStudio, product_id: str) -> LicensePolicy:
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, product_id)
+            return await self._policy(uow, product)
+
+    async def _policy(self, uow: UnitOfWork, product: Product) -> LicensePolicy:
+        limit = product.place_limit
+        if limit is None:
+            owner = await uow.studios.by_id(product.studio_id)
+            limit = owner.place_limit if owner is not None else lic.DEFAULT_PLACE_LIMIT
+        return LicensePolicy(product, limit, tuple(await uow.products.tiers(product.id)))
+
+    async def set_policy(self, studio: ActingStudio,
+                         command: SetLicensePolicy) -> LicensePolicy:
+        """A product's place limit and policy, trial length and tiers."""
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            changes: dict[str, Any] = {}
+            if command.place_limit is not None:
+                changes["place_limit"] = command.place_limit
+            if command.place_policy is not None:
+                changes["place_policy"] = command.place_policy
+            if command.trial_days is not None:
+                changes["trial_days"] = command.trial_days or None
+            if changes:
+                product = attrs.evolve(product, updated_at=self.clock.now(), **changes)
+                await uow.products.save(product)
+            if command.tiers is not None:
+                await uow.products.set_tiers(product.id, [
+                    Tier(product.id, t.name, compact_json(t.unlock_data))
+                    for t in command.tiers])
+            return await self._policy(uow, product)
+
+    # --- the scheduler's sweep -----------------------------------------------------------
+
+    async def sweep_expiries(self, limit: int = 100) -> int:
+        """Write `license.expired` (and remove chat roles) for licenses past their end, and
+        `license.expiring` for those within `reminder_days` of it: each once per end, in the
+        unit of work that marks it told, so that any number of processes sweeping at once
+        write it exactly once. How many events were written."""
+        now = self.clock.now()
+        written = await self._sweep(Notice.EXPIRED, now, now, limit)
+        if self.reminder_days is not None:
+            written += await self._sweep(Notice.EXPIRING, now + self.reminder_days * DAY,
+                                         now, limit)
+        return written
+
+    async def _sweep(self, notice: Notice, until: int, now: int, limit: int) -> int:
+        async with self.storage.unit_of_work() as uow:
+            due = await uow.licenses.due_notices(notice, until, limit)
+            written = 0
+            for license in due:
+                assert license.expires_at is not None
+                if notice is Notice.EXPIRING and license.expires_at <= now:
+                    continue  # past already: the expiry itself is told, not a reminder
+                if not await uow.licenses.mark_told(license.id, notice, license.expires_at):
+                    continue  # another process told it first
+                product = await uow.products.by_id(license.product_id)
+                if product is None:
+                    continue
+                data = lifecycle_data(license, now)
+                if notice is Notice.EXPIRING:
+                    await self.announce.event(uow, product.studio_id, Topic.LICENSE_EXPIRING,
+                                              data)
+                else:
+                    row = lic.lifecycle(lic.standing(license, now), LifecycleEvent.EXPIRE)
+                    await self._effects(uow, product.studio_id, license, row.effects, data)
+                written += 1
+            return written
+
