@@ -13,10 +13,11 @@ def test_no_port_has_more_than_fifteen_methods() -> None:
     import inspect
     from typing import Protocol
 
-    from licore import ports
+    from licore import ports, storage_ports
 
-    protocols = [cls for _, cls in inspect.getmembers(ports, inspect.isclass)
-                 if Protocol in cls.__mro__[1:] and cls.__module__ == ports.__name__]
+    protocols = [cls for module in (ports, storage_ports)
+                 for _, cls in inspect.getmembers(module, inspect.isclass)
+                 if Protocol in cls.__mro__[1:] and cls.__module__ == module.__name__]
     # Methods and properties alike (a unit of work's repositories are properties).
     sizes = {cls.__name__: sum(1 for name in vars(cls) if not name.startswith("_"))
              for cls in protocols}

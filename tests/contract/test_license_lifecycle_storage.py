@@ -14,8 +14,8 @@ from licore import commands as c
 from licore.actors import ActingStudio
 from licore.licenses import LicenseState, PlacePolicy, Source
 from licore.model import License, Product, Tier
-from licore.ports import Notice, Storage
 from licore.services.wiring import UseCases
+from licore.storage_ports import Notice, Storage
 from tests.support.fakes import make_deps
 
 

@@ -19,12 +19,12 @@ from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.events import MessageKind
 from licore.licenses import LicenseEvent, LicenseState, PlacePolicy
 from licore.model import License, Product, Tier
-from licore.ports import Storage
 from licore.runtime import UNRECOGNISED_PLACE
 from licore.sealing import open_sealed
 from licore.services.deps import Deps
 from licore.services.license_lifecycle import DAY, LicenseLifecycle
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
 
 BUYER, OTHER = "5005", "6006"

@@ -9,8 +9,9 @@ import attrs
 from adapters_storage.memory.tables import Repository, first, page, replace_if
 from licore.licenses import LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
-from licore.ports import LibraryEntry, Notice
+from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
+from licore.storage_ports import Notice
 
 
 class MemoryProducts(Repository):

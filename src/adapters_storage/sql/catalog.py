@@ -10,8 +10,9 @@ from adapters_storage.records import column_list, columns, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository, insert, update, without_id
 from licore.licenses import LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
-from licore.ports import LibraryEntry, Notice
+from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
+from licore.storage_ports import Notice
 
 
 class SqlProducts(Repository):

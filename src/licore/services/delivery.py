@@ -25,7 +25,7 @@ from licore.events import (
 )
 from licore.lanes import Breaker, BreakerEvent, outcome
 from licore.lanes import after as lanes_after
-from licore.licenses import LicenseState, in_force
+from licore.licenses import in_force
 from licore.ports import ChatService, Clock, KeyVault, Randomness, WebhookSender
 from licore.services.announce import Announcer
 from licore.storage_ports import Storage

@@ -30,11 +30,12 @@ from licore.license_commands import (
 )
 from licore.licenses import LicenseEvent, LicenseState, LifecycleEffect, LifecycleEvent, Source
 from licore.model import License, Place, Product, Tier
-from licore.ports import Clock, KeyVault, Notice, Randomness, Storage, UnitOfWork
+from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, iso, license_data
 from licore.services.ids import Ids
 from licore.services.licensing import Licensing, resolve_user
 from licore.services.products import own_product
+from licore.storage_ports import Notice, Storage, UnitOfWork
 
 DAY = 86400
 Fx = LifecycleEffect

@@ -16,8 +16,8 @@ from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.housekeeping import Housekeeping
 from licore.services.ids import Ids
 from licore.services.keys import Keys
-from licore.services.license_lifecycle import LicenseLifecycle
 from licore.services.library import Library
+from licore.services.license_lifecycle import LicenseLifecycle
 from licore.services.licensing import Licensing
 from licore.services.operator import Operator
 from licore.services.packages import Packages
