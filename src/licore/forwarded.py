@@ -118,7 +118,9 @@ def _host(value: str | None) -> str | None:
 
 def _split_quoted(text: str, separator: str) -> list[str] | None:
     """`text` split at `separator` outside quoted strings; None if a quote is left open."""
-    parts, current, quoted, escaped = [], [], False, False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = escaped = False
     for char in text:
         if escaped:
             escaped = False
@@ -139,7 +141,10 @@ def _split_quoted(text: str, separator: str) -> list[str] | None:
 
 def _unquote(value: str) -> str | None:
     if not value.startswith('"'):
-        return value if _TOKEN.fullmatch(value) or node_address(value) else None
+        # Strictly a token; a host with its port or a bracketed address, which RFC 7239
+        # wants quoted, is taken unquoted too, as proxies have been seen to send them.
+        plain = _TOKEN.fullmatch(value) or _HOST.fullmatch(value) or node_address(value)
+        return value if plain else None
     if len(value) < 2 or not value.endswith('"'):
         return None
     return re.sub(r"\\(.)", r"\1", value[1:-1])
