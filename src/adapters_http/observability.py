@@ -104,7 +104,9 @@ def record_request(scope: Scope, status: int, elapsed: float) -> None:
     if status == 429:
         RATE_LIMITED.labels(route).inc()
     state = scope.get("state", {})
+    client = scope.get("client")
     access_log.info("request", extra={
+        "client": client[0] if client else None,
         "method": scope["method"], "path": scope["path"], "route": route,
         "status": status, "duration_ms": round(elapsed * 1000, 2),
         "key_id": state.get("key_id"),

@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters_http.app import FAMILIES
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
+from adapters_http.proxies import TrustedProxies
 from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.compose import app_of, deps_from_env, web_config
@@ -21,7 +22,8 @@ close_when_the_client_leaves()
 configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
 _deps = deps_from_env()
-_events = settings.load().events
+_loaded = settings.load()
+_events = _loaded.events
 _poll = _events.poll_ms / 1000
 
 
@@ -30,4 +32,7 @@ def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
                         scheduled=uc.lifecycle.sweep_expiries)
 
 
-app = app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers)
+# Outermost, so every layer below (the runtime fast path included) sees the real client.
+app = TrustedProxies(
+    app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers),
+    _loaded.trusted_proxies)

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from licore.events import Schedule
+from licore.forwarded import Network, parse_networks
 from licore.services.settings import Settings
 
 
@@ -106,6 +107,15 @@ def _flag(name: str, raw: object) -> bool:
     raise SettingsError(f"{name} must be true or false (got {raw!r})")
 
 
+def _networks(name: str, raw: object) -> tuple[Network, ...]:
+    text = ",".join(str(r) for r in raw) if isinstance(raw, list) else str(raw)
+    try:
+        return parse_networks(text)
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {exc}; write comma-separated networks, like "
+                            f"127.0.0.1/32,10.0.0.0/8") from None
+
+
 @attrs.frozen
 class Field:
     env: str  # LICORE_<env>; the TOML key is the same name in lower case
@@ -130,6 +140,8 @@ FIELDS: tuple[Field, ...] = (
     Field("DATABASE_BUSY_WAIT", _whole(1, 600), 30),
     # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
     Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
+    # reverse proxies whose Forwarded / X-Forwarded-* headers name the real client
+    Field("TRUSTED_PROXIES", _networks, ()),
     # The game platform (docs/platform.md): its public APIs, and sign-in with it when an
     # OAuth app is registered (OIDC_CLIENT_ID and OIDC_CLIENT_SECRET both set).
     Field("PLATFORM_INVENTORY_URL", _url, "https://inventory.roblox.com"),
@@ -202,6 +214,7 @@ class ServerSettings:
     listen_backlog: int = 4096
     database_busy_wait: int = 30
     platform: PlatformSettings | None = None
+    trusted_proxies: tuple[Network, ...] = ()
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -271,4 +284,4 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
                           events=events, listen_backlog=values["LISTEN_BACKLOG"],
                           database_busy_wait=values["DATABASE_BUSY_WAIT"],
-                          platform=platform)
+                          platform=platform, trusted_proxies=values["TRUSTED_PROXIES"])

@@ -4,6 +4,7 @@ counters, and what a studio seat may do."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 
 import pytest
@@ -37,26 +38,83 @@ class Passwords:
         return None
 
 
-async def test_five_failures_lock_a_name_until_the_window_ends(storage: Storage) -> None:
+class CountingPasswords(Passwords):
+    checked = 0
+
+    async def identify(self, fields: Mapping[str, str]) -> Account | None:
+        self.checked += 1
+        return await super().identify(fields)
+
+
+async def test_five_failures_lock_a_name_from_that_address_until_the_window_ends(
+        storage: Storage) -> None:
     clock = FakeClock(t=1_800_000_000 - 1_800_000_000 % signin.FAILURE_WINDOW)
     deps = make_deps(storage, clock)
     world = await build_world(deps)
     method = Passwords(world.owner, "right")
     right = {"username": world.owner.username, "password": "right"}
     wrong = {**right, "password": "wrong"}
-    for _ in range(signin.FAILURES_PER_NAME):
+    for _ in range(signin.FAILURES_PER_NAME_AND_IP):
         with pytest.raises(signin.SignInRefused):
             await UseCases.of(deps).sessions.sign_in(method, wrong, "10.0.0.1")
     with pytest.raises(signin.SignInLocked) as locked:
-        await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.2")
+        await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.1")
     assert locked.value.retry_after == signin.FAILURE_WINDOW
     # The name's count is case-blind, like usernames themselves.
     with pytest.raises(signin.SignInLocked):
         await UseCases.of(deps).sessions.sign_in(method,
-                             {**right, "username": world.owner.username.upper()}, "10.0.0.2")
+                             {**right, "username": world.owner.username.upper()}, "10.0.0.1")
     clock.advance(signin.FAILURE_WINDOW)
-    signed = await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.2")
+    signed = await UseCases.of(deps).sessions.sign_in(method, right, "10.0.0.1")
     assert signed.account == world.owner
+
+
+async def test_failures_from_one_address_never_lock_the_owner_out_at_another(
+        storage: Storage) -> None:
+    """Issue 29: behind a proxy, or on a shared network, a stranger's wrong passwords for
+    alice lock only the stranger's address; alice signs in from hers, and the stranger's
+    guesses stay bounded (at most the per-name-and-address limit are checked)."""
+    clock = FakeClock(t=1_800_000_000 - 1_800_000_000 % signin.FAILURE_WINDOW)
+    deps = make_deps(storage, clock)
+    world = await build_world(deps)
+    method = CountingPasswords(world.owner, "right")
+    right = {"username": world.owner.username, "password": "right"}
+    wrong = {**right, "password": "wrong"}
+    refused = locked = 0
+    for _ in range(4 * signin.FAILURES_PER_NAME_AND_IP):
+        try:
+            await UseCases.of(deps).sessions.sign_in(method, wrong, "192.0.2.66")
+        except signin.SignInRefused:
+            refused += 1
+        except signin.SignInLocked:
+            locked += 1
+    assert refused == signin.FAILURES_PER_NAME_AND_IP == method.checked
+    assert locked == 3 * signin.FAILURES_PER_NAME_AND_IP
+    signed = await UseCases.of(deps).sessions.sign_in(method, right, "198.51.100.7")
+    assert signed.account == world.owner
+    with pytest.raises(signin.SignInLocked):
+        await UseCases.of(deps).sessions.sign_in(method, right, "192.0.2.66")
+
+
+async def test_a_brute_force_from_many_addresses_is_bounded_per_name(storage: Storage) -> None:
+    """A guesser with many addresses gets at most FAILURES_PER_NAME guesses at one name in a
+    window, then the name waits everywhere."""
+    clock = FakeClock(t=1_800_000_000 - 1_800_000_000 % signin.FAILURE_WINDOW)
+    deps = make_deps(storage, clock)
+    world = await build_world(deps)
+    method = CountingPasswords(world.owner, "right")
+    right = {"username": world.owner.username, "password": "right"}
+    wrong = {**right, "password": "wrong"}
+    for i in range(signin.FAILURES_PER_NAME + 10):
+        with contextlib.suppress(signin.SignInRefused, signin.SignInLocked):
+            await UseCases.of(deps).sessions.sign_in(method, wrong, f"10.{i // 4}.0.{i}")
+    assert method.checked == signin.FAILURES_PER_NAME
+    assert signin.FAILURES_PER_NAME > signin.FAILURES_PER_NAME_AND_IP
+    with pytest.raises(signin.SignInLocked):
+        await UseCases.of(deps).sessions.sign_in(method, right, "198.51.100.7")
+    clock.advance(signin.FAILURE_WINDOW)
+    assert (await UseCases.of(deps).sessions.sign_in(method, right,
+                                                     "198.51.100.7")).account == world.owner
 
 
 class SlowPasswords(Passwords):

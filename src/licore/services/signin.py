@@ -23,8 +23,11 @@ from licore.services.ids import Ids
 from licore.storage_ports import Storage
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
-FAILURES_PER_NAME = 5  # wrong passwords for one username in a window, then it waits
+# OWASP's guidance: wrong passwords from one address never lock the account for its owner at
+# another, while a brute force stays bounded however many addresses it comes from.
+FAILURES_PER_NAME_AND_IP = 5  # wrong passwords for one username from one address in a window
 FAILURES_PER_IP = 30  # wrong passwords from one address in a window (many names tried)
+FAILURES_PER_NAME = 10 * FAILURES_PER_NAME_AND_IP  # for one username from every address at once
 # A session's counters are never reset: the id is new at every sign-in, so one window will do.
 SESSION_WINDOW = 0
 
@@ -72,12 +75,17 @@ class SignInLocked(LicoreError):
         self.retry_after = retry_after
 
 
-def _buckets(kind: str, name: str, ip: str) -> tuple[str, ...]:
-    # A sign-in without a username (the platform's) is counted per address only: one
-    # shared "no name" bucket would let five failures lock every platform sign-in out.
+def _buckets(kind: str, name: str, ip: str) -> tuple[tuple[str, int], ...]:
+    """The counters an attempt is counted in, each with its limit of failures a window.
+
+    A sign-in without a username (the platform's) is counted per address only: one shared
+    "no name" bucket would let five failures lock every platform sign-in out."""
+    per_ip = (f"signin-{kind}:ip:{ip}", FAILURES_PER_IP)
     if not name:
-        return (f"signin-{kind}:ip:{ip}",)
-    return f"signin-{kind}:name:{name.casefold()}", f"signin-{kind}:ip:{ip}"
+        return (per_ip,)
+    folded = name.casefold()
+    return ((f"signin-{kind}:name-ip:{folded}:{ip}", FAILURES_PER_NAME_AND_IP), per_ip,
+            (f"signin-{kind}:name:{folded}", FAILURES_PER_NAME))
 
 
 @attrs.frozen
@@ -135,7 +143,8 @@ class Sessions:
     local: SignIn  # the default sign-in method: local accounts
 
     async def sign_in(self, method: SignIn, fields: Mapping[str, str], ip: str) -> SignedIn:
-        """The account the fields prove, within the failed-attempt limits (per name, per IP).
+        """The account the fields prove, within the failed-attempt limits: per name and
+        address, per address, and a ten times higher one per name from all addresses.
 
         Every attempt is counted in a committed step of its own BEFORE its password is
         checked, and the counters answer with the new count atomically, so however many
@@ -147,11 +156,11 @@ class Sessions:
         now = self.clock.now()
         window = now - now % FAILURE_WINDOW
         name = fields.get("username", "")
-        tries = _buckets("try", name, ip)
-        oks = _buckets("ok", name, ip)
-        limits = (FAILURES_PER_NAME, FAILURES_PER_IP)[-len(tries):]
+        tries = [bucket for bucket, _limit in _buckets("try", name, ip)]
+        oks = [bucket for bucket, _limit in _buckets("ok", name, ip)]
+        limits = [limit for _bucket, limit in _buckets("try", name, ip)]
         async with self.storage.unit_of_work() as uow:
-            counted = await uow.counters.hit(list(tries), window)
+            counted = await uow.counters.hit(tries, window)
             succeeded = [await uow.counters.count(bucket, window) for bucket in oks]
         # Failures before this attempt: the attempts counted so far (this one included) less
         # the successes, less this one.
@@ -164,7 +173,7 @@ class Sessions:
         if account.disabled_at is not None:
             raise AccountDisabled()
         async with self.storage.unit_of_work() as uow:
-            await uow.counters.hit(list(oks), window)
+            await uow.counters.hit(oks, window)
         return SignedIn(account, self.clock.now())
 
     async def platform_account(self, platform_id: str, name: str) -> Account | None:
