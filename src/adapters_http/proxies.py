@@ -53,12 +53,17 @@ def rewritten(scope: Scope, networks: Sequence[Network]) -> Scope:
         scope["scheme"] = ("wss" if secure else "ws") if scope["type"] == "websocket" \
             else found.proto
     if found.host is not None:
-        host, _, port = found.host.rpartition(":") if not found.host.endswith("]") \
-            else (found.host, "", "")
-        if not host or not port.isdigit():
-            host, port = found.host, ""
-        scope["server"] = (host.strip("[]"), int(port) if port else
-                           _DEFAULT_PORT.get(scope.get("scheme", "http"), 80))
-        scope["headers"] = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != b"host"]
-        scope["headers"].append((b"host", found.host.encode("latin-1")))
+        _set_host(scope, found.host)
     return scope
+
+
+def _set_host(scope: Scope, forwarded_host: str) -> None:
+    """The forwarded host as the scope's server and its Host header."""
+    host, _, port = forwarded_host.rpartition(":") if not forwarded_host.endswith("]") \
+        else (forwarded_host, "", "")
+    if not host or not port.isdigit():
+        host, port = forwarded_host, ""
+    scope["server"] = (host.strip("[]"), int(port) if port else
+                       _DEFAULT_PORT.get(scope.get("scheme", "http"), 80))
+    scope["headers"] = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != b"host"]
+    scope["headers"].append((b"host", forwarded_host.encode("latin-1")))

@@ -215,6 +215,28 @@ def _last(lines: Sequence[str]) -> str | None:
     return entries[-1] if entries else None
 
 
+def _agreed(peer: Address, forwarded: Sequence[str], xff: Sequence[str],
+            networks: Sequence[Network]) -> tuple[Address, Hop | None] | None:
+    """The client both headers name (when both came), or None when they disagree: a proxy
+    that writes one header usually passes a client-written copy of the other through."""
+    found: list[tuple[Address, Hop | None]] = []
+    if forwarded:
+        found.append(_walk(peer, forwarded_hops(forwarded), networks))
+    if xff:
+        found.append(_walk(peer, x_forwarded_hops(xff), networks))
+    if len({address for address, _hop in found}) != 1:
+        return None
+    return found[0]
+
+
+def _scheme_and_host(headers: Sequence[tuple[bytes, bytes]], hop: Hop | None,
+                     from_forwarded: bool) -> tuple[str | None, str | None]:
+    if from_forwarded:
+        return (hop.proto, hop.host) if hop is not None else (None, None)
+    return (_proto(_last(_header_lines(headers, b"x-forwarded-proto"))),
+            _host(_last(_header_lines(headers, b"x-forwarded-host"))))
+
+
 def real_client(peer: str, headers: Iterable[tuple[bytes, bytes]],
                 networks: Sequence[Network]) -> Client | None:
     """The client behind the proxies, or None when the peer's own address stands (the
@@ -228,19 +250,11 @@ def real_client(peer: str, headers: Iterable[tuple[bytes, bytes]],
     xff = _header_lines(headers, b"x-forwarded-for")
     if not forwarded and not xff:
         return None
-    found: list[tuple[Address, Hop | None]] = []
-    if forwarded:
-        found.append(_walk(peer_address, forwarded_hops(forwarded), networks))
-    if xff:
-        found.append(_walk(peer_address, x_forwarded_hops(xff), networks))
-    if len({address for address, _hop in found}) != 1:
+    found = _agreed(peer_address, forwarded, xff, networks)
+    if found is None:
         return None
-    address, hop = found[0]
-    if forwarded:
-        proto, host = (hop.proto, hop.host) if hop is not None else (None, None)
-    else:
-        proto = _proto(_last(_header_lines(headers, b"x-forwarded-proto")))
-        host = _host(_last(_header_lines(headers, b"x-forwarded-host")))
+    address, hop = found
+    proto, host = _scheme_and_host(headers, hop, bool(forwarded))
     if address == peer_address and proto is None and host is None:
         return None
     return Client(str(address), proto, host)

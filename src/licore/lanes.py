@@ -134,15 +134,9 @@ def holds(breaker: Breaker | None, now: int) -> bool:
             and breaker.open_until > now)
 
 
-def plan(pending: Iterable[Message], breakers: Mapping[str, Breaker], now: int, limit: int,
-         per_studio: int = STUDIO_SLOTS) -> list[Message]:
-    """Which of the pending messages go now, at most `limit`, in the order to start them.
-
-    A candidate is the oldest pending message of its lane, due, not leased (or its lease ran
-    out), and its lane's breaker does not hold it. A studio with `n` messages leased gets at
-    most `per_studio - n` more. Candidates are taken studio by studio in turns (each studio's
-    longest due first), so a studio with many due lanes cannot crowd the others out of a
-    round; within a turn, the longest due first, then by id."""
+def _heads_and_leases(pending: Iterable[Message], now: int
+                      ) -> tuple[dict[str, Message], dict[str, int]]:
+    """Each lane's oldest pending message, and how many each studio has leased now."""
     by_lane: dict[str, Message] = {}
     busy: dict[str, int] = {}
     for m in pending:
@@ -153,10 +147,28 @@ def plan(pending: Iterable[Message], breakers: Mapping[str, Breaker], now: int, 
         first = by_lane.get(m.lane)
         if first is None or m.id < first.id:
             by_lane[m.lane] = m
-    ready = sorted((m for m in by_lane.values()
-                    if m.next_attempt_at <= now
-                    and (m.claimed_until is None or m.claimed_until < now)
-                    and not holds(breakers.get(m.lane), now)),
+    return by_lane, busy
+
+
+def _may_go(head: Message, breakers: Mapping[str, Breaker], now: int) -> bool:
+    """A lane's head goes when due, not leased (or its lease ran out) and its breaker does
+    not hold it."""
+    return (head.next_attempt_at <= now
+            and (head.claimed_until is None or head.claimed_until < now)
+            and not holds(breakers.get(head.lane), now))
+
+
+def plan(pending: Iterable[Message], breakers: Mapping[str, Breaker], now: int, limit: int,
+         per_studio: int = STUDIO_SLOTS) -> list[Message]:
+    """Which of the pending messages go now, at most `limit`, in the order to start them.
+
+    A candidate is the oldest pending message of its lane, due, not leased (or its lease ran
+    out), and its lane's breaker does not hold it. A studio with `n` messages leased gets at
+    most `per_studio - n` more. Candidates are taken studio by studio in turns (each studio's
+    longest due first), so a studio with many due lanes cannot crowd the others out of a
+    round; within a turn, the longest due first, then by id."""
+    by_lane, busy = _heads_and_leases(pending, now)
+    ready = sorted((m for m in by_lane.values() if _may_go(m, breakers, now)),
                    key=lambda m: (m.next_attempt_at, m.id))
     turns: dict[str, int] = {}
     ranked: list[tuple[int, int, str, Message]] = []
