@@ -27,9 +27,9 @@ from licore import license_commands as lc
 from licore import scopes as sc
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
+from licore.model import License, Page
 from licore.services import limits
 from licore.services import partner as op
-from licore.model import License, Page
 from licore.services.partner import AsOf, Operation, Partner
 from licore.services.settings import Settings
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore import licenses
+from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
