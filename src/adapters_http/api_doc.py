@@ -14,6 +14,7 @@ import attrs
 
 from licore import bounds
 from licore import commands as c
+from licore import license_commands as lc
 from licore.events import TOPICS
 
 J = dict[str, Any]
@@ -90,7 +91,10 @@ PRODUCT = obj(["id", "slug", "title", "tagline", "price_credit", "discoverable",
 LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
               id=STR, platform_id=STR, verified_at=TIME, is_active=BOOL,
               source={"enum": ["purchase_pass", "grant"]},
-              state={"enum": ["active", "paused", "inactive"]})
+              state={"enum": ["active", "paused", "inactive"]},
+              # licore's terms (docs/licenses.md), beside the specification's fields
+              status={"enum": ["active", "paused", "expired", "inactive"]},
+              expires_at=NTIME, tier=NSTR, transferred_to=NSTR)
 LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
                       id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
                       acquired_at=TIME)
@@ -115,6 +119,18 @@ CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
 TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
+PRODUCT_ID = limited(bounds.IDENTIFIER)
+USER = limited(bounds.IDENTIFIER)
+TIER_NAME = limited(lc.TIER_NAME)
+TERMS: J = {"expires_at": {**limited(lc.TIMESTAMP),
+                           "description": "unix seconds; later than now"},
+            "duration_days": limited(lc.DURATION_DAYS)}
+GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS,
+                 tier=TIER_NAME)
+TIER = obj(["name", "unlock_data"], name=TIER_NAME, unlock_data={})
+POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "tiers"],
+             product_id=STR, place_limit=INT, place_policy={"enum": ["alert", "enforce"]},
+             trial_days=INT, tiers=array(TIER))
 PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
                    tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
                    price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
@@ -163,7 +179,7 @@ NAMED: dict[str, J] = {
     "Version": VERSION, "Alert": ALERT, "Package": PACKAGE, "PackageVersion": PACKAGE_VERSION,
     "Saved": SAVED, "Ok": OK, "LicenseTarget": TARGET, "ProductChange": PRODUCT_BODY,
     "RuntimeFailure": RUNTIME_FAIL, "DeviceCodeRequest": DEVICE_CODE_BODY,
-    "TokenRequest": TOKEN_BODY, "Claim": CLAIMED,
+    "TokenRequest": TOKEN_BODY, "Claim": CLAIMED, "Tier": TIER, "LicensePolicy": POLICY,
 }
 
 
@@ -179,9 +195,12 @@ SAVE_PRODUCT = Doc("saveProduct", "Create (no id) or change (with id) a product"
                    body=PRODUCT_BODY, errors=(404,), reads=c.ChangeProduct)
 LIST_LICENSES = Doc("listLicenses", "List a product's licenses", _listing("licenses", LICENSE),
                     params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
-GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one)",
-                    obj(["ok", "license"], ok=BOOL, license=LICENSE), body=TARGET,
-                    errors=(404, 409), reads=c.LicenseTarget)
+CHANGED_LICENSE = obj(["ok", "license"], ok=BOOL, license=LICENSE)
+GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one); "
+                    "expires_at, duration_days and tier are extensions",
+                    CHANGED_LICENSE, body=GRANT_BODY, errors=(404, 409), reads=lc.GrantForm,
+                    description="Send at most one of expires_at and duration_days; neither: "
+                                "the license never expires. See docs/licenses.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
                      params=[q("product_id"), q("user")], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
@@ -263,6 +282,57 @@ SET_CHAT_ROLES = Doc("setChatRoles", "Replace the chat roles owning a product ea
 LIST_CHAT_ROLE_HAND_OUTS = Doc("listChatRoleHandOuts",
                                "Chat-role hand-outs and removals, newest first (extension)",
                                _listing("hand_outs", DELIVERY), params=PAGE_PARAMS)
+
+# licore's license shapes (docs/licenses.md, extensions)
+
+TRANSFER_LICENSE = Doc(
+    "transferLicense", "Move a license to another person: a new key for them, the old "
+    "record kept inactive (extension)",
+    obj(["ok", "license", "transferred_from"], ok=BOOL, license=LICENSE,
+        transferred_from=LICENSE),
+    body=obj(["product_id", "from_user", "to_user"], product_id=PRODUCT_ID, from_user=USER,
+             to_user=USER),
+    errors=(404, 409), reads=lc.TransferLicense,
+    description="409 is `already_owned`: the target holds the product. A paused, expired or "
+                "inactive source is `400 invalid_request`.")
+RENEW_LICENSE = Doc(
+    "renewLicense", "Extend a license's end, or set it (extension)", CHANGED_LICENSE,
+    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS),
+    errors=(404,), reads=lc.RenewForm,
+    description="Send exactly one of expires_at and duration_days.")
+REKEY_LICENSE = Doc("rekeyLicense", "A new key for a license; the old one and its copies "
+                    "stop working at once (extension)", CHANGED_LICENSE,
+                    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER),
+                    errors=(404,), reads=c.LicenseTarget)
+SET_LICENSE_TIER = Doc(
+    "setLicenseTier", "Put a license on one of the product's tiers; null: none (extension)",
+    CHANGED_LICENSE,
+    body=obj(["product_id", "user", "tier"], product_id=PRODUCT_ID, user=USER,
+             tier={"oneOf": [TIER_NAME, {"type": "null"}]}),
+    errors=(404,), reads=lc.TierForm)
+LIST_LICENSE_PLACES = Doc(
+    "listLicensePlaces", "The places (games) a license was used from, first seen first "
+    "(extension)",
+    obj(["places"], places=array(obj(["game_id", "rank", "first_seen_at"], game_id=STR,
+                                     rank=INT, first_seen_at=TIME))),
+    params=[q("product_id"), q("user")], errors=(404,))
+RESET_LICENSE_PLACES = Doc(
+    "resetLicensePlaces", "Forget a license's places: the next ones count from 1 "
+    "(extension)", obj(["ok", "reset"], ok=BOOL, reset=INT),
+    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER), errors=(404,),
+    reads=c.LicenseTarget)
+GET_LICENSE_POLICY = Doc(
+    "getLicensePolicy", "A product's place limit and policy, trial length and tiers "
+    "(extension)", POLICY, params=[q("product_id")], errors=(404,))
+SET_LICENSE_POLICY = Doc(
+    "setLicensePolicy", "Change a product's place limit and policy, trial length or tiers; "
+    "fields not sent stay (extension)", _with(POLICY, ok=BOOL),
+    body=obj(["product_id"], product_id=PRODUCT_ID, place_limit=limited(lc.PLACE_LIMIT),
+             place_policy={"enum": ["alert", "enforce"]}, trial_days=limited(lc.TRIAL_DAYS),
+             tiers={**array(TIER), "maxItems": lc.MAX_TIERS}),
+    errors=(404,), reads=lc.SetLicensePolicy,
+    description="tiers replaces the whole list (an empty list removes every tier); "
+                "trial_days 0 removes the trial.")
 
 # The device authorization flow (device.ENDPOINTS) -----------------------------------------
 

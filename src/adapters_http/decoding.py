@@ -312,7 +312,8 @@ def structure(body: object, command: type[T], policy: Policy = STRICT) -> T:
         elif value is None:
             if policy is LENIENT:
                 continue  # null is "not sent"
-            raise _refusal_of_null(name, hints[name])
+            if name not in _nullable(command):
+                raise _refusal_of_null(name, hints[name])
         fields[name] = value
     try:
         return converter.structure(fields, command)
@@ -322,6 +323,22 @@ def structure(body: object, command: type[T], policy: Policy = STRICT) -> T:
         raise
     except (TypeError, ValueError) as error:
         raise _refusal(error) from None
+
+
+_NULLABLE: dict[type, frozenset[str]] = {}
+
+
+def _nullable(command: type) -> frozenset[str]:
+    """The fields that must be sent and may be null: null is their value ("clear it"),
+    not "not sent", which is what null means in an optional field the strict policy
+    refuses."""
+    names = _NULLABLE.get(command)
+    if names is None:
+        hints = _hints(command)
+        names = _NULLABLE[command] = frozenset(
+            f.name for f in attrs.fields(typing.cast(Any, command))
+            if f.default is attrs.NOTHING and _allows(hints[f.name], type(None)))
+    return names
 
 
 def _refusal_of_null(name: str, hint: Any) -> InvalidRequest:

@@ -9,7 +9,7 @@ do it; nothing here authorizes anything."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 from starlette.requests import Request
@@ -23,16 +23,19 @@ from adapters_http.bodies import bearer, read_bytes, read_json
 from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
 from licore import commands as c
+from licore import license_commands as lc
 from licore import scopes as sc
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
+from licore.model import License, Page
 from licore.services import limits
 from licore.services import partner as op
-from licore.services.partner import Operation, Partner
+from licore.services.partner import AsOf, Operation, Partner
 from licore.services.settings import Settings
 
 MOUNT = "/v1"  # where the app mounts these routes
 C = TypeVar("C")
+C_co = TypeVar("C_co", covariant=True)
 R = TypeVar("R")
 Answer = dict[str, Any] | Response
 Read = Callable[[Request, Settings], Awaitable[C]]
@@ -70,6 +73,18 @@ def query(command: type[C]) -> Read[C]:
 def body(command: type[C]) -> Read[C]:
     async def read(request: Request, settings: Settings) -> C:
         return structure(await read_json(request), command)
+
+    return read
+
+
+class Form(Protocol[C_co]):
+    def command(self) -> C_co: ...
+
+
+def form(shape: type[Form[C]]) -> Read[C]:
+    """A flat body (`licore.license_commands`' forms) made into its command."""
+    async def read(request: Request, settings: Settings) -> C:
+        return structure(await read_json(request), shape).command()
 
     return read
 
@@ -128,6 +143,15 @@ def library_answer(command: c.ListLibrary | c.ListLibraryVersions, found: Any) -
                         lambda v: wire.library_version(v, found.product), command.page.limit)
 
 
+def dated_licenses(command: c.ListLicenses, found: AsOf[Page[License]]) -> Answer:
+    return wire.listing("licenses", found.value, lambda lc: wire.license(lc, found.now),
+                        command.page.limit)
+
+
+def dated_license(command: object, changed: AsOf[License]) -> Answer:
+    return wire.granted(changed.value, changed.now)
+
+
 def roles_answer(command: c.ChatRolesOf | c.SetChatRoles, roles: Any) -> Answer:
     shown = {"product_id": command.product_id, "roles": [wire.chat_role(r) for r in roles]}
     return shown if isinstance(command, c.ChatRolesOf) else {"ok": True, **shown}
@@ -146,11 +170,9 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
     Endpoint("POST", "/products", op.SAVE_PRODUCT, product_body,
              lambda _, made: wire.saved_product(made),
              doc=d.SAVE_PRODUCT),
-    Endpoint("GET", "/licenses", op.LIST_LICENSES, query(c.ListLicenses),
-             listing("licenses", wire.license),
+    Endpoint("GET", "/licenses", op.LIST_LICENSES, query(c.ListLicenses), dated_licenses,
              doc=d.LIST_LICENSES),
-    Endpoint("POST", "/licenses", op.GRANT, body(c.LicenseTarget),
-             lambda _, license: wire.granted(license),
+    Endpoint("POST", "/licenses", op.GRANT, form(lc.GrantForm), dated_license,
              doc=d.GRANT_LICENSE),
     Endpoint("DELETE", "/licenses", op.REVOKE, query(c.LicenseTarget), ok,
              doc=d.REVOKE_LICENSE),
@@ -211,6 +233,28 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.SET_CHAT_ROLES),
     deliveries("/chat-roles/hand-outs", MessageKind.CHAT_ROLE, "hand_outs",
                d.LIST_CHAT_ROLE_HAND_OUTS),
+    # licore's license shapes (docs/licenses.md)
+    Endpoint("POST", "/licenses/transfer", op.TRANSFER, body(lc.TransferLicense),
+             lambda _, moved: wire.transferred(moved.value, moved.now),
+             doc=d.TRANSFER_LICENSE),
+    Endpoint("POST", "/licenses/renew", op.RENEW, form(lc.RenewForm), dated_license,
+             doc=d.RENEW_LICENSE),
+    Endpoint("POST", "/licenses/rekey", op.REKEY, body(c.LicenseTarget), dated_license,
+             doc=d.REKEY_LICENSE),
+    Endpoint("POST", "/licenses/tier", op.SET_TIER, form(lc.TierForm), dated_license,
+             doc=d.SET_LICENSE_TIER),
+    Endpoint("GET", "/licenses/places", op.PLACES, query(c.LicenseTarget),
+             lambda _, found: {"places": [wire.place(p) for p in found]},
+             doc=d.LIST_LICENSE_PLACES),
+    Endpoint("POST", "/licenses/places/reset", op.RESET_PLACES, body(c.LicenseTarget),
+             lambda _, forgotten: {"ok": True, "reset": forgotten},
+             doc=d.RESET_LICENSE_PLACES),
+    Endpoint("GET", "/products/policy", op.POLICY, query(lc.PolicyOf),
+             lambda _, policy: wire.license_policy(policy),
+             doc=d.GET_LICENSE_POLICY),
+    Endpoint("POST", "/products/policy", op.SET_POLICY, body(lc.SetLicensePolicy),
+             lambda _, policy: {"ok": True, **wire.license_policy(policy)},
+             doc=d.SET_LICENSE_POLICY),
 ]
 
 

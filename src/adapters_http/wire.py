@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from licore import licenses
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.licenses import LicenseState
-from licore.model import Alert, License, Page, Product, Version
+from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
 from licore.services.claims import Claim
+from licore.services.license_lifecycle import LicensePolicy, Transferred
 
 J = dict[str, Any]
 T = TypeVar("T")
@@ -54,14 +56,38 @@ def saved_product(p: Product) -> J:
     return {"ok": True, "id": p.id, "slug": p.slug, "discoverable": p.discoverable}
 
 
-def license(lc: License) -> J:
-    return {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
-            "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
-            "state": lc.state.value}
+def license(lc: License, now: int | None = None) -> J:
+    """The specification's fields; given the time, also licore's terms (docs/licenses.md):
+    `status`, `expires_at` and `tier`, and `is_active` false once the license expired."""
+    body: J = {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
+               "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
+               "state": lc.state.value}
+    if now is not None:
+        body.update(is_active=licenses.in_force(lc, now), status=licenses.status(lc, now),
+                    expires_at=iso(lc.expires_at), tier=lc.tier)
+    return body
 
 
-def granted(lc: License) -> J:
-    return {"ok": True, "license": license(lc)}
+def granted(lc: License, now: int | None = None) -> J:
+    return {"ok": True, "license": license(lc, now)}
+
+
+def transferred(moved: Transferred, now: int) -> J:
+    return {"ok": True, "license": license(moved.new, now),
+            "transferred_from": {**license(moved.old, now),
+                                 "transferred_to": moved.old.transferred_to}}
+
+
+def place(p: Place) -> J:
+    return {"game_id": p.game_id, "rank": p.place_rank, "first_seen_at": iso(p.first_seen_at)}
+
+
+def license_policy(policy: LicensePolicy) -> J:
+    p = policy.product
+    return {"product_id": p.id, "place_limit": policy.place_limit,
+            "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
+            "tiers": [{"name": t.name, "unlock_data": json.loads(t.unlock_data)}
+                      for t in policy.tiers]}
 
 
 def library_product(entry: LibraryEntry) -> J:

@@ -112,3 +112,47 @@ class SetLicensePolicy:
         names = [t.name for t in self.tiers]
         if len(set(names)) != len(names):
             raise InvalidRequest("tier names must differ", "tiers")
+
+
+@attrs.frozen
+class PolicyOf:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+# The same commands as an API body or a form sends them: one flat object. Each makes its
+# command, whose own checks then apply.
+
+
+@attrs.frozen
+class GrantForm:
+    product_id: str
+    user: str
+    expires_at: int | None = None
+    duration_days: int | None = None
+    tier: str | None = None
+
+    def command(self) -> GrantLicense:
+        return GrantLicense(LicenseTarget(self.product_id, self.user),
+                            Terms(self.expires_at, self.duration_days), self.tier)
+
+
+@attrs.frozen
+class RenewForm:
+    product_id: str
+    user: str
+    expires_at: int | None = None
+    duration_days: int | None = None
+
+    def command(self) -> RenewLicense:
+        return RenewLicense(LicenseTarget(self.product_id, self.user),
+                            Terms(self.expires_at, self.duration_days))
+
+
+@attrs.frozen
+class TierForm:
+    product_id: str
+    user: str
+    tier: str | None  # must be sent; null puts the license back on the product's own data
+
+    def command(self) -> SetTier:
+        return SetTier(LicenseTarget(self.product_id, self.user), self.tier)

@@ -48,6 +48,19 @@ def test_a_sellers_json_keeps_null_apart_from_not_sent() -> None:
     assert sent.unlock_data == JsonValue(None) and sent.protection is None
 
 
+def test_a_field_that_must_be_sent_takes_null_as_its_value() -> None:
+    from licore import license_commands as lc
+
+    target = {"product_id": "p", "user": "42"}
+    cleared = structure({**target, "tier": None}, lc.TierForm).command()
+    assert cleared.tier is None
+    assert structure({**target, "tier": "pro"}, lc.TierForm).command().tier == "pro"
+    missing = refusal(lambda: structure(target, lc.TierForm))
+    assert (missing.field, "required" in missing.description) == ("tier", True)
+    # An optional field still refuses null: leave it out to mean "not sent".
+    assert refusal(lambda: structure({**target, "tier": None}, lc.GrantForm)).field == "tier"
+
+
 def test_runtime_bodies_ignore_unknown_fields_and_read_null_as_not_sent() -> None:
     body = {"user_id": 42, "product_id": "p", "key": "lk_SECRET", "game_id": None, "x": [1]}
     check = structure(body, c.Check, LENIENT)

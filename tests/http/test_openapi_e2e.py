@@ -150,6 +150,35 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("GET", "/v1/chat-roles", httpx.get(f"{u}/chat-roles", headers=h,
                                           params={"product_id": pid}))
     go("GET", "/v1/chat-roles/hand-outs", httpx.get(f"{u}/chat-roles/hand-outs", headers=h))
+    # Licenses a seller can shape (docs/licenses.md)
+    go("GET", "/v1/products/policy", httpx.get(f"{u}/products/policy", headers=h,
+                                               params={"product_id": pid}))
+    go("POST", "/v1/products/policy", httpx.post(f"{u}/products/policy", headers=h, json={
+        "product_id": pid, "place_policy": "enforce", "trial_days": 7,
+        "tiers": [{"name": "pro", "unlock_data": {"pro": True}}]}))
+    go("POST", "/v1/products/policy", httpx.post(f"{u}/products/policy", headers=h,
+                                                 json={"product_id": pid, "place_limit": 0}))
+    buyer = {"product_id": pid, "user": "77"}
+    go("POST", "/v1/licenses", httpx.post(f"{u}/licenses", headers=h, json={
+        "product_id": pid, "user": "79", "duration_days": 30, "tier": "pro"}))
+    go("POST", "/v1/licenses/tier", httpx.post(f"{u}/licenses/tier", headers=h,
+                                               json={**buyer, "tier": "pro"}))
+    go("POST", "/v1/licenses/tier", httpx.post(f"{u}/licenses/tier", headers=h,
+                                               json={**buyer, "tier": None}))
+    go("POST", "/v1/licenses/renew", httpx.post(f"{u}/licenses/renew", headers=h, json={
+        "product_id": pid, "user": "79", "duration_days": 3}))
+    go("POST", "/v1/licenses/renew", httpx.post(f"{u}/licenses/renew", headers=h, json=buyer))
+    go("GET", "/v1/licenses/places", httpx.get(f"{u}/licenses/places", headers=h,
+                                               params=buyer))
+    go("POST", "/v1/licenses/places/reset", httpx.post(f"{u}/licenses/places/reset",
+                                                       headers=h, json=buyer))
+    go("POST", "/v1/licenses/rekey", httpx.post(f"{u}/licenses/rekey", headers=h, json=buyer))
+    go("GET", "/v1/licenses", httpx.get(f"{u}/licenses", headers=h,
+                                        params={"product_id": pid}))
+    go("POST", "/v1/licenses/transfer", httpx.post(f"{u}/licenses/transfer", headers=h, json={
+        "product_id": pid, "from_user": "77", "to_user": "78"}))
+    go("POST", "/v1/licenses/transfer", httpx.post(f"{u}/licenses/transfer", headers=h, json={
+        "product_id": pid, "from_user": "79", "to_user": "78"}))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}

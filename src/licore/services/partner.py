@@ -17,14 +17,16 @@ from typing import Generic, TypeVar
 import attrs
 
 from licore import commands as c
+from licore import license_commands as lc
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.licenses import LicenseEvent
-from licore.model import Alert, License, Page, Product
+from licore.model import Alert, License, Page, Place, Product
 from licore.ports import LibraryEntry
 from licore.services.builds import Download
 from licore.services.claims import Claim, Claims
 from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
+from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
 from licore.services.licensing import Licensing
 from licore.services.packages import Package, Packages, ProductVersion
 from licore.services.products import Products
@@ -32,6 +34,17 @@ from licore.services.webhooks import Shown, Webhooks
 
 C = TypeVar("C")
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+@attrs.frozen
+class AsOf(Generic[T]):
+    """A value with the time it was read at: a license's status and whether it is in
+    force depend on the clock (`licore.licenses.status`, `in_force`), which the writer of
+    the answer does not read."""
+
+    value: T
+    now: int
 
 
 @attrs.frozen
@@ -49,6 +62,10 @@ class Partner:
     claims: Claims
     packages: Packages
     webhooks: Webhooks
+    lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
+
+    def as_of(self, value: T) -> AsOf[T]:
+        return AsOf(value, self.lifecycle.clock.now())
 
     async def call(self, operation: Operation[C, R], bearer: str | None,
                    command: Callable[[], Awaitable[C]], note: Note) -> R:
@@ -74,8 +91,14 @@ async def _save_product(p: Partner, who: Caller,
 
 SAVE_PRODUCT = Operation[c.CreateProduct | c.ChangeProduct, Product]("products:write",
                                                                       _save_product)
-LIST_LICENSES = Operation[c.ListLicenses, Page[License]](
-    "licenses:read", lambda p, who, cmd: p.licensing.list(who.studio, cmd))
+
+
+async def _list_licenses(p: Partner, who: Caller, cmd: c.ListLicenses) -> AsOf[Page[License]]:
+    return p.as_of(await p.licensing.list(who.studio, cmd))
+
+
+LIST_LICENSES = Operation[c.ListLicenses, AsOf[Page[License]]]("licenses:read",
+                                                               _list_licenses)
 
 
 def change_license(event: LicenseEvent) -> Operation[c.LicenseTarget, License]:
@@ -84,7 +107,14 @@ def change_license(event: LicenseEvent) -> Operation[c.LicenseTarget, License]:
         lambda p, who, target: p.licensing.change(who.studio, c.ChangeLicense(target, event)))
 
 
-GRANT = change_license(LicenseEvent.GRANT)
+
+
+async def _grant(p: Partner, who: Caller, cmd: lc.GrantLicense) -> AsOf[License]:
+    """The specification's grant; an end and a tier are licore's (docs/licenses.md)."""
+    return p.as_of(await p.lifecycle.grant(who.studio, cmd))
+
+
+GRANT = Operation[lc.GrantLicense, AsOf[License]]("licenses:write", _grant)
 REVOKE = change_license(LicenseEvent.REVOKE)
 PAUSE = change_license(LicenseEvent.PAUSE)
 RESUME = change_license(LicenseEvent.RESUME)
@@ -144,3 +174,32 @@ CHAT_ROLES = Operation[c.ChatRolesOf, Sequence[ChatRole]](
     "products:read", lambda p, who, cmd: p.webhooks.roles(who.studio, cmd.product_id))
 SET_CHAT_ROLES = Operation[c.SetChatRoles, Sequence[ChatRole]](
     "products:write", lambda p, who, cmd: p.webhooks.set_roles(who.studio, cmd))
+
+
+# licore's license shapes (docs/licenses.md, extensions) ----------------------------------
+
+
+def _timed(run: Callable[[LicenseLifecycle, Caller, C], Awaitable[R]]
+           ) -> Callable[[Partner, Caller, C], Awaitable[AsOf[R]]]:
+    async def timed(p: Partner, who: Caller, cmd: C) -> AsOf[R]:
+        return p.as_of(await run(p.lifecycle, who, cmd))
+
+    return timed
+
+
+TRANSFER = Operation[lc.TransferLicense, AsOf[Transferred]](
+    "licenses:write", _timed(lambda life, who, cmd: life.transfer(who.studio, cmd)))
+RENEW = Operation[lc.RenewLicense, AsOf[License]](
+    "licenses:write", _timed(lambda life, who, cmd: life.renew(who.studio, cmd)))
+REKEY = Operation[c.LicenseTarget, AsOf[License]](
+    "licenses:write", _timed(lambda life, who, cmd: life.rekey(who.studio, cmd)))
+SET_TIER = Operation[lc.SetTier, AsOf[License]](
+    "licenses:write", _timed(lambda life, who, cmd: life.set_tier(who.studio, cmd)))
+PLACES = Operation[c.LicenseTarget, Sequence[Place]](
+    "licenses:read", lambda p, who, cmd: p.lifecycle.places(who.studio, cmd))
+RESET_PLACES = Operation[c.LicenseTarget, int](
+    "licenses:write", lambda p, who, cmd: p.lifecycle.reset_places(who.studio, cmd))
+POLICY = Operation[lc.PolicyOf, LicensePolicy](
+    "products:read", lambda p, who, cmd: p.lifecycle.policy(who.studio, cmd.product_id))
+SET_POLICY = Operation[lc.SetLicensePolicy, LicensePolicy](
+    "products:write", lambda p, who, cmd: p.lifecycle.set_policy(who.studio, cmd))

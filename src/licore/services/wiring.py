@@ -69,6 +69,8 @@ class UseCases:
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
+        lifecycle = LicenseLifecycle(storage, clock, ids, deps.random, deps.vault, announce,
+                                     licensing, None)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
                              keys),
@@ -81,9 +83,8 @@ class UseCases:
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
                             announce, settings.outbox),
                    keys,
-                   Partner(keys, products, licensing, library, claims, packages, webhooks),
+                   Partner(keys, products, licensing, library, claims, packages, webhooks,
+                           lifecycle),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
-                   Housekeeping(storage, clock),
-                   LicenseLifecycle(storage, clock, ids, deps.random, deps.vault, announce,
-                                    licensing, None))
+                   Housekeeping(storage, clock), lifecycle)
