@@ -184,8 +184,9 @@ def document() -> str:
         "purchase pass re-verified on an inactive license leaves it inactive; pausing and "
         "resuming are licore's own events (the specification does not show them); revoking "
         "a key that is already revoked from the connected-apps list is harmless. "
-        "The chat-role hand-out and removal are named effects with no delivery yet: "
-        "the chat-role outbox (contract 8) is later work.\n",
+        "The chat-role hand-out and removal are named effects that the outbox delivers "
+        "([events.md](events.md)); a role is handed out only while the license is in "
+        "force, so an expired license loses it too.\n",
     ]
     for machine in MACHINES:
         out.append(f"\n## {machine.title}\n\n### Specification rows\n\n")
