@@ -15,7 +15,6 @@ from typing import Any, assert_never
 import attrs
 
 from licore import licenses as lic
-from licore import tokens
 from licore.actors import ActingPerson, ActingStudio
 from licore.commands import LicenseTarget, compact_json
 from licore.errors import InvalidRequest, NotFound
@@ -65,10 +64,8 @@ class LicenseLifecycle:
     storage: Storage
     clock: Clock
     ids: Ids
-    random: Randomness
-    vault: KeyVault
     announce: Announcer
-    licensing: Licensing
+    licensing: Licensing  # mints keys and applies the specification's grant
     reminder_days: int | None = None  # `license.expiring` this many days before; None: none
 
     @classmethod
@@ -76,16 +73,10 @@ class LicenseLifecycle:
            reminder_days: int | None = None) -> LicenseLifecycle:
         ids = Ids(clock, random)
         announce = Announcer(clock, ids)
-        return cls(storage, clock, ids, random, vault, announce,
+        return cls(storage, clock, ids, announce,
                    Licensing(storage, clock, ids, random, vault, announce), reminder_days)
 
     # --- helpers -------------------------------------------------------------------------
-
-    def _mint(self, license: License) -> License:
-        key = tokens.make_license_key(self.random.token_bytes(48))
-        return attrs.evolve(
-            license, key_ciphertext=self.vault.encrypt(key, license.id),
-            key_digest=self.vault.lookup_digest(key), key_generation=license.key_generation + 1)
 
     async def _held(self, uow: UnitOfWork, studio: ActingStudio,
                     target: LicenseTarget) -> tuple[Product, str, License | None]:
@@ -136,7 +127,7 @@ class LicenseLifecycle:
     async def _new_key(self, uow: UnitOfWork, license: License, prepared: bool) -> License:
         if prepared:  # copies made for the old key carry it: they go with it
             await uow.copies.drop(license_id=license.id)
-        return self._mint(license)
+        return self.licensing.mint(license)
 
     async def _check_tier(self, uow: UnitOfWork, product: Product, tier: str | None) -> None:
         if tier is not None and tier not in {t.name for t in await uow.products.tiers(
@@ -211,7 +202,7 @@ class LicenseLifecycle:
                     new = attrs.evolve(new, source=old.source, expires_at=old.expires_at,
                                        tier=old.tier, verified_at=old.verified_at)
                 elif effect is Fx.MINT_KEY:
-                    new = self._mint(new)
+                    new = self.licensing.mint(new)
             if not await uow.licenses.add(new):
                 raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
                                                LifecycleEvent.TRANSFER_IN)
@@ -273,7 +264,7 @@ class LicenseLifecycle:
                 raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
                                                LifecycleEvent.START_TRIAL)
             if effect is Fx.MINT_KEY:
-                trial = self._mint(trial)
+                trial = self.licensing.mint(trial)
         if not await uow.licenses.add(trial):
             raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE, LifecycleEvent.START_TRIAL)
         await self._effects(uow, product.studio_id, trial, row.effects,
@@ -315,18 +306,19 @@ class LicenseLifecycle:
 
     async def places(self, studio: ActingStudio, target: LicenseTarget) -> Sequence[Place]:
         async with self.storage.unit_of_work() as uow:
-            _, _, current = await self._held(uow, studio, target)
-            if current is None:
-                raise NotFound("no license for that user and product")
-            return await uow.runtime.places(current.id)
+            return await uow.runtime.places(await self._license_id(uow, studio, target))
 
     async def reset_places(self, studio: ActingStudio, target: LicenseTarget) -> int:
         """Forget the license's places: the next places it is used from count from 1."""
         async with self.storage.unit_of_work() as uow:
-            _, _, current = await self._held(uow, studio, target)
-            if current is None:
-                raise NotFound("no license for that user and product")
-            return await uow.runtime.reset_places(current.id)
+            return await uow.runtime.reset_places(await self._license_id(uow, studio, target))
+
+    async def _license_id(self, uow: UnitOfWork, studio: ActingStudio,
+                          target: LicenseTarget) -> str:
+        _, _, current = await self._held(uow, studio, target)
+        if current is None:
+            raise NotFound("no license for that user and product")
+        return current.id
 
     async def policy(self, studio: ActingStudio, product_id: str) -> LicensePolicy:
         async with self.storage.unit_of_work() as uow:

@@ -53,7 +53,9 @@ class Licensing:
             return await uow.alerts.of_studio(studio.studio_id, command.product_id,
                                               command.page.limit, command.page.cursor)
 
-    def _mint(self, license: License) -> License:
+    def mint(self, license: License) -> License:
+        """The license with a new key (its digest for look-ups, its text sealed by the vault)
+        and the next key generation: grants, re-keys, transfers and trials all mint here."""
         key = tokens.make_license_key(self.random.token_bytes(48))
         return attrs.evolve(
             license, key_ciphertext=self.vault.encrypt(key, license.id),
@@ -131,7 +133,7 @@ class Licensing:
                 case LicenseEffect.MINT_KEY:
                     if prepared:
                         await uow.copies.drop(license_id=license.id)
-                    license = self._mint(attrs.evolve(license, source=source, verified_at=now))
+                    license = self.mint(attrs.evolve(license, source=source, verified_at=now))
                 case LicenseEffect.CLEAR_KEY:
                     if prepared:
                         await uow.copies.drop(license_id=license.id)
