@@ -300,6 +300,10 @@ MIGRATIONS: list[list[str]] = [
             started_at {bigint} NOT NULL,
             PRIMARY KEY (product_id, platform_id))""",
     ],
+    [
+        # The store's product page links to the seller's hub place (docs/selling.md).
+        "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
+    ],
 ]
 
 

@@ -212,6 +212,8 @@ class ChangeSettings:
     # digits (a JSON number is taken too); "" clears it.
     purchase_pass_id: NumberOrText | None = attrs.field(default=None,
                                                         validator=bounds.PURCHASE_PASS_ID)
+    # Extension (docs/selling.md): the seller's hub place the store links to; "" clears it.
+    hub_place_id: NumberOrText | None = attrs.field(default=None, validator=bounds.HUB_PLACE_ID)
 
 
 # Runtime (spec 4.5) -----------------------------------------------------------------------

@@ -123,6 +123,9 @@ class Product:
     place_limit: int | None = None
     place_policy: PlacePolicy = PlacePolicy.ALERT
     trial_days: int | None = None  # None: no trial offered
+    # The seller's hub place on the platform, where buyers buy in the game (docs/selling.md);
+    # the store's product page links to it.
+    hub_place_id: str | None = None
 
 
 @attrs.frozen

@@ -18,6 +18,10 @@ from licore.errors import InvalidRequest
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
+# Where the platform shows a place and a game pass to buyers (its public web addresses).
+PLACE_URL = "https://www.roblox.com/games/{}"
+PASS_URL = "https://www.roblox.com/game-pass/{}"
+
 
 def routes(uc: UseCases, settings: Settings) -> list[Route]:
     people, sessions = uc.people, uc.sessions
@@ -74,6 +78,11 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         listed = await people.storefront()
         return page(ctx.request, ctx.visitor, "store.html", listed=listed)
 
+    async def store_product(ctx: Ctx) -> Response:
+        shown = await people.store_page(ctx.param("product_id"), ctx.visitor.account)
+        return page(ctx.request, ctx.visitor, "store_product.html", shown=shown,
+                    place_url=PLACE_URL, pass_url=PASS_URL)
+
     async def claim(ctx: Ctx) -> Response:
         """"I bought this": the platform is asked; the page says what came of it."""
         done = await uc.claims.claim(ActingPerson(ctx.account.id),
@@ -87,6 +96,7 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         page_route(sessions, "/apps", apps),
         page_route(sessions, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(sessions, "/store", store, signed_in=False),
+        page_route(sessions, "/store/{product_id}", store_product, signed_in=False),
         page_route(sessions, "/store/{product_id}/claim", claim, method="POST"),
         page_route(sessions, "/chat/link", chat_link),
         page_route(sessions, "/chat/callback", chat_callback),
