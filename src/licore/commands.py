@@ -119,6 +119,15 @@ class ListAlerts:
 
 
 @attrs.frozen
+class BrowseStore:
+    """The store's listing: the products whose title, tagline or studio holds every word of
+    `q` (case and accents aside), in the `sort` order."""
+
+    q: str = attrs.field(default="", validator=bounds.STORE_QUERY)
+    sort: str = attrs.field(default="title", validator=bounds.STORE_SORT)
+
+
+@attrs.frozen
 class ListLibrary:
     page: Paging = Paging()
 

@@ -292,6 +292,16 @@ def test_a_store_card_opens_the_products_page_with_how_to_buy_it(
     page.get_by_role("button", name="Sign out").click()
 
     page.goto("/store")
+    page.get_by_label("Find products").fill("ROOFTOPS dora")
+    page.get_by_label("Order").select_option("price_desc")
+    page.get_by_role("button", name="Find").click()
+    assert page.get_by_role("article").count() == 1
+    assert page.get_by_label("Find products").input_value() == "ROOFTOPS dora"
+    page.get_by_label("Find products").fill("no such thing")
+    page.get_by_role("button", name="Find").click()
+    assert 'Nothing listed matches "no such thing".' in page.get_by_role("main").inner_text()
+    assert page.goto("/store?sort=cheapest").status == 400
+    page.goto("/store?q=grapple")
     page.get_by_role("article", name="Grapple Hook").get_by_role(
         "link", name="Grapple Hook").click()
     assert page.url.endswith(f"/store/{product}")

@@ -8,12 +8,13 @@ import secrets
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from adapters_http.decoding import from_query
 from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore.actors import ActingPerson
-from licore.commands import ClaimPurchase, DownloadCopy
+from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy
 from licore.errors import InvalidRequest
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
@@ -75,8 +76,9 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         return redirect("/library")
 
     async def store(ctx: Ctx) -> Response:
-        listed = await people.storefront()
-        return page(ctx.request, ctx.visitor, "store.html", listed=listed)
+        asked = from_query(ctx.request.query_params, BrowseStore)
+        listed = await people.storefront(asked)
+        return page(ctx.request, ctx.visitor, "store.html", listed=listed, asked=asked)
 
     async def store_product(ctx: Ctx) -> Response:
         shown = await people.store_page(ctx.param("product_id"), ctx.visitor.account)

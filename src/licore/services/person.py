@@ -5,11 +5,12 @@ from __future__ import annotations
 import attrs
 
 from licore.actors import ActingPerson
-from licore.commands import DownloadCopy, ListLibrary
+from licore.commands import BrowseStore, DownloadCopy, ListLibrary
 from licore.errors import InvalidRequest, NotFound
 from licore.licenses import in_force
 from licore.model import Account, Product, Version
 from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
+from licore.products import browse
 from licore.services.announce import Announcer
 from licore.services.builds import Download
 from licore.services.keys import Keys
@@ -87,10 +88,12 @@ class People:
     async def revoke_own_app(self, person: Account, key_id: str) -> None:
         await self.keys.revoke_connected_app(key_id, account_id=person.id)
 
-    async def storefront(self) -> list[tuple[Product, str]]:
-        """Listed products with their studio's name; drafts never appear."""
+    async def storefront(self, command: BrowseStore) -> list[tuple[Product, str]]:
+        """Listed products with their studio's name, found and ordered as the visitor asked;
+        drafts never appear."""
         async with self.storage.unit_of_work() as uow:
-            return list(await uow.products.listed())
+            listed = await uow.products.listed()
+        return browse(listed, command.q, command.sort)
 
     async def store_page(self, product_id: str, visitor: Account | None) -> StorePage:
         """A listed product's page; a draft, or a product that is not listed, is not found,
