@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters_protection.edits import apply
-from adapters_protection.luau_protector import LuauProtector
 from adapters_protection.syntax import parser
 from adapters_protection.tracing import trace
 from adapters_protection.watermark import mark_edits
@@ -81,8 +80,8 @@ def _not_framed(found: Trace, a: str, b: str) -> None:
 def test_the_reported_attack_comments_appended_and_a_key_planted_names_nobody(
         world: tuple[list[str], list[Candidate], list[Scripts]]) -> None:
     keys, candidates, copies = world
-    leaked = _planted(copies[0], keys[7], 0) + [
-        ("Junk.lua", _junk(8 << 20, "comments", random.Random(1)))]
+    junk = _junk(8 << 20, "comments", random.Random(1))
+    leaked = [*_planted(copies[0], keys[7], 0), ("Junk.lua", junk)]
     found = trace(leaked, candidates)
     assert found.license_id is None, found
     assert found.possibly_planted == ("lic_07",)

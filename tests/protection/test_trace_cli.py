@@ -132,7 +132,7 @@ def test_trace_never_names_a_license_whose_key_was_planted_in_a_diluted_copy(
     leaker is named if the keyed sample of the file reached enough of their watermark, else
     the trace cannot tell."""
     product_id, copies, keys = product
-    leaker, framed = list(copies)[0], list(copies)[1]
+    leaker, framed, *_ = list(copies)
     model = CODEC.read(copies[leaker])
     text = next(source_of(s).decode() for _, s in model.scripts() if s.name == "Main")
     file = tmp_path / "Main.lua"
