@@ -217,11 +217,13 @@ def _named(accused: list[_Accusation], keys: dict[str, _Place],
     named = {a.license_id for a in accused}
     planted = sorted(lid for lid in keys if lid not in named)
     if planted:
-        evidence.append("possibly planted: the key of " + ", ".join(planted[:5])
-                        + (" and others" if len(planted) > 5 else "") + " also appears, "
-                        "but no mark names " + ("that license" if len(planted) == 1
-                                                else "those licenses")
-                        + ", so its copy is not shown to be what leaked")
+        one = len(planted) == 1
+        evidence.append(
+            f"possibly planted: the {'key' if one else 'keys'} of " + ", ".join(planted[:5])
+            + (" and others" if len(planted) > 5 else "")
+            + (" also appears, but no mark names that license, so its copy is"
+               if one else " also appear, but no mark names those licenses, so their "
+               "copies are") + " not shown to be what leaked")
     return Trace(top.license_id, tuple(evidence), len(names.get(top.license_id, [])),
                  top.license_id in keys, m, tuple(planted))
 
