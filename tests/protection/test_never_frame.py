@@ -128,3 +128,33 @@ def test_a_copy_of_a_carrying_bs_key_never_names_b(
     _not_framed(found, f"lic_{a:02d}", f"lic_{b:02d}")
     if watermark == "intact" and size == 0:
         assert found.license_id == f"lic_{a:02d}", found
+
+
+def test_a_key_lowers_the_bar_for_its_own_licenses_watermark_only() -> None:
+    """Where a copy's watermark is too short to name its buyer among every license but
+    passes the lower bar set for the few licenses whose keys appear, the buyer's own key
+    gets them named, on the watermark's word; another license's key in the same text names
+    nobody. (Fixed keys: the prefixes tried are the same every run.)"""
+    keys = [f"lk_fixed{i:035d}" for i in range(LICENSES)]
+    candidates = [Candidate(f"lic_{i:02d}", k.encode()) for i, k in enumerate(keys)]
+    (_, text), *_ = _erased_names(_copy(keys[0]))
+    hinted = None
+    for end in range(200, len(text), 100):
+        cut = [("Leak.lua", text[:end])]
+        if trace(cut, candidates).license_id is not None:
+            break
+        own = trace([("Leak.lua", f'local k = "{keys[0]}"\n' + text[:end])], candidates)
+        if own.license_id == "lic_00":
+            hinted = end, own
+            break
+    assert hinted is not None, "no prefix between the two bars"
+    end, own = hinted
+    assert any(e.startswith("the watermark confirms this license, whose key appears")
+               for e in own.evidence), own
+    framed = trace([("Leak.lua", f'local k = "{keys[5]}"\n' + text[:end])], candidates)
+    assert framed.license_id is None and framed.possibly_planted == ("lic_05",)
+
+
+def _erased_names(scripts: Scripts) -> Scripts:
+    """Every local renamed: the generated names (and their marks) gone, the watermark kept."""
+    return [(path, renamed(text)) for path, text in scripts]
