@@ -72,6 +72,18 @@ def pop_flash(request: Request) -> str | None:
     return message if isinstance(message, str) else None
 
 
+def mark_row(request: Request, row_id: str, done: str) -> None:
+    """Say, in the next page only, what was just done to one row of a table (an alert)."""
+    session(request)["row"] = [row_id, done]
+
+
+def pop_row_mark(request: Request) -> tuple[str, str] | None:
+    mark = session(request).pop("row", None)
+    if not isinstance(mark, list) or len(mark) != 2:
+        return None
+    return str(mark[0]), str(mark[1])
+
+
 async def visitor(sessions: Sessions, request: Request) -> Visitor:
     """Who is asking: a signed-in person whose session was not signed out, or nobody."""
     data = session(request)
