@@ -142,7 +142,7 @@ def test_policy_then_grant_places_tier_renew_and_transfer_on_the_license_page(
     page.get_by_label("Past the limit").select_option("enforce")
     page.get_by_label("Trial days").fill("7")
     page.get_by_label("New tier name").fill("pro")
-    page.get_by_label("New tier unlock data (JSON)").fill('{"edition": "pro"}')
+    page.get_by_label("New tier data (JSON)").fill('{"edition": "pro"}')
     page.get_by_role("button", name="Save license policy").click()
     assert status(page) == "License policy saved."
     assert partner(site, world, "/products/policy", product_id=product) == {
@@ -255,11 +255,11 @@ def test_alert_rows_rekey_pause_revoke_and_blacklist(
     row = page.locator(f"#alert-{alert_id}")  # later calls raise alerts of their own
     assert "Leaked key" in row.inner_text() and "9101" in row.inner_text()
     assert row.locator("td[data-label='License now'] .tag").inner_text() == "active"
-    page.screenshot(path=str(screenshots / "dashboard-alerts.png"), full_page=True)
 
     row.get_by_role("button", name="Re-key").click()
     assert status(page).startswith(f"License of {buyer} re-keyed")
     assert f"Done: License of {buyer} re-keyed" in row.inner_text()
+    row.screenshot(path=str(screenshots / "dashboard-alert-acted.png"))
     fresh = license_key(site, product, buyer)
     assert not runtime_check(site, product, buyer, leaked)
     assert runtime_check(site, product, buyer, fresh)
@@ -281,7 +281,6 @@ def test_alert_rows_rekey_pause_revoke_and_blacklist(
     assert "User 9101" in page.locator("#blacklist").inner_text()
     assert "blacklisted" in row.locator("td[data-label='User']").inner_text()
     assert not runtime_check(site, product, "9101", leaker_key)
-    row.screenshot(path=str(screenshots / "dashboard-alert-acted.png"))
 
     # A refused action is a page with the reason, never a 500.
     token = page.locator("input[name=csrf]").first.get_attribute("value")
