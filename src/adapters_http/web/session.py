@@ -2,7 +2,8 @@
 SameSite=Lax, and Secure when the public URL is https; the form token every post must carry.
 
 What the cookie holds: the session's random id, the account id, when it signed in, the form
-token, and which user code the approval page was opened for. No password, key or device code.
+token, which user code the approval page was opened for, and until the next page the flash
+message and what was just done to an alert row. No password, key or device code.
 """
 
 from __future__ import annotations
