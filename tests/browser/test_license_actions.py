@@ -149,6 +149,7 @@ def test_policy_then_grant_places_tier_renew_and_transfer_on_the_license_page(
         "product_id": product, "place_limit": 1, "place_policy": "enforce", "trial_days": 7,
         "tiers": [{"name": "pro", "unlock_data": {"edition": "pro"}}]}
     assert page.get_by_label("Tier 1 name").input_value() == "pro"
+    assert page.get_by_label("Tier 1 data (JSON)").input_value() == '{"edition":"pro"}'
 
     buyer, heir = world.ben.account.platform_id, world.nora.account.platform_id
     before = int(time.time())
