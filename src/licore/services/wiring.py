@@ -72,7 +72,7 @@ class UseCases:
         lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing, None)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
-                             keys),
+                             keys, lifecycle),
                    People(storage, clock, library, announce, keys, deps.chat),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
