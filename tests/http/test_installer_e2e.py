@@ -241,7 +241,7 @@ def test_an_expired_code_says_start_over(server: Server, world: World,
                                 "Press Sign in for a new code.")
 
 
-def test_the_library_lists_products_and_versions_and_insert_puts_the_buyers_copy_under_the_selection(
+def test_the_library_lists_products_and_insert_puts_the_buyers_copy_under_the_selection(
         server: Server, world: World, studio: Callable[..., Session]) -> None:
     s = studio()
     sign_in(s)
@@ -304,6 +304,14 @@ def test_without_a_usable_serialization_service_the_sdk_builder_inserts_the_same
                      params={"product_id": world.product})
     assert answer.json() == {"version": "1.0", "instances": to_nodes(CODEC.read(file.content))}
     assert answer.headers["content-type"].startswith("application/json")
+    compact = httpx.get(f"{server.url}/v1/library/download", headers=auth(token),
+                        params={"product_id": world.product, "nodes": "compact"})
+    assert compact.json() == {"version": "1.0", "instances": to_nodes(
+        CODEC.read(file.content), compact=True)}
+    bad = httpx.get(f"{server.url}/v1/library/download", headers=auth(token),
+                    params={"product_id": world.product, "nodes": "xml"})
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_request")
+    assert "nodes" in bad.json()["error_description"]
 
 
 def test_an_older_version_can_be_inserted_and_update_available_then_replaces_it(

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,7 +115,7 @@ def test_an_unreachable_server_is_said_plainly() -> None:
         vm.close()
 
 
-def _all(root: object) -> list[object]:
+def _all(root: Any) -> list[Any]:
     from tests.sdk.installer_vm import call, items
 
     return items(call(root, "GetDescendants"))

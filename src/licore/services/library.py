@@ -9,14 +9,13 @@ import attrs
 
 from licore import licenses as lic
 from licore.actors import ActingPerson
+from licore.builds.nodes import to_nodes
 from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
-from licore.builds.nodes import to_nodes
 from licore.ports import Clock, KeyVault, LibraryEntry, ModelCodec, Offload
 from licore.services.builds import Copies, Download
 from licore.storage_ports import Storage, UnitOfWork
-
 
 NODES_FORMAT = "nodes"  # a Download holding the copy's nodes as JSON, not a model file
 
@@ -52,10 +51,9 @@ class Library:
     storage: Storage
     vault: KeyVault
     copies: Copies
+    models: ModelCodec  # reads a copy into nodes for `DownloadCopy.nodes`
+    offload: Offload
     clock: Clock | None = None  # None: end dates are not looked at (docs/licenses.md)
-    # What reads a copy into nodes for `DownloadCopy.nodes`; None: only files are answered.
-    models: ModelCodec | None = None
-    offload: Offload | None = None
 
     def _now(self) -> int | None:
         return self.clock.now() if self.clock is not None else None
@@ -103,13 +101,11 @@ class Library:
     async def _as_nodes(self, copy: bytes, label: str, compact: bool) -> bytes:
         """The buyer's copy as `{version, instances}` JSON, the shape of a decrypted
         `/update` payload without its nonce."""
-        models, offload = self.models, self.offload
-        if models is None or offload is None:
-            raise NotFound("this server answers the file only")
+        models = self.models
 
         def make() -> bytes:
             nodes = to_nodes(models.read(copy), compact=compact)
             return json.dumps({"version": label, "instances": nodes}, separators=(",", ":"),
                               ensure_ascii=False).encode()
 
-        return await offload(make)
+        return await self.offload(make)
