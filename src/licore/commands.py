@@ -138,9 +138,7 @@ class DownloadCopy:
     # Extension: the same copy as /update-style nodes (docs/instances.md), "tagged" or
     # "compact", for a client that cannot read the model file (the Studio installer's
     # fallback, docs/sdk.md); None, the default, is the file itself.
-    nodes: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(
-            attrs.validators.in_(("tagged", "compact"))))
+    nodes: str | None = attrs.field(default=None, validator=bounds.NODE_FORM)
 
 
 @attrs.frozen
