@@ -175,13 +175,6 @@ def scripts_under(vm: StudioVM, root: Any) -> dict[str, str]:
 # Scenarios ------------------------------------------------------------------------------------
 
 
-def test_the_plugin_type_checks_in_strict_mode() -> None:
-    # Also in tests/sdk/test_installer.py without a server; here it guards the scenarios.
-    from tests.sdk.test_installer import analyze
-
-    assert analyze() == ""
-
-
 def test_signing_in_shows_the_code_and_link_honours_slow_down_and_keeps_the_key_in_settings(
         server: Server, world: World, studio: Callable[..., Session]) -> None:
     s = studio(approve_on_wait=3)
