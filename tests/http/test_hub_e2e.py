@@ -9,6 +9,7 @@ import itertools
 import secrets
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import attrs
@@ -298,6 +299,23 @@ def test_a_subscription_grants_renews_and_lapses_and_the_license_expires(
     assert lc["status"] == "active"
 
 
+def test_a_subscriber_whose_period_has_ended_gets_an_hour_while_the_payment_is_pending(
+        server: Server, shop: Shop, gate: Gate) -> None:
+    game = vm(shop)
+    game.hub(gate.url, shop.catalog())
+    buyer = user()
+    game.call("setSubscription", buyer, SUBSCRIPTION, True, int(time.time()) - 60)
+    before = int(time.time())
+    game.call("join", buyer)
+    (lc,) = held(server, shop, shop.monthly, buyer)
+    assert lc["status"] == "active"
+    assert before + 3600 <= _unix(lc["expires_at"]) <= int(time.time()) + 3600
+
+
+def _unix(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 def test_without_subscription_details_the_term_is_the_catalogs(
         server: Server, shop: Shop, gate: Gate) -> None:
     """An engine without GetUserSubscriptionDetailsAsync or UserSubscriptionStatusChanged:
@@ -312,8 +330,7 @@ def test_without_subscription_details_the_term_is_the_catalogs(
     game.call("join", buyer)
     (lc,) = held(server, shop, shop.monthly, buyer)
     assert lc["status"] == "active"
-    from datetime import datetime
-    ends = datetime.fromisoformat(lc["expires_at"].replace("Z", "+00:00")).timestamp()
+    ends = _unix(lc["expires_at"])
     assert before + 7 * 86400 <= ends <= int(time.time()) + 7 * 86400
 
 
