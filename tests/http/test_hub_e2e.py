@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,6 +20,7 @@ import pytest
 from tests.http.e2e import auth, obtain_key, setup_people
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.sdk.hub_vm import SECRET_NAME, Gate, HubVM, running_gate
+from tests.sdk.installed import Inst, rojo_tree
 from tests.support.server import Server
 
 DEV_PRODUCT = 1_001
@@ -74,8 +76,11 @@ def held(server: Server, shop: Shop, product: str, platform_id: int) -> list[dic
             return found
 
 
-def vm(shop: Shop, **flags: bool) -> HubVM:
-    return HubVM(secrets={SECRET_NAME: shop.key}, **flags)
+def vm(shop: Shop, *, bind_receipt_handler: bool = True, subscription_details: bool = True,
+       subscription_event: bool = True) -> HubVM:
+    return HubVM(secrets={SECRET_NAME: shop.key}, bind_receipt_handler=bind_receipt_handler,
+                 subscription_details=subscription_details,
+                 subscription_event=subscription_event)
 
 
 def purchase_id() -> str:
@@ -406,3 +411,46 @@ def test_the_partner_api_answers_the_grant_the_kit_sends(server: Server, shop: S
                                         and again.json()["error"] == "already_owned")
 
 
+
+
+# -- the example hub --------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "hub"
+
+
+def _filled_in(root: Inst, shop: Shop, api_url: str) -> None:
+    """What a seller does to examples/hub: their licore URL, products and platform ids."""
+    catalog = root.child("ReplicatedStorage").child("HubCatalog")
+    assert catalog.source is not None
+    catalog.source = (catalog.source
+                      .replace("prd_REPLACE_ME_1", shop.sold)
+                      .replace("prd_REPLACE_ME_2", shop.pass_product)
+                      .replace("prd_REPLACE_ME_3", shop.monthly)
+                      .replace("developerProduct = 0", f"developerProduct = {DEV_PRODUCT}")
+                      .replace("gamePass = 0", f"gamePass = {GAME_PASS}")
+                      .replace('"EXP-REPLACE_ME"', f'"{SUBSCRIPTION}"'))
+    server = root.child("ServerScriptService").child("HubServer")
+    assert server.source is not None and "https://licore.example.com" in server.source
+    server.source = server.source.replace("https://licore.example.com", api_url)
+
+
+def test_the_example_hub_synced_by_rojo_sells(server: Server, shop: Shop, gate: Gate) -> None:
+    root = rojo_tree(EXAMPLE)
+    assert root is not None
+    sss = root.child("ServerScriptService")
+    assert sss.child("Licore").class_name == "ModuleScript"
+    assert sss.child("Licore").child("Hub").class_name == "ModuleScript"
+    assert sss.child("HubServer").class_name == "Script"
+    assert root.child("ReplicatedStorage").child("HubCatalog").class_name == "ModuleScript"
+    shop_ui = root.child("StarterPlayer").child("StarterPlayerScripts").child("HubShop")
+    assert shop_ui.class_name == "LocalScript"
+    _filled_in(root, shop, gate.url)
+    game = HubVM(secrets={SECRET_NAME: shop.key}, tree=root)
+    assert game.place is not None
+    game.place.run(sss.child("HubServer"))
+    buyer = user()
+    assert game.deliver(buyer, DEV_PRODUCT, purchase_id()) == "ReceiptDecision.Processed"
+    assert len(held(server, shop, shop.sold, buyer)) == 1
+    game.call("ownPass", buyer, GAME_PASS)
+    game.call("join", buyer)
+    assert len(held(server, shop, shop.pass_product, buyer)) == 1

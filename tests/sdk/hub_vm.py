@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import httpx
 
+from tests.sdk.installed import Inst, LuauGame
 from tests.sdk.luau_sdk import SDK_SOURCE, as_bytes
 from tests.support.luau_vm import pluau
 from tests.support.server import free_port
@@ -43,7 +44,10 @@ class HubVM:
     """One game server: a Luau VM holding the stand-in services and the hub kit."""
 
     def __init__(self, *, secrets: dict[str, str], bind_receipt_handler: bool = True,
-                 subscription_details: bool = True, subscription_event: bool = True) -> None:
+                 subscription_details: bool = True, subscription_event: bool = True,
+                 tree: Inst | None = None) -> None:
+        """With `tree` (a place synced by Rojo's rules), its top-level children are services
+        too, and `self.place` runs its scripts with Roblox's `script` and `require`."""
         self.lua = pluau().Lua()
         self.secrets = secrets
         self.sent: list[Sent] = []
@@ -60,10 +64,17 @@ class HubVM:
                            "sleep": self._fn(self._sleep),
                            "count": self._fn(self._count)})
         fake = lua.load_chunk(FAKE.read_text(encoding="utf-8"), "fake_hub")(host, json)[0]
-        self.world = fake.get("world")(self.table({
+        options = self.table({
             "bindReceiptHandler": bind_receipt_handler,
             "subscriptionDetails": subscription_details,
-            "subscriptionEvent": subscription_event}))[0]
+            "subscriptionEvent": subscription_event})
+        self.place = LuauGame(tree, lua=lua) if tree is not None else None
+        if self.place is not None and tree is not None:
+            services = lua.create_table()
+            for child in tree.children:
+                services.set(child.name, self.place.tables[id(child)])
+            options.set("services", services)
+        self.world = fake.get("world")(options)[0]
         g = lua.globals()
         for name in ("game", "Enum", "task"):
             g.set(name, self.world.get(name))

@@ -110,9 +110,11 @@ def _node(tree: dict[str, Any], name: str, base: Path) -> Inst:
 class LuauGame:
     """A synced tree in one sandboxed Luau VM; keep it alive while its values are used."""
 
-    def __init__(self, root: Inst) -> None:
-        self.lua = pluau().Lua()
-        self.lua.sandbox(True)
+    def __init__(self, root: Inst, lua: Any = None) -> None:
+        """With `lua`, the tree goes into that VM (its owner sandboxes it when ready)."""
+        self.lua = lua if lua is not None else pluau().Lua()
+        if lua is None:
+            self.lua.sandbox(True)
         self.by_table: dict[int, Inst] = {}
         self.tables: dict[int, Any] = {}
         self.loaded: dict[int, Any] = {}
@@ -128,6 +130,7 @@ class LuauGame:
         if parent is not None:
             t.set("Parent", parent)
         t.set("FindFirstChild", self.find_first_child)
+        t.set("WaitForChild", self.find_first_child)  # everything exists already
         self.by_table[t.pointer] = inst
         self.tables[id(inst)] = t
         named: dict[str, Any] = {}
