@@ -103,6 +103,8 @@ declare namespace Licore {
 		backoff?: number;
 		maxBackoff?: number;
 		log?: (message: string) => void;
+		/** Receipts of developer products outside the catalog; true acknowledges one. */
+		otherReceipt?: (receipt: ReceiptInfo) => boolean;
 	}
 
 	type HubOutcome = "granted" | "owned" | "retry" | "refused";

@@ -123,6 +123,15 @@ def test_the_server_down_then_up_gives_not_processed_yet_then_one_license(
     assert any("not confirmed (network error)" in line for line in game.logs)
 
 
+def test_back_off_is_jittered_and_capped(server: Server, shop: Shop, gate: Gate) -> None:
+    game = vm(shop)
+    game.hub(gate.url, shop.catalog(), maxBackoff=3,
+             random=game.lua.create_function(lambda *_: (0.9,)))
+    gate.down()
+    assert game.deliver(user(), DEV_PRODUCT, purchase_id()) == "ReceiptDecision.NotProcessedYet"
+    assert game.sleeps == pytest.approx([1.4, 2.8, 3.0])
+
+
 @pytest.mark.parametrize("mode", ["429", "503"])
 def test_a_429_or_5xx_gives_not_processed_yet_and_no_license(
         server: Server, shop: Shop, gate: Gate, mode: str) -> None:
