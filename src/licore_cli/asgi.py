@@ -10,6 +10,7 @@ from typing import Any
 from adapters_http.app import FAMILIES
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
 from adapters_http.proxies import TrustedProxies
+from adapters_http.site import ServedUnder
 from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.compose import app_of, deps_from_env, web_config
@@ -32,7 +33,8 @@ def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
                         scheduled=uc.lifecycle.sweep_expiries)
 
 
-# Outermost, so every layer below (the runtime fast path included) sees the real client.
-app = TrustedProxies(
+# Outermost, so every layer below (the runtime fast path included) sees the real client and
+# the path the service is served under.
+app = TrustedProxies(ServedUnder(
     app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers),
-    _loaded.trusted_proxies)
+    _loaded.root_path), _loaded.trusted_proxies)
