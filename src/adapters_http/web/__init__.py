@@ -9,7 +9,7 @@ import attrs
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 
-from adapters_http.web import approval, dashboard, person_pages, signin_pages
+from adapters_http.web import approval, dashboard, guides, person_pages, signin_pages
 from adapters_http.web.platform_signin import PlatformSignIn, PlatformSignInConfig
 from adapters_http.web.render import PageHeaders, stylesheet
 from adapters_http.web.session import COOKIE, MAX_AGE, SiteSessions
@@ -44,6 +44,7 @@ def mount(uc: UseCases, settings: Settings, config: WebConfig) -> Mount:
         *approval.routes(uc),
         *dashboard.routes(uc, settings),
         *person_pages.routes(uc, settings),
+        *guides.routes(uc.sessions),
     ]
     secure = settings.public_url.lower().startswith("https:")
     return Mount("", routes=routes, middleware=[
