@@ -99,33 +99,39 @@ def _text_links(text: Token, root: str) -> list[Token]:
     return [*out, Token("text", "", 0, content=text.content[at:])] if out else [text]
 
 
+def _image(token: Token, root: str) -> Token:
+    """A screenshot at its address here; any other image is its words (alt text) only."""
+    if token.type != "image":
+        return token
+    found = _IMAGE.fullmatch(str(token.attrs.get("src", "")))
+    if found is None:
+        return Token("text", "", 0, content=token.content)
+    token.attrs["src"] = f"{root}/guides/screenshots/{found[1]}"
+    return token
+
+
+def _outside_links(token: Token, root: str) -> list[Token]:
+    if token.type == "text":
+        return _text_links(token, root)
+    if token.type == "code_inline":
+        return _code_link(token, root)
+    return [_image(token, root)]
+
+
 def _rewrite_inline(children: list[Token], root: str) -> list[Token]:
     out: list[Token] = []
-    unlinked = 0  # open links turned into plain words, whose closing tag goes too
-    inside = 0  # links open around this token
+    inside = dropped = False  # in a link; in one whose page is not served (links never nest)
     for token in children:
-        if token.type == "text" and not inside:
-            out += _text_links(token, root)
-            continue
         if token.type == "link_open":
-            inside += 1
             target = _link_target(str(token.attrs.get("href", "")), root)
-            if target is None:
-                unlinked += 1
-                continue
-            token.attrs["href"] = target
+            inside, dropped = True, target is None
+            token.attrs["href"] = target or ""
+            out += [] if dropped else [token]
         elif token.type == "link_close":
-            inside -= 1
-            if unlinked:
-                unlinked -= 1
-                continue
-        elif token.type == "image":
-            found = _IMAGE.fullmatch(str(token.attrs.get("src", "")))
-            token.attrs["src"] = f"{root}/guides/screenshots/{found[1]}" if found else ""
-        elif token.type == "code_inline" and not inside:
-            out += _code_link(token, root)
-            continue
-        out.append(token)
+            out += [] if dropped else [token]
+            inside = dropped = False
+        else:
+            out += [_image(token, root)] if inside else _outside_links(token, root)
     return out
 
 
