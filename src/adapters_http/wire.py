@@ -17,6 +17,7 @@ from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookE
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
+from licore.protection import settings_document
 from licore.services.claims import Claim
 from licore.services.license_lifecycle import LicensePolicy, Transferred
 
@@ -131,7 +132,7 @@ def package_version(v: Version, of: Product) -> J:
 
 def package_settings(p: Product) -> J:
     return {"ok": True, **package(p), "unlock_data": json.loads(p.unlock_data),
-            "protection": json.loads(p.protection),
+            "protection": settings_document(p.protection),
             # extension (docs/platform.md)
             "purchase_pass_id": p.purchase_pass_id}
 

@@ -8,7 +8,7 @@ import attrs
 
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState, PlacePolicy, Source
-from licore.protection import DEFAULT_RULES_JSON
+from licore.protection import DEFAULT_RULES, ProtectionSettings
 from licore.scopes import KeyKind, Permission
 
 
@@ -98,7 +98,7 @@ class Product:
     placeholder: str = "LICORE_LICENSE_KEY"
     verify_scripts: bool = False
     unlock_data: str = "null"  # JSON text, the seller's sealed `data`
-    protection: str = DEFAULT_RULES_JSON  # JSON text, the seller's rules
+    protection: ProtectionSettings = DEFAULT_RULES  # the seller's rules
     # The platform's game pass whose owners may claim a license (docs/platform.md).
     purchase_pass_id: str | None = None
     # How many places a license may be used from (None: the studio's limit, 3 unless the
