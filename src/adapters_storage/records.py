@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from licore.model import UnlockData
 from licore.protection import ProtectionSettings, parse_protection_settings, settings_document
 
 T = TypeVar("T")
@@ -36,6 +37,7 @@ def _settings_text(settings: ProtectionSettings) -> str:
 # field type -> (to the column, from the column)
 TEXT_VALUES: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
     ProtectionSettings: (_settings_text, _settings),
+    UnlockData: (lambda data: data.text, UnlockData),
 }
 
 

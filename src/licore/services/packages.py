@@ -17,11 +17,10 @@ from licore.commands import (
     ListPackageVersions,
     PublishVersion,
     UploadVersion,
-    compact_json,
 )
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.events import Topic
-from licore.model import Page, Product, Version
+from licore.model import Page, Product, UnlockData, Version
 from licore.ports import Clock, ModelCodec, Offload
 from licore.protection import (
     ProtectionProblem,
@@ -172,7 +171,7 @@ class Packages:
         if command.verify_scripts is not None:
             changes["verify_scripts"] = command.verify_scripts
         if command.unlock_data is not None:
-            changes["unlock_data"] = compact_json(command.unlock_data)
+            changes["unlock_data"] = UnlockData.of(command.unlock_data.value)
         if command.purchase_pass_id is not None:
             changes["purchase_pass_id"] = command.purchase_pass_id or None  # "" clears it
         if command.protection is not None:
