@@ -40,6 +40,7 @@ GUIDES = (
     Guide("protection", "Sellers"),
     Guide("licenses", "Sellers"),
     Guide("platform", "Sellers"),
+    Guide("selling", "Sellers"),
     Guide("events", "Sellers"),
     Guide("instances", "Sellers"),
     Guide("runtime", "Game developers"),
