@@ -19,9 +19,9 @@ from tests.support.fakes import TEST_KEK
 LICORE = Path(sys.executable).parent / "licore"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -30,6 +30,7 @@ class Server:
         self.database_url = database_url
         self.data_dir = data_dir
         self.workers = extra_env.pop("workers", "1")
+        self.host = extra_env.pop("host", "127.0.0.1")  # another loopback address: a host
         self.extra_env = extra_env
         # Several test workers pick free ports at once; a port another process took between
         # the pick and the bind is picked again rather than failing the test.
@@ -44,8 +45,8 @@ class Server:
                 self._log.close()
 
     def _start(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = free_port(self.host)
+        self.url = f"http://{self.host}:{self.port}"
         self.log_path = self.data_dir / f"server-{self.port}.log"
         # A setting may name the server's own address (its public URL, say) as "{url}".
         extra_env = {k: v.replace("{url}", self.url) for k, v in self.extra_env.items()}
@@ -53,7 +54,8 @@ class Server:
                "LICORE_DATA_DIR": str(self.data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(LICORE), "serve", "--port", str(self.port), "--workers", self.workers],
+            [str(LICORE), "serve", "--host", self.host, "--port", str(self.port),
+             "--workers", self.workers],
             env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT)
 
     def _wait_ready(self) -> None:
