@@ -24,7 +24,7 @@ from licore.commands import (
     NumberOrText,
 )
 from licore.errors import AlreadyOwned, InvalidRequest, LicoreError, NotFound
-from licore.events import MessageKind
+from licore.events import MessageKind, WebhookBody
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
 from licore.services.license_lifecycle import DAY, LicenseLifecycle
@@ -304,8 +304,11 @@ class LicenseMachine(StorageMachine):
         # writes one `license.granted` marked `trial`, whichever door it came through.
         told = self.w.run(self.uc.webhooks.deliveries(ActingStudio(self.studio.id),
                                                       MessageKind.WEBHOOK, ListDeliveries()))
+        bodies = [m.payload for m in told.items]
+        assert all(isinstance(b, WebhookBody) for b in bodies)
         trials = Counter((d["product_id"], d["platform_id"])
-                         for d in (json.loads(m.payload)["data"] for m in told.items)
+                         for d in (json.loads(b.text)["data"] for b in bodies
+                                   if isinstance(b, WebhookBody))
                          if d.get("trial"))
         assert all(n == 1 for n in trials.values())
         assert set(trials) == {k for k, n in self.trials.items() if n}
