@@ -86,6 +86,7 @@ def license_policy(policy: LicensePolicy) -> J:
     p = policy.product
     return {"product_id": p.id, "place_limit": policy.place_limit,
             "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
+            "reminder_days": p.reminder_days or 0,
             "tiers": [{"name": t.name, "unlock_data": t.unlock_data.value()}
                       for t in policy.tiers]}
 

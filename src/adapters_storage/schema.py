@@ -300,6 +300,11 @@ MIGRATIONS: list[list[str]] = [
             started_at {bigint} NOT NULL,
             PRIMARY KEY (product_id, platform_id))""",
     ],
+    [
+        # A product's reminder window: `license.expiring` this many days before a license's
+        # end (NULL: no reminder). The sweep reads it beside the expiry index.
+        "ALTER TABLE products ADD COLUMN reminder_days INTEGER",
+    ],
 ]
 
 

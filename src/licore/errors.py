@@ -100,6 +100,14 @@ class PassNotOwned(LicoreError):
     status = 409
 
 
+class LicenseRevoked(LicoreError):
+    # 409 for the same reason as `pass_not_owned`: the key may ask; what conflicts is the
+    # seller's revoke, which a claim never undoes. A code of its own, so that an app can
+    # tell the buyer to contact the seller rather than to try again.
+    code = "license_revoked"
+    status = 409
+
+
 class PlatformUnavailable(LicoreError):
     """The platform did not answer (down, timing out, rate limiting us): nothing was granted
     and nothing was refused; the person may try again later."""

@@ -11,10 +11,11 @@ import attrs
 from licore import bounds
 from licore.commands import JsonValue, LicenseTarget, compact_json
 from licore.errors import InvalidRequest
-from licore.licenses import PlacePolicy
+from licore.licenses import MAX_REMINDER_DAYS, PlacePolicy
 
 PLACE_LIMIT = bounds.WholeNumber(1, 1000)
 TRIAL_DAYS = bounds.WholeNumber(0, 365)  # 0 takes the trial away
+REMINDER_DAYS = bounds.WholeNumber(0, MAX_REMINDER_DAYS)  # 0 takes the reminder away
 DURATION_DAYS = bounds.WholeNumber(1, 36500)
 # Unix seconds up to the year 9999: anything later is a mistake, not a plan.
 TIMESTAMP = bounds.WholeNumber(1, 253_402_300_799)
@@ -103,6 +104,7 @@ class SetLicensePolicy:
     place_policy: PlacePolicy | None = None
     trial_days: int | None = attrs.field(default=None, validator=TRIAL_DAYS)
     tiers: tuple[TierSpec, ...] | None = None
+    reminder_days: int | None = attrs.field(default=None, validator=REMINDER_DAYS)
 
     def __attrs_post_init__(self) -> None:
         if self.tiers is None:
@@ -112,6 +114,13 @@ class SetLicensePolicy:
         names = [t.name for t in self.tiers]
         if len(set(names)) != len(names):
             raise InvalidRequest("tier names must differ", "tiers")
+
+
+@attrs.frozen
+class TakeTrial:
+    """A person starts their own trial of a listed product (`POST /v1/library/trial`)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
 
 
 @attrs.frozen

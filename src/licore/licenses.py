@@ -28,6 +28,7 @@ class LicenseEvent(Event):
 class Source(enum.Enum):
     PURCHASE_PASS = "purchase_pass"
     GRANT = "grant"
+    TRIAL = "trial"  # licore's: a product's trial (docs/licenses.md); a transfer keeps it
 
 
 class LicenseEffect(enum.Enum):
@@ -287,3 +288,5 @@ class PlacePolicy(enum.Enum):
 
 
 DEFAULT_PLACE_LIMIT = 3
+DAY = 86400  # seconds: terms, trials and reminders are counted in days
+MAX_REMINDER_DAYS = 365

@@ -123,6 +123,8 @@ class Product:
     place_limit: int | None = None
     place_policy: PlacePolicy = PlacePolicy.ALERT
     trial_days: int | None = None  # None: no trial offered
+    # `license.expiring` this many days before a license's end (None: no reminder).
+    reminder_days: int | None = None
 
 
 @attrs.frozen

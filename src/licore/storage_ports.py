@@ -216,9 +216,11 @@ class Licenses(Protocol):
         so that concurrent changes of one license (renewals, transfers) queue and each sees
         the one before it."""
         ...
-    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
-        """Active or paused licenses whose `expires_at` is at or before `until` and whose
-        `notice` was not yet told for that `expires_at`, soonest first."""
+    async def due_notices(self, notice: Notice, now: int, limit: int) -> Sequence[License]:
+        """Active or paused licenses whose `notice` is due at `now` and was not yet told for
+        their `expires_at`, soonest end first: `EXPIRED` once `expires_at` is at or before
+        `now`; `EXPIRING` while `now` is before `expires_at` and within the product's
+        `reminder_days` of it (never for a product without a reminder)."""
         ...
     async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
         """Mark `notice` told for `expires_at`, only if it was not already (one conditional

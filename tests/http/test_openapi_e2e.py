@@ -179,6 +179,13 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
         "product_id": pid, "from_user": "77", "to_user": "78"}))
     go("POST", "/v1/licenses/transfer", httpx.post(f"{u}/licenses/transfer", headers=h, json={
         "product_id": pid, "from_user": "79", "to_user": "78"}))
+    trial = {"product_id": pid, "user": "80"}
+    go("POST", "/v1/licenses/trial", httpx.post(f"{u}/licenses/trial", headers=h, json=trial))
+    go("POST", "/v1/licenses/trial", httpx.post(f"{u}/licenses/trial", headers=h, json=trial))
+    go("POST", "/v1/library/trial", httpx.post(f"{u}/library/trial", headers=auth(lib),
+                                               json={"product_id": pid}))
+    go("POST", "/v1/library/trial", httpx.post(f"{u}/library/trial", headers=auth(lib),
+                                               json={"product": pid}))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}

@@ -69,7 +69,7 @@ class UseCases:
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
-        lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing, None)
+        lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
                              keys, lifecycle),
