@@ -19,6 +19,8 @@ from licore.model import (
     ApiKey,
     Client,
     DeviceAuthorization,
+    IdempotencyRecord,
+    KeptAnswer,
     License,
     Membership,
     Page,
@@ -341,6 +343,24 @@ class Hooks(Protocol):
         ...
 
 
+class IdempotencyKeys(Protocol):
+    """Idempotency keys and the answers they gave (docs/api.md, "Retrying safely")."""
+
+    async def claim(self, record: IdempotencyRecord, now: int) -> IdempotencyRecord | None:
+        """Take the key for this unit of work: None when it was free (never used, or only
+        by a record expired at `now`, which is replaced), else the live record. A claim by
+        another unit of work still open makes this one wait for it to end (PostgreSQL's
+        unique index; SQLite's and the in-memory store's write lock), so a key is never
+        claimed twice and the loser reads the winner's answer."""
+        ...
+    async def keep(self, owner: str, key: str, answer: KeptAnswer) -> None:
+        """Store the answer of the key this unit of work claimed."""
+        ...
+    async def sweep(self, now: int) -> int:
+        """Delete records expired at `now`; how many went."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
@@ -374,6 +394,8 @@ class UnitOfWork(Protocol):
     def outbox(self) -> Outbox: ...
     @property
     def hooks(self) -> Hooks: ...
+    @property
+    def idempotency(self) -> IdempotencyKeys: ...
 
 
 
