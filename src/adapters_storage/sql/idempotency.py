@@ -10,6 +10,12 @@ _COLUMNS = "fingerprint, created_at, expires_at, status, media_type, body"
 
 class SqlIdempotencyKeys(Repository):
     async def claim(self, record: IdempotencyRecord, now: int) -> IdempotencyRecord | None:
+        # A retry of an answered call is the common meeting: read first, without a lock, so
+        # a crowd of retries does not queue on the row (PostgreSQL's ON CONFLICT DO UPDATE
+        # locks the row it meets even when its WHERE leaves it alone).
+        live = await self._live(record, now)
+        if live is not None:
+            return live
         # One statement takes a free key or an expired one. On PostgreSQL a key inserted by
         # a transaction still open makes this statement wait for that transaction: then it
         # conflicts (the other committed) or inserts (it rolled back). The read after it is
@@ -22,10 +28,14 @@ class SqlIdempotencyKeys(Repository):
             "WHERE idempotency_keys.expires_at <= ? RETURNING owner",
             [record.owner, record.key, record.fingerprint, record.created_at,
              record.expires_at, now])
-        if taken:
-            return None
+        return None if taken else await self._live(record, now)
+
+    async def _live(self, record: IdempotencyRecord, now: int) -> IdempotencyRecord | None:
         rows = await self.db.rows(f"SELECT {_COLUMNS} FROM idempotency_keys "
-                                  "WHERE owner = ? AND idem_key = ?", [record.owner, record.key])
+                                  "WHERE owner = ? AND idem_key = ? AND expires_at > ?",
+                                  [record.owner, record.key, now])
+        if not rows:
+            return None
         fingerprint, created_at, expires_at, status, media_type, body = rows[0]
         answer = None if status is None else KeptAnswer(int(status), str(media_type),
                                                         bytes(body))
