@@ -361,7 +361,19 @@ class IdempotencyKeys(Protocol):
         ...
 
 
-class UnitOfWork(Protocol):
+class RequestRecords(Protocol):
+    """What requests leave behind for a while, beside the things they change: the runtime's
+    nonces and places, rate counters, idempotency keys. Part of every unit of work."""
+
+    @property
+    def runtime(self) -> RuntimeRecords: ...
+    @property
+    def counters(self) -> RateCounters: ...
+    @property
+    def idempotency(self) -> IdempotencyKeys: ...
+
+
+class UnitOfWork(RequestRecords, Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
     @property
@@ -387,15 +399,9 @@ class UnitOfWork(Protocol):
     @property
     def blacklist(self) -> Blacklist: ...
     @property
-    def runtime(self) -> RuntimeRecords: ...
-    @property
-    def counters(self) -> RateCounters: ...
-    @property
     def outbox(self) -> Outbox: ...
     @property
     def hooks(self) -> Hooks: ...
-    @property
-    def idempotency(self) -> IdempotencyKeys: ...
 
 
 

@@ -109,8 +109,8 @@ def test_a_malformed_key_is_refused_and_nothing_runs(server: Server, key: str,
                                                      bad: str) -> None:
     pid = product(server, key)
     r = httpx.post(f"{server.url}/v1/licenses", json={"product_id": pid, "user": "7004"},
-                   headers=[("Authorization", f"Bearer {key}"),
-                            ("Idempotency-Key", bad.encode("latin-1"))])
+                   headers=[(b"Authorization", f"Bearer {key}".encode()),
+                            (b"Idempotency-Key", bad.encode("latin-1"))])
     assert r.status_code == 400, r.text
     assert r.json()["error"] == "invalid_request"
     assert "Idempotency-Key" in r.json()["error_description"]
