@@ -137,9 +137,10 @@ HEADERS: J = {
     "RateLimit-Limit": _header("Partner calls allowed a minute for this key", INT),
     "RateLimit-Remaining": _header("Partner calls left in this minute", INT),
     "RateLimit-Reset": _header("Seconds until the minute's window starts again", INT),
-    "Idempotent-Replayed": _header("`true` on an answer replayed for an Idempotency-Key "
-                                   "(extension): the call did not run again",
-                                   {"const": "true"}),
+    # Only on a replayed answer: not required, unlike the headers above.
+    "Idempotent-Replayed": {**_header("`true` on an answer replayed for an Idempotency-Key "
+                                      "(extension): the call did not run again",
+                                      {"const": "true"}), "required": False},
 }
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 
