@@ -6,11 +6,11 @@ import json
 import re
 from typing import Any
 
-import cattrs
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from adapters_http.compression import FILES, GZIP_ABOVE, VARY, accepts_gzip, send_gzip, slices
+from adapters_http.decoding import converter
 from licore.errors import (
     InsufficientScope,
     InvalidToken,
@@ -21,8 +21,6 @@ from licore.errors import (
     Unavailable,
 )
 from licore.services.builds import Download
-
-converter = cattrs.Converter()
 
 
 class JSONResponse(Response):
