@@ -301,7 +301,7 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (product_id, platform_id))""",
     ],
     [
-        # Idempotency keys (licore.services.idempotency, docs/api.md): a key per owner
+        # 6: Idempotency keys (licore.services.idempotency, docs/api.md): a key per owner
         # (`studio:<id>`, `person:<id>`), claimed and answered in the transaction of the
         # call it guards; swept a day later.
         """CREATE TABLE idempotency_keys (
