@@ -160,6 +160,21 @@ def _refs(node: Any, by_id: dict[int, str], top: int | None = None) -> Any:
     return node
 
 
+def _answer_headers(partner_call: bool, method: str, status: str) -> list[str]:
+    """The headers an answer of this status carries."""
+    names = ["X-Request-ID"]
+    if partner_call and method == "post" and status == "200":
+        names.append("Idempotent-Replayed")  # on a replay only (docs/api.md)
+    if status in ("429", "503"):
+        names.append("Retry-After")
+    if partner_call and status in ("401", "403"):
+        names.append("WWW-Authenticate")
+    if partner_call and status not in ("400", "401", "500"):
+        # authenticated answers; 400 and 500 may come before the key is counted
+        names.extend(RATE_HEADERS)
+    return names
+
+
 def _finish(doc: J) -> J:
     by_id = {id(schema): name for name, schema in NAMED.items()}
     paths = _refs(doc["paths"], by_id)
@@ -167,17 +182,8 @@ def _finish(doc: J) -> J:
         partner_call = path.startswith(partner.MOUNT + "/")
         for method, operation in operations.items():
             for status, answer in operation["responses"].items():
-                headers = answer.setdefault("headers", {})
-                headers["X-Request-ID"] = _ref("X-Request-ID")
-                if partner_call and method == "post" and status == "200":
-                    headers["Idempotent-Replayed"] = _ref("Idempotent-Replayed")
-                if status in ("429", "503"):
-                    headers["Retry-After"] = _ref("Retry-After")
-                if partner_call and status in ("401", "403"):
-                    headers["WWW-Authenticate"] = _ref("WWW-Authenticate")
-                if partner_call and status not in ("400", "401", "500"):
-                    # authenticated answers; 400 and 500 may come before the key is counted
-                    headers.update({h: _ref(h) for h in RATE_HEADERS})
+                answer.setdefault("headers", {}).update(
+                    {h: _ref(h) for h in _answer_headers(partner_call, method, status)})
     doc["paths"] = paths
     doc["components"]["schemas"] = {name: _refs(schema, by_id, top=id(schema))
                                     for name, schema in NAMED.items()}
