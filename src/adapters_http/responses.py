@@ -56,8 +56,9 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
 
 
 _UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._+-]")
-_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
-_SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
+_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml",
+          "nodes": "application/json"}
+_SUFFIX = {"binary": "rbxm", "xml": "rbxmx", "nodes": "json"}
 
 
 class FileResponse(Response):

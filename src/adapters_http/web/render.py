@@ -31,7 +31,7 @@ ALERT_WORDS = {
 }
 
 
-def _when(ts: int | None) -> str:
+def when(ts: int | None) -> str:
     if ts is None:
         return "never"
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -56,7 +56,7 @@ templates = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-templates.filters["when"] = _when
+templates.filters["when"] = when
 templates.filters["permission"] = _permission
 templates.filters["seller_json"] = _seller_json
 templates.globals["SCOPE_WORDS"] = sc.DESCRIPTIONS
