@@ -16,6 +16,7 @@ from licore import bounds
 from licore import commands as c
 from licore import license_commands as lc
 from licore.events import TOPICS
+from licore.licenses import GRANT_SOURCES, Source
 
 J = dict[str, Any]
 
@@ -90,11 +91,11 @@ PRODUCT = obj(["id", "slug", "title", "tagline", "price_credit", "discoverable",
               licensing_enabled=BOOL, current_version=NSTR)
 LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
               id=STR, platform_id=STR, verified_at=TIME, is_active=BOOL,
-              source={"enum": ["purchase_pass", "grant", "trial"]},
+              source={"enum": [s.value for s in Source]},
               state={"enum": ["active", "paused", "inactive"]},
               # licore's terms (docs/licenses.md), beside the specification's fields
               status={"enum": ["active", "paused", "expired", "inactive"]},
-              expires_at=NTIME, tier=NSTR, transferred_to=NSTR)
+              expires_at=NTIME, tier=NSTR, transferred_to=NSTR, purchase_id=NSTR)
 LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
                       id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
                       acquired_at=TIME)
@@ -126,7 +127,12 @@ TERMS: J = {"expires_at": {**limited(lc.TIMESTAMP),
                            "description": "unix seconds; later than now"},
             "duration_days": limited(lc.DURATION_DAYS)}
 GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS,
-                 tier=TIER_NAME)
+                 tier=TIER_NAME,
+                 source={"enum": [s.value for s in GRANT_SOURCES],
+                         "description": "where the license came from; grant unless sent"},
+                 purchase_id={**limited(lc.PURCHASE_ID),
+                              "description": "the sale's id, as the seller's hub names it "
+                                             "(a receipt's PurchaseId)"})
 TIER = obj(["name", "unlock_data"], name=TIER_NAME, unlock_data={})
 POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "reminder_days",
               "tiers"],
@@ -201,7 +207,9 @@ GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive o
                     "expires_at, duration_days and tier are extensions",
                     CHANGED_LICENSE, body=GRANT_BODY, errors=(404, 409), reads=lc.GrantForm,
                     description="Send at most one of expires_at and duration_days; neither: "
-                                "the license never expires. See docs/licenses.md.")
+                                "the license never expires. source and purchase_id record "
+                                "the sale a seller's hub took (extensions). See "
+                                "docs/licenses.md and docs/selling.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
                      params=[q("product_id"), q("user")], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,

@@ -90,6 +90,17 @@ class RateLimited(LicoreError):
         self.limit = limit
 
 
+# Idempotency keys (extension, docs/api.md "Retrying safely").
+
+
+class IdempotencyKeyReused(LicoreError):
+    """The key already answered a different request (another body, path or method): the
+    client mixed up its keys, and replaying the first answer for it would be a lie."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
 # Purchase-pass claims (extension, docs/platform.md).
 
 

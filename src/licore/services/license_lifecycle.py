@@ -160,8 +160,9 @@ class LicenseLifecycle:
             end = self._end(command.terms, None, now)
             _, granted = await self.licensing.apply(
                 uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
-                Source.GRANT)
-            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier)
+                command.source)
+            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier,
+                                  purchase_id=command.purchase_id)
             if shaped != granted and not await uow.licenses.replace(
                     shaped, expected=granted.state):
                 raise NotFound("the license changed while this request ran; try again")
@@ -200,7 +201,8 @@ class LicenseLifecycle:
             for effect in into.effects:
                 if effect is Fx.COPY_TERMS:
                     new = attrs.evolve(new, source=old.source, expires_at=old.expires_at,
-                                       tier=old.tier, verified_at=old.verified_at)
+                                       tier=old.tier, verified_at=old.verified_at,
+                                       purchase_id=old.purchase_id)
                 elif effect is Fx.MINT_KEY:
                     new = self.licensing.mint(new)
             if not await uow.licenses.add(new):

@@ -25,6 +25,7 @@ from licore.model import Alert, License, Page, Place, Product
 from licore.ports import LibraryEntry
 from licore.services.builds import Download
 from licore.services.claims import Claim, ClaimResult, Claims
+from licore.services.idempotency import Idempotency, Once, Outcome
 from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
@@ -64,6 +65,7 @@ class Partner:
     packages: Packages
     webhooks: Webhooks
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
+    once: Idempotency  # calls sent with an Idempotency-Key (docs/api.md)
 
     def as_of(self, value: T) -> AsOf[T]:
         return AsOf(value, self.lifecycle.clock.now())
@@ -74,6 +76,21 @@ class Partner:
         command, run the use case."""
         caller = await self.keys.authenticate(bearer, operation.scope, note)
         return await operation.run(self, caller, await command())
+
+    async def call_once(self, operation: Operation[C, R], bearer: str | None,
+                        command: Callable[[], Awaitable[C]], note: Note,
+                        once: Once) -> Outcome:
+        """`call` sent with an Idempotency-Key: the answer of the call's one run, kept for
+        the key (`services.idempotency`). The key belongs to the caller's studio (a library
+        key's: its person), whichever of its API keys sends it, so a retry survives a key
+        rotation and two studios' keys never meet."""
+        caller = await self.keys.authenticate(bearer, operation.scope, note)
+        key = once.checked_key()
+        cmd = await command()
+        owner = (f"studio:{caller.key.studio_id}" if caller.key.studio_id is not None
+                 else f"person:{caller.key.account_id}")
+        return await self.once.run(owner, key, once.fingerprint(),
+                                   lambda: operation.run(self, caller, cmd), once.answer)
 
 
 async def _as_of(p: Partner, running: Awaitable[T]) -> AsOf[T]:
