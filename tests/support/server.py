@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -56,10 +57,15 @@ class Server:
         self.process = subprocess.Popen(
             [str(LICORE), "serve", "--host", self.host, "--port", str(self.port),
              "--workers", self.workers],
-            env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT)
+            env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT,
+            # A group of its own: the master's workers are stopped with it, even when the
+            # master is killed before it could stop them (they would outlive the test).
+            start_new_session=True)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
+        # Generous: four workers importing everything on a machine that runs the rest of the
+        # suite beside them have taken over a minute to answer; a hang still ends.
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"licore serve exited:\n{self.log()}")
@@ -69,25 +75,27 @@ class Server:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
-        self.process.kill()
-        self.process.wait()
+        self._kill_group()
         raise RuntimeError(f"licore serve did not become ready:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
     def stop(self) -> None:
         self.process.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self._kill_group()  # whatever of the group is left
         self._log.close()
 
 
-@contextmanager
+@contextlib.contextmanager
 def running_server(database_url: str, **extra_env: str) -> Iterator[Server]:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(database_url, Path(tmp), extra_env)
