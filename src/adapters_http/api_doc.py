@@ -161,11 +161,13 @@ SETTINGS = obj(["ok", "product_id", "slug", "title", "current_version", "placeho
                 "verify_scripts", "unlock_data", "protection"], ok=BOOL, product_id=STR,
                slug=STR, title=STR, current_version=NSTR, placeholder=STR,
                verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
-               purchase_pass_id=NSTR)
+               purchase_pass_id=NSTR, hub_place_id=NSTR)
 SETTINGS_BODY = obj(["product_id"], product_id=STR, placeholder=limited(bounds.PLACEHOLDER),
                     verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
                     purchase_pass_id={"oneOf": [limited(bounds.PURCHASE_PASS_ID),
-                                                {"type": "integer", "minimum": 1}]})
+                                                {"type": "integer", "minimum": 1}]},
+                    hub_place_id={"oneOf": [limited(bounds.HUB_PLACE_ID),
+                                            {"type": "integer", "minimum": 1}]})
 PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
                  "verify_scripts", "version"], ok=BOOL, product_id=STR, slug=STR,
                 title=STR, current_version=NSTR, placeholder=STR, verify_scripts=BOOL,

@@ -135,7 +135,9 @@ def package_settings(p: Product) -> J:
     return {"ok": True, **package(p), "unlock_data": p.unlock_data.value(),
             "protection": settings_document(p.protection),
             # extension (docs/platform.md)
-            "purchase_pass_id": p.purchase_pass_id}
+            "purchase_pass_id": p.purchase_pass_id,
+            # extension (docs/selling.md)
+            "hub_place_id": p.hub_place_id}
 
 
 def published(p: Product, v: Version) -> J:

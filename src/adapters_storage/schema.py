@@ -323,6 +323,10 @@ MIGRATIONS: list[list[str]] = [
         # Where a license came from (a hub's receipt, game pass or subscription).
         "ALTER TABLE licenses ADD COLUMN purchase_id TEXT",
     ],
+    [
+        # The store's product page links to the seller's hub place (docs/selling.md).
+        "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
+    ],
 ]
 
 

@@ -75,6 +75,10 @@ PLATFORM_ID = Text(min_len=1, max_len=20, pattern=r"[0-9]+", shape="a platform u
 GAME_ID = Text(min_len=1, max_len=200)
 # A game pass id on the platform; "" in a settings change clears it (docs/platform.md).
 PURCHASE_PASS_ID = Text(min_len=0, max_len=20, pattern=r"[0-9]*", shape="a game pass id (digits)")
+STORE_QUERY = Text(max_len=100)
+STORE_SORT = Text(min_len=1, max_len=20, pattern=r"title|newest|price|price_desc",
+                  shape="one of title, newest, price, price_desc")
+HUB_PLACE_ID = Text(min_len=0, max_len=20, pattern=r"[0-9]*", shape="a place id (digits)")
 SOURCE = Text(max_len=4 * 1024 * 1024)  # a whole script rides in /verify-source
 
 # Ids a client names (product_id, version_id, ...) and who a license is for (contract 3).

@@ -119,6 +119,15 @@ class ListAlerts:
 
 
 @attrs.frozen
+class BrowseStore:
+    """The store's listing: the products whose title, tagline or studio holds every word of
+    `q` (case and accents aside), in the `sort` order."""
+
+    q: str = attrs.field(default="", validator=bounds.STORE_QUERY)
+    sort: str = attrs.field(default="title", validator=bounds.STORE_SORT)
+
+
+@attrs.frozen
 class ListLibrary:
     page: Paging = Paging()
 
@@ -216,6 +225,8 @@ class ChangeSettings:
     # digits (a JSON number is taken too); "" clears it.
     purchase_pass_id: NumberOrText | None = attrs.field(default=None,
                                                         validator=bounds.PURCHASE_PASS_ID)
+    # Extension (docs/selling.md): the seller's hub place the store links to; "" clears it.
+    hub_place_id: NumberOrText | None = attrs.field(default=None, validator=bounds.HUB_PLACE_ID)
 
 
 # Runtime (spec 4.5) -----------------------------------------------------------------------

@@ -125,6 +125,9 @@ class Product:
     trial_days: int | None = None  # None: no trial offered
     # `license.expiring` this many days before a license's end (None: no reminder).
     reminder_days: int | None = None
+    # The seller's hub place on the platform, where buyers buy in the game (docs/selling.md);
+    # the store's product page links to it.
+    hub_place_id: str | None = None
 
 
 @attrs.frozen

@@ -6,9 +6,14 @@ from __future__ import annotations
 import enum
 import re
 import unicodedata
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from licore.errors import NotFound
 from licore.transitions import Event, Fail, Go, Table, step, table
+
+if TYPE_CHECKING:
+    from licore.model import Product
 
 
 class Visibility(enum.Enum):
@@ -96,3 +101,29 @@ def unique_slug(base: str, product_id: str) -> str:
     """The last resort when the numbered twin is taken by another title's slug: the
     product id's random tail, in a slug's alphabet."""
     return f"{base}-{product_id[-10:].lower()}"
+
+
+# The store's orders (commands.BrowseStore.sort): each a key over (product, studio name).
+_STORE_ORDERS: dict[str, tuple[Callable[[Product, str], Any], bool]] = {
+    "title": (lambda p, s: (_folded(p.title), p.id), False),
+    "newest": (lambda p, s: (p.created_at, p.id), True),
+    "price": (lambda p, s: (p.price_credit, _folded(p.title), p.id), False),
+    "price_desc": (lambda p, s: (p.price_credit, p.created_at, p.id), True),
+}
+
+
+def _folded(text: str) -> str:
+    """Text compared as a person reads it: case and accents aside."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def browse(listed: Iterable[tuple[Product, str]], q: str,
+           sort: str) -> list[tuple[Product, str]]:
+    """The listed products (with their studio's name) that hold every word of `q` in their
+    title, tagline or studio name, in the order `sort` names."""
+    words = _folded(q).split()
+    found = [(p, s) for p, s in listed
+             if all(w in _folded(f"{p.title} {p.tagline} {s}") for w in words)]
+    key, newest_first = _STORE_ORDERS[sort]
+    return sorted(found, key=lambda pair: key(*pair), reverse=newest_first)

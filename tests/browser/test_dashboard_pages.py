@@ -268,6 +268,66 @@ def test_the_store_shows_listed_products_and_never_drafts(
     assert page.get_by_label("Unlock data (JSON)").input_value() == '{"level":3}'
 
 
+def test_a_store_card_opens_the_products_page_with_how_to_buy_it(
+        site: Server, world: World, page: Any, tmp_path: Path,
+        screenshots: Path) -> None:
+    sign_in(page, world.dora)
+    product = create_product(page, world, "Grapple Hook", "Swings between rooftops")
+    page.get_by_label("Description").fill(
+        "Hooks onto any part.\n\n<script>alert(1)</script> stays text.")
+    page.get_by_label("Listed in the store").check()
+    page.get_by_role("button", name="Save details").click()
+    page.get_by_label("Hub place id").fill("4455667788")
+    page.get_by_label("Purchase pass id").fill("99887766")
+    page.get_by_role("button", name="Save settings").click()
+    assert page.get_by_role("status").inner_text() == "Settings saved."
+    assert page.get_by_label("Hub place id").input_value() == "4455667788"
+    model = tmp_path / "hook.rbxm"
+    model.write_bytes(RobloxModelCodec().write(product_model()))
+    for label in ("1.0", "1.1"):
+        page.get_by_label("Version label").fill(label)
+        page.get_by_label("Model file (.rbxm or .rbxmx)").set_input_files(str(model))
+        page.get_by_role("button", name="Upload draft").click()
+        page.get_by_role("button", name=f"Publish {label}").click()
+    page.get_by_role("button", name="Sign out").click()
+
+    page.goto("/store")
+    page.get_by_label("Find products").fill("ROOFTOPS dora")
+    page.get_by_label("Order").select_option("price_desc")
+    page.get_by_role("button", name="Find").click()
+    assert page.get_by_role("article").count() == 1
+    assert page.get_by_label("Find products").input_value() == "ROOFTOPS dora"
+    page.get_by_label("Find products").fill("no such thing")
+    page.get_by_role("button", name="Find").click()
+    assert 'Nothing listed matches "no such thing".' in page.get_by_role("main").inner_text()
+    assert page.goto("/store?sort=cheapest").status == 400
+    page.goto("/store?q=grapple")
+    page.get_by_role("article", name="Grapple Hook").get_by_role(
+        "link", name="Grapple Hook").click()
+    assert page.url.endswith(f"/store/{product}")
+    main = page.get_by_role("main")
+    assert page.get_by_role("heading", level=1).inner_text() == "Grapple Hook"
+    text = main.inner_text()
+    assert "250 credits" in text and "by Dora Designs" in text
+    # The seller's text is paragraphs of text, never markup.
+    about = [p.inner_text() for p in main.locator("p.description").all()]
+    assert about == ["Hooks onto any part.", "<script>alert(1)</script> stays text."]
+    assert main.locator("script").count() == 0
+    versions = main.get_by_role("list").filter(has_text="1.0").inner_text()
+    assert versions.index("1.1") < versions.index("1.0") and "live" in versions
+    assert main.get_by_role("link", name="Buy it in the studio's hub place").get_attribute(
+        "href") == "https://www.roblox.com/games/4455667788"
+    assert main.get_by_role("link", name="Buy its game pass").get_attribute(
+        "href") == "https://www.roblox.com/game-pass/99887766"
+    page.screenshot(path=str(screenshots / "store-product.png"), full_page=True)
+    # A product that is not listed has no page, as one that does not exist.
+    sign_in(page, world.dora)
+    draft = create_product(page, world, "Hidden Hook", "Not listed")
+    page.get_by_role("button", name="Sign out").click()
+    assert page.goto(f"/store/{draft}").status == 404
+    assert page.goto("/store/prd_missing").status == 404
+
+
 def test_a_leaked_copy_is_traced_to_its_buyer_in_the_dashboard(
         site: Server, world: World, page: Any, tmp_path: Path) -> None:
     sign_in(page, world.dora)

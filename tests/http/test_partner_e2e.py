@@ -301,3 +301,23 @@ def test_logs_hold_no_secret(server: Server, people: People, keys: dict[str, str
     assert len(secrets) > 4  # the device code, three API keys, at least one license key
     for secret in secrets:
         assert secret not in log
+
+
+def test_the_hub_place_is_a_setting_the_store_links_to(server: Server,
+                                                        people: People) -> None:
+    key = obtain_key(server, people, "products:write packages:write", people.owner_id,
+                     people.studio_id)
+    pid = call(server, "POST", "/products", key, json={"title": "Hub Sword"}).json()["id"]
+    r = call(server, "POST", "/packages/settings", key,
+             json={"product_id": pid, "hub_place_id": 4455667788})
+    assert r.status_code == 200 and r.json()["hub_place_id"] == "4455667788", r.text
+    for bad in ("12a", "1" * 21, -5, True):
+        r = call(server, "POST", "/packages/settings", key,
+                 json={"product_id": pid, "hub_place_id": bad})
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_request"), bad
+        assert "hub_place_id" in r.json()["error_description"]
+    shown = call(server, "POST", "/packages/settings", key, json={"product_id": pid})
+    assert shown.json()["hub_place_id"] == "4455667788"  # nothing changed
+    r = call(server, "POST", "/packages/settings", key, json={"product_id": pid,
+                                                                "hub_place_id": ""})
+    assert r.status_code == 200 and r.json()["hub_place_id"] is None

@@ -190,7 +190,8 @@ async def save_settings(board: Dashboard, ctx: Ctx) -> Response:
         verify_scripts=ctx.field("verify_scripts") == "on",
         unlock_data=_json_field(ctx, "unlock_data"),
         protection=_json_field(ctx, "protection"),
-        purchase_pass_id=NumberOrText(ctx.field("purchase_pass_id").strip())))
+        purchase_pass_id=NumberOrText(ctx.field("purchase_pass_id").strip()),
+        hub_place_id=NumberOrText(ctx.field("hub_place_id").strip())))
     session.flash(ctx.request, "Settings saved.")
     return redirect(ctx.request, studio_url(here, f"/products/{ctx.param('product_id')}"))
 

@@ -9,15 +9,20 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from adapters_http import site
+from adapters_http.decoding import from_query
 from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore.actors import ActingPerson
-from licore.commands import ClaimPurchase, DownloadCopy
+from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy
 from licore.errors import InvalidRequest
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
+
+# Where the platform shows a place and a game pass to buyers (its public web addresses).
+PLACE_URL = "https://www.roblox.com/games/{}"
+PASS_URL = "https://www.roblox.com/game-pass/{}"
 
 
 def routes(uc: UseCases, settings: Settings) -> list[Route]:
@@ -73,8 +78,14 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         return redirect(ctx.request, "/library")
 
     async def store(ctx: Ctx) -> Response:
-        listed = await people.storefront()
-        return page(ctx.request, ctx.visitor, "store.html", listed=listed)
+        asked = from_query(ctx.request.query_params, BrowseStore)
+        listed = await people.storefront(asked)
+        return page(ctx.request, ctx.visitor, "store.html", listed=listed, asked=asked)
+
+    async def store_product(ctx: Ctx) -> Response:
+        shown = await people.store_page(ctx.param("product_id"), ctx.visitor.account)
+        return page(ctx.request, ctx.visitor, "store_product.html", shown=shown,
+                    place_url=PLACE_URL, pass_url=PASS_URL)
 
     async def claim(ctx: Ctx) -> Response:
         """"I bought this": the platform is asked; the page says what came of it."""
@@ -89,6 +100,7 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         page_route(sessions, "/apps", apps),
         page_route(sessions, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(sessions, "/store", store, signed_in=False),
+        page_route(sessions, "/store/{product_id}", store_product, signed_in=False),
         page_route(sessions, "/store/{product_id}/claim", claim, method="POST"),
         page_route(sessions, "/chat/link", chat_link),
         page_route(sessions, "/chat/callback", chat_callback),

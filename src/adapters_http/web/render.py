@@ -45,6 +45,12 @@ def _seller_json(value: UnlockData | ProtectionSettings) -> str:
     return json.dumps(settings_document(value), separators=(",", ":"), sort_keys=True)
 
 
+def _paragraphs(text: str) -> list[str]:
+    """A seller's plain text as paragraphs (a blank line between two); every character is
+    escaped where it is written, so a description can never be markup."""
+    return [p.strip() for p in text.replace("\r\n", "\n").split("\n\n") if p.strip()]
+
+
 def _permission(value: object) -> str:
     text = value.value if isinstance(value, sc.Permission) else str(value)
     return text.replace("_", " ")
@@ -60,6 +66,7 @@ templates = jinja2.Environment(
 templates.filters["when"] = when
 templates.filters["permission"] = _permission
 templates.filters["seller_json"] = _seller_json
+templates.filters["paragraphs"] = _paragraphs
 templates.globals["SCOPE_WORDS"] = sc.DESCRIPTIONS
 templates.globals["ALERT_WORDS"] = ALERT_WORDS
 

@@ -174,6 +174,8 @@ class Packages:
             changes["unlock_data"] = UnlockData.of(command.unlock_data.value)
         if command.purchase_pass_id is not None:
             changes["purchase_pass_id"] = command.purchase_pass_id or None  # "" clears it
+        if command.hub_place_id is not None:
+            changes["hub_place_id"] = command.hub_place_id or None
         if command.protection is not None:
             # The command checked it against the rule schema already.
             changes["protection"] = parse_protection_settings(command.protection.value)

@@ -5,15 +5,31 @@ from __future__ import annotations
 import attrs
 
 from licore.actors import ActingPerson
-from licore.commands import DownloadCopy, ListLibrary
-from licore.errors import InvalidRequest
-from licore.model import Account, Product
+from licore.commands import BrowseStore, DownloadCopy, ListLibrary
+from licore.errors import InvalidRequest, NotFound
+from licore.licenses import in_force
+from licore.model import Account, Product, Version
 from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
+from licore.products import browse
 from licore.services.announce import Announcer
 from licore.services.builds import Download
 from licore.services.keys import Keys
 from licore.services.library import Library
 from licore.storage_ports import Storage
+
+# How many of a product's published versions its store page names, newest first.
+STORE_VERSIONS = 20
+
+
+@attrs.frozen
+class StorePage:
+    """What the store shows of one listed product: its studio's name, its published
+    versions (newest first) and whether the visitor already holds it."""
+
+    product: Product
+    studio: str
+    versions: tuple[Version, ...]
+    owned: bool
 
 
 @attrs.frozen
@@ -72,10 +88,27 @@ class People:
     async def revoke_own_app(self, person: Account, key_id: str) -> None:
         await self.keys.revoke_connected_app(key_id, account_id=person.id)
 
-    async def storefront(self) -> list[tuple[Product, str]]:
-        """Listed products with their studio's name; drafts never appear."""
+    async def storefront(self, command: BrowseStore) -> list[tuple[Product, str]]:
+        """Listed products with their studio's name, found and ordered as the visitor asked;
+        drafts never appear."""
         async with self.storage.unit_of_work() as uow:
-            return list(await uow.products.listed())
+            listed = await uow.products.listed()
+        return browse(listed, command.q, command.sort)
+
+    async def store_page(self, product_id: str, visitor: Account | None) -> StorePage:
+        """A listed product's page; a draft, or a product that is not listed, is not found,
+        exactly as one that does not exist."""
+        async with self.storage.unit_of_work() as uow:
+            product = await uow.products.by_id(product_id)
+            if product is None or not product.discoverable:
+                raise NotFound("no such product in the store")
+            studio = await uow.studios.by_id(product.studio_id)
+            published = await uow.versions.of_product(product.id, True, None, None)
+            held = (await uow.licenses.for_user(product.id, visitor.platform_id)
+                    if visitor is not None else None)
+        newest = tuple(reversed(published.items))[:STORE_VERSIONS]
+        return StorePage(product, studio.name if studio is not None else "", newest,
+                         held is not None and in_force(held, self.clock.now()))
 
     async def download(self, person: Account, command: DownloadCopy) -> Download:
         """The person's own copy of a product they hold: the library's download, acting for
