@@ -282,6 +282,8 @@ def test_a_store_card_opens_the_products_page_with_how_to_buy_it(
     page.get_by_role("button", name="Save settings").click()
     assert page.get_by_role("status").inner_text() == "Settings saved."
     assert page.get_by_label("Hub place id").input_value() == "4455667788"
+    page.get_by_label("Trial days").fill("7")
+    page.get_by_role("button", name="Save license policy").click()
     model = tmp_path / "hook.rbxm"
     model.write_bytes(RobloxModelCodec().write(product_model()))
     for label in ("1.0", "1.1"):
@@ -320,6 +322,17 @@ def test_a_store_card_opens_the_products_page_with_how_to_buy_it(
     assert main.get_by_role("link", name="Buy its game pass").get_attribute(
         "href") == "https://www.roblox.com/game-pass/99887766"
     page.screenshot(path=str(screenshots / "store-product.png"), full_page=True)
+    # A signed-in person tries it, once: the trial is in their library and the page knows.
+    sign_in(page, world.ben)
+    page.goto(f"/store/{product}")
+    page.get_by_role("button", name="Try it free for 7 days").click()
+    assert page.get_by_role("status").inner_text().startswith(
+        "Trial started: the product is in your library until ")
+    assert "Grapple Hook" in page.get_by_role("main").inner_text()
+    page.goto(f"/store/{product}")
+    assert page.get_by_role("button", name="Try it free for 7 days").count() == 0
+    assert "You hold this product" in page.get_by_role("main").inner_text()
+    page.get_by_role("button", name="Sign out").click()
     # A product that is not listed has no page, as one that does not exist.
     sign_in(page, world.dora)
     draft = create_product(page, world, "Hidden Hook", "Not listed")

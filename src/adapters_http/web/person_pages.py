@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from datetime import UTC, datetime
 
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -17,6 +18,7 @@ from adapters_http.web.routing import Ctx, page_route, redirect
 from licore.actors import ActingPerson
 from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy
 from licore.errors import InvalidRequest
+from licore.license_commands import TakeTrial
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
@@ -87,6 +89,15 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         return page(ctx.request, ctx.visitor, "store_product.html", shown=shown,
                     place_url=PLACE_URL, pass_url=PASS_URL)
 
+    async def trial(ctx: Ctx) -> Response:
+        """"Try it": the person's own trial, once per person and product, ever."""
+        taken = await uc.lifecycle.take_trial(ActingPerson(ctx.account.id),
+                                              TakeTrial(ctx.param("product_id")))
+        until = datetime.fromtimestamp(taken.expires_at or 0, UTC).strftime("%Y-%m-%d")
+        session.flash(ctx.request, f"Trial started: the product is in your library until "
+                      f"{until}.")
+        return redirect(ctx.request, "/library")
+
     async def claim(ctx: Ctx) -> Response:
         """"I bought this": the platform is asked; the page says what came of it."""
         done = await uc.claims.claim(ActingPerson(ctx.account.id),
@@ -102,6 +113,7 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         page_route(sessions, "/store", store, signed_in=False),
         page_route(sessions, "/store/{product_id}", store_product, signed_in=False),
         page_route(sessions, "/store/{product_id}/claim", claim, method="POST"),
+        page_route(sessions, "/store/{product_id}/trial", trial, method="POST"),
         page_route(sessions, "/chat/link", chat_link),
         page_route(sessions, "/chat/callback", chat_callback),
         page_route(sessions, "/chat/unlink", chat_unlink, method="POST"),
