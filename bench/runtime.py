@@ -130,19 +130,27 @@ async def load(url: str) -> list[tuple[str, str, str]]:
 
 def start(argv: list[str], env: dict[str, str], port: int, cwd: Path,
           workers: int = 1) -> subprocess.Popen[bytes]:
-    """Start a server and return once each of its `workers` answers (a worker answers on
-    the shared socket only once it is up, so several answers on fresh connections)."""
+    """Start a server and return once it answers and all its `workers` have started: one
+    worker answering says nothing of the others, still importing on a loaded machine, so
+    also until no process of the server used more than a twentieth of a second of CPU in
+    the last second."""
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60 + 15 * workers
+    deadline = time.monotonic() + 60 + 30 * workers
+    answered = False
+    before: dict[int, float] = {}
     while time.monotonic() < deadline:
         try:
             httpx.post(f"http://127.0.0.1:{port}/runtime/check", json={}, timeout=1)
-            if workers == 1 or len(_tree(proc.pid)) > workers:
-                return proc
+            answered = True
         except httpx.HTTPError:
             pass
-        time.sleep(0.2)
+        now = {p: cpu_seconds(p, alone=True) for p in _tree(proc.pid)}
+        idle = all(now[p] - before.get(p, 0.0) < 0.05 for p in now)
+        if answered and idle and len(now) >= workers:
+            return proc
+        before = now
+        time.sleep(1)
     proc.kill()
     raise RuntimeError(f"{argv} did not start")
 
@@ -158,12 +166,13 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of the server's processes so far. On a loaded machine the
-    server gets less than a core, so its requests a second fall, but the CPU time a request
-    costs moves much less: the steadier ratio to the bare app."""
+def cpu_seconds(pid: int, alone: bool = False) -> float:
+    """User and system CPU time of the server's processes so far (of `pid` alone with
+    `alone`). On a loaded machine the server gets less than a core, so its requests a second
+    fall, but the CPU time a request costs moves much less: the steadier ratio to the bare
+    app."""
     ticks = 0
-    for p in _tree(pid):
+    for p in [pid] if alone else _tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except FileNotFoundError:

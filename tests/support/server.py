@@ -57,7 +57,9 @@ class Server:
             env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
+        # Workers are spawned processes, each importing the whole application: on a machine
+        # shared by parallel test runs several of them take more than a minute to answer.
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"licore serve exited:\n{self.log()}")
