@@ -15,6 +15,11 @@ Then the cost to the buyer, on a realistic script (tests/protection/realistic/sh
 the Luau VM, each as a ratio to the original's (run times are the best of interleaved runs
 of a longer season of the same game, in CPU time, so other load on the machine counts
 least). The targets for `strong` are at most 3x the size and 2x the run time.
+
+Last, the cost of `encrypt_strings` alone: on the realistic script (size against `strip`
+alone, which it runs with in every preset; run time against the original) and on a loop that
+does nothing but join string literals, 300,000 times (the worst case: every literal read is
+a table read, first time a decode).
 """
 
 from __future__ import annotations
@@ -101,6 +106,45 @@ def buyer_cost(protector: LuauProtector, repeat: int) -> None:
               f"{fastest[preset] * 1000:>9.1f}{fastest[preset] / fastest['none']:>10.2f}")
 
 
+LITERAL_LOOP = """
+local n = 0
+for i = 1, 300000 do
+  local s = "alpha" .. "beta" .. (i % 2 == 0 and "gamma" or "delta") .. "epsilon"
+  n += #s
+end
+print(n)
+"""
+
+
+def literal_cost(protector: LuauProtector, repeat: int) -> None:
+    shop = SHOP.read_text().replace("__LICORE_LICENSE_KEY__", KEY)
+    rules = {name: parse_protection_settings({"rules": [{"paths": ["*"], "transforms": t}]})
+             for name, t in (("strip", ["strip"]),
+                             ("strings", ["strip", "encrypt_strings"]))}
+    print("\nencrypt_strings alone (each literal decoded at its use, under its own key)")
+    print(f"{'program':<10}{'rules':<9}{'bytes':>8}{'size':>7}{'run ms':>9}{'run time':>10}")
+    lua: Any = pluau().Lua()
+    for name, source in (("shop", shop), ("loop", LITERAL_LOOP)):
+        copies = {"none": source} | {
+            r: protector.protect("ServerScriptService/Bench", source, rules[r], SECRET)
+            for r in rules}
+        for copy in copies.values():
+            assert run(copy) == run(source), f"{name}: output differs"
+        chunks = {r: lua.load_chunk("print = function() end " + c, "=" + r)
+                  for r, c in copies.items()}
+        fastest = dict.fromkeys(chunks, float("inf"))
+        for _ in range(max(repeat, 9)):
+            for r, chunk in chunks.items():
+                start = time.process_time()
+                chunk()
+                fastest[r] = min(fastest[r], time.process_time() - start)
+        for r, copy in copies.items():
+            size = len(copy.encode()) / len(copies["strip"].encode())
+            print(f"{name:<10}{r:<9}{len(copy.encode()):>8}{size:>7.2f}"
+                  f"{fastest[r] * 1000:>9.1f}{fastest[r] / fastest['none']:>10.2f}")
+    print("(size against strip alone; run time against the original)")
+
+
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__)
     args.add_argument("--repeat", type=int, default=3)
@@ -110,6 +154,7 @@ def main() -> None:
     protector = LuauProtector()
     if opts.only_buyer_cost:
         buyer_cost(protector, opts.repeat)
+        literal_cost(protector, opts.repeat)
         return
     ts = parser()
     shapes = {"many scripts": many_scripts(opts.size),
@@ -139,6 +184,7 @@ def main() -> None:
                   f"{t_parse:>9.3f}{t_protect:>11.2f}{t_protect / t_parse:>8.0f}"
                   f"{size_out / size_in:>7.2f}")
     buyer_cost(protector, opts.repeat)
+    literal_cost(protector, opts.repeat)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from adapters_crypto import SystemClock  # noqa: E402
 from adapters_storage import open_storage  # noqa: E402
 from licore import commands as c  # noqa: E402
 from licore.actors import ActingStudio  # noqa: E402
-from licore.events import Message, MessageKind, MessageState  # noqa: E402
+from licore.events import FanOut, Message, MessageKind, MessageState, RoleChange  # noqa: E402
 from licore.licenses import LicenseState, Source  # noqa: E402
 from licore.model import License  # noqa: E402
 from licore.services.wiring import UseCases  # noqa: E402
@@ -57,7 +57,8 @@ async def measure(storage: Storage, holders: int
     async with storage.unit_of_work() as uow:
         await uow.outbox.add([Message(
             f"msg_base{n:08d}", MessageKind.CHAT_ROLE, "chat_role.add", "std_elsewhere",
-            "1/2", f"lic_b{n:08d}", "{}", MessageState.PENDING, 0, now, now)
+            "1/2", f"lic_b{n:08d}", RoleChange("1", "2", str(10_000 + n)),
+            MessageState.PENDING, 0, now, now)
             for n in range(holders)])
     baseline = time.perf_counter() - start
     start = time.perf_counter()
@@ -70,7 +71,8 @@ async def measure(storage: Storage, holders: int
     while True:
         page_start = time.perf_counter()
         async with storage.unit_of_work() as uow:
-            await uc.delivery.announce.reach_holders(uow, message)
+            assert isinstance(message.payload, FanOut)
+            await uc.delivery.announce.reach_holders(uow, message, message.payload)
             # The worker marks the page's message done in the same transaction.
             (newest,) = (await uow.outbox.of_studio(world.studio.id, MessageKind.FAN_OUT, 1,
                                                     None)).items

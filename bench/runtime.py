@@ -47,7 +47,7 @@ from adapters_formats.codec import RobloxModelCodec  # noqa: E402
 from adapters_protection.luau_protector import LuauProtector  # noqa: E402
 from adapters_storage import open_storage  # noqa: E402
 from licore.licenses import LicenseState, Source  # noqa: E402
-from licore.model import Account, License, Membership, Product, Studio  # noqa: E402
+from licore.model import Account, License, Membership, Product, Studio, UnlockData  # noqa: E402
 from licore.scopes import Permission  # noqa: E402
 from licore.services.deps import Deps  # noqa: E402
 from licore.tokens import make_license_key  # noqa: E402
@@ -108,7 +108,7 @@ async def load(url: str) -> list[tuple[str, str, str]]:
         for i in range(PRODUCTS):
             p = Product(deps.new_id("prd"), studio.id, "", f"P{i}", "", "", 0, True, True,
                         now, now, current_version_id="ver_1", current_version="1.0.0",
-                        unlock_data=json.dumps({"level": i, "flags": list(range(8))}))
+                        unlock_data=UnlockData.of({"level": i, "flags": list(range(8))}))
             products.append(await uow.products.add(p, f"p{i}"))
     per_product = LICENSES // PRODUCTS
     for start in range(0, LICENSES, 10_000):

@@ -80,12 +80,56 @@ declare namespace Licore {
 
 	/** The Roblox constructors buildInstances uses; pass one only outside Roblox. */
 	type RobloxEnv = Record<string, unknown>;
+
+	/** How one licore product is sold by the hub kit (docs/selling.md). */
+	interface HubCatalogEntry {
+		developerProduct?: number;
+		gamePass?: number;
+		subscription?: string;
+		/** Term per period where the engine cannot say when the period ends; 31. */
+		subscriptionDays?: number;
+	}
+
+	interface HubConfig {
+		/** The licore service, e.g. "https://licore.example.com". */
+		apiUrl: string;
+		/** The name of the Roblox Secret holding the studio key. */
+		secretName: string;
+		/** licore product id -> how it is sold. */
+		catalog: Record<string, HubCatalogEntry>;
+		maxPerMinute?: number;
+		maxQueueWait?: number;
+		retries?: number;
+		backoff?: number;
+		maxBackoff?: number;
+		log?: (message: string) => void;
+		/** Receipts of developer products outside the catalog; true acknowledges one. */
+		otherReceipt?: (receipt: ReceiptInfo) => boolean;
+	}
+
+	type HubOutcome = "granted" | "owned" | "retry" | "refused";
+
+	interface Hub {
+		readonly receiptMode?: "BindReceiptHandler" | "ProcessReceipt";
+		readonly provenance: boolean;
+		start(): Hub;
+		handleReceipt(receipt: ReceiptInfo): boolean;
+		syncPlayer(player: Player): void;
+		syncGamePass(player: Player, gamePassId: number): HubOutcome | undefined;
+		syncSubscription(player: Player, subscriptionId: string): HubOutcome | undefined;
+	}
+
+	interface HubModule {
+		new: (config: HubConfig) => Hub;
+	}
 }
 
 interface LicoreConstructor {
 	readonly VERSION: string;
 	/** true where SHA-256 runs through EncodingService (native code), false in pure Luau. */
 	readonly nativeHashing: boolean;
+	/** The hub kit (docs/selling.md); undefined where the package has no Hub child. */
+	readonly Hub: Licore.HubModule | undefined;
 	/** `new Licore(config)` compiles to `Licore.new(config)`. */
 	new (config: Licore.Config): Licore.Client;
 	/** Verified nodes -> unparented instances, and the "Path.Property: reason" list of what

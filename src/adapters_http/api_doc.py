@@ -239,12 +239,19 @@ PUBLISH_PACKAGE_VERSION = Doc(
     reads=c.PublishVersion)
 DOWNLOAD_COPY = Doc(
     "downloadCopy", "The buyer's own copy of the live build or of version_id", {},
-    params=[q("product_id"), q("version_id", False)], errors=(404,),
+    params=[q("product_id"), q("version_id", False),
+            {"name": "nodes", "in": "query", "required": False,
+             "schema": {"enum": ["tagged", "compact"]},
+             "description": "Extension: answer the copy as /update-style nodes, JSON "
+                            "{version, instances} (docs/api.md)"}], errors=(400, 404),
     ok_response={"description": "the model file, in the format it was uploaded in",
                  "headers": {"X-Service-Version": {"description": "the version label",
                                                    "schema": STR}},
                  "content": {"application/octet-stream": {"schema": BINARY},
-                             "application/xml": {"schema": STR}}})
+                             "application/xml": {"schema": STR},
+                             "application/json": {"schema": obj(
+                                 ["version", "instances"], version=STR,
+                                 instances=array({"type": "object"}))}}})
 CLAIM_PURCHASE = Doc(
     "claimPurchase",
     "Extension: claim a product whose purchase pass the person owns on the platform "

@@ -227,6 +227,8 @@ def _converter() -> cattrs.Converter:
     return converter
 
 
+# The HTTP edge's one converter, both ways: requests are structured into commands through
+# the strict hooks above, answers unstructured from values by `responses.JSONResponse`.
 converter = _converter()
 
 

@@ -6,11 +6,11 @@ import json
 import re
 from typing import Any
 
-import cattrs
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from adapters_http.compression import FILES, GZIP_ABOVE, VARY, accepts_gzip, send_gzip, slices
+from adapters_http.decoding import converter
 from licore.errors import (
     InsufficientScope,
     InvalidToken,
@@ -21,8 +21,6 @@ from licore.errors import (
     Unavailable,
 )
 from licore.services.builds import Download
-
-converter = cattrs.Converter()
 
 
 class JSONResponse(Response):
@@ -58,8 +56,9 @@ def error_response(error: LicoreError, *, credentials_sent: bool = True) -> JSON
 
 
 _UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9._+-]")
-_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml"}
-_SUFFIX = {"binary": "rbxm", "xml": "rbxmx"}
+_MEDIA = {"binary": "application/octet-stream", "xml": "application/xml",
+          "nodes": "application/json"}
+_SUFFIX = {"binary": "rbxm", "xml": "rbxmx", "nodes": "json"}
 
 
 class FileResponse(Response):

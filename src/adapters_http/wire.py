@@ -7,7 +7,6 @@ checks real answers against it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookE
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
+from licore.protection import settings_document
 from licore.services.claims import Claim
 from licore.services.license_lifecycle import LicensePolicy, Transferred
 
@@ -86,7 +86,7 @@ def license_policy(policy: LicensePolicy) -> J:
     p = policy.product
     return {"product_id": p.id, "place_limit": policy.place_limit,
             "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
-            "tiers": [{"name": t.name, "unlock_data": json.loads(t.unlock_data)}
+            "tiers": [{"name": t.name, "unlock_data": t.unlock_data.value()}
                       for t in policy.tiers]}
 
 
@@ -130,8 +130,8 @@ def package_version(v: Version, of: Product) -> J:
 
 
 def package_settings(p: Product) -> J:
-    return {"ok": True, **package(p), "unlock_data": json.loads(p.unlock_data),
-            "protection": json.loads(p.protection),
+    return {"ok": True, **package(p), "unlock_data": p.unlock_data.value(),
+            "protection": settings_document(p.protection),
             # extension (docs/platform.md)
             "purchase_pass_id": p.purchase_pass_id}
 

@@ -1,19 +1,21 @@
 """The per-license literal cipher of `encrypt_strings`, and its Luau decoder.
 
 Each literal is enciphered under a keystream of its own: a linear congruential generator
-whose starting state is computed from the literal's slot in the string table (a
-per-license order) and constants derived from the license secret. Nothing stored with a
-literal is its key: the key exists only as the state of that generator, whose constants
-live in the decoder, so reading a literal means running (or re-implementing, per license)
-the decoder. Each character's key also depends on the previous plain character (autokey),
-so a repeated character does not encipher to a repeated character.
+whose starting state is computed from the literal's own key (a number per use, in an
+order drawn per license and script, written where the literal is used) and constants
+derived from the license secret, which live only in the decoder: reading a literal means
+running (or re-implementing, per license) the decoder on that use's key and ciphertext. Each
+character's key also depends on the previous plain character (autokey), so a repeated
+character does not encipher to a repeated character.
 
 Printable ASCII is rotated within the printable range, so an encrypted literal is about as
 long as the original (escapes only for `"` and `\\`); other bytes (control characters,
 UTF-8 bytes) pass through, which hides nothing worth hiding: keys, URLs and messages are
 printable.
 
-The decoder decodes a literal the first time it is read and caches it. It calls no library
+The decoder decodes a literal the first time its use site runs, and caches it under its
+key; there is no table of ciphertexts, so nothing reachable at run time can hand out a
+literal whose use site has not run. It calls no library
 function while decoding: characters come from a table of the 256 one-byte strings built
 when the script starts, and are joined with `..`, so a hook on `string.char`,
 `table.concat` or any other library function never sees a plain literal; `string.byte`
@@ -97,12 +99,18 @@ class CipherParameters:
                 out.append(c)
         return bytes(out)
 
-    def decoder(self, longest: int) -> str:
-        """An expression for the decoder, `function(ciphertext, nonce)`, for literals of at
-        most `longest` bytes. Written differently per license: its single-letter names (it
-        holds no other code, so they shadow nothing), the order of its terms, and each
-        constant, which appears only as a little sum, difference or product. Reading the
-        constants takes evaluating Luau expressions, not matching a pattern."""
+    def decoder(self, longest: int, keys: int) -> str:
+        """An expression for the literals' table, for literals of at most `longest` bytes
+        under keys 1 to `keys`: a table holding, at 0, the decoder
+        `function(key, ciphertext)`, which deciphers one literal under its own key, stores
+        it at that key and returns it; the table holds no other literal until its use site
+        has run (`(L[k]or L[0](k,"..."))`). Nothing here
+        knows any ciphertext or key: those are written where each literal is used.
+
+        Written differently per license: its single-letter names (it holds no other code,
+        so they shadow nothing), the order of its terms, and each constant, which appears
+        only as a little sum, difference or product. Reading the constants takes evaluating
+        Luau expressions, not matching a pattern."""
         shape = random.Random(self.shape)  # a layout, keyed like the rest; not a secret
         (b, c, h, m, s, n, v, t, p, r, x, o, j, k, i) = shape.sample(_LETTERS, 15)
 
@@ -124,46 +132,40 @@ class CipherParameters:
 
         terms = ["32", f"{t}//{const(self.shift)}", f"{const(self.autokey)}*{p}"]
         shape.shuffle(terms)
-        head = (f"(function({b},{c})local {h},{m}={{}},{{}}for {i}=0,255 do {h}[{i}]={c}({i})"
-                f"end return function({s},{n})local {v}={m}[{n}]if {v}==nil then "
+        head = (f"(function({b},{c})local {h},{m}={{}},table.create({keys})"
+                f"for {i}=0,255 do {h}[{i}]={c}({i})end {m}[0]=function({n},{s})"
                 f"local {t},{p},{r}={step(n, self.nonce_multiplier, self.nonce_offset)},0,'' "
                 f"for {i}=1,#{s} do {t}={step(t, self.multiplier, self.increment)} "
                 f"local {x}={b}({s},{i})if {x}>31 and {x}<127 then "
                 f"{p}=({x}-{'-'.join(terms)})%95 {x}={p}+32 end {r}={r}..{h}[{x}]")
-        tail = f"{m}[{n}]={v} end return {v} end end)(string.byte,string.char)"
+        tail = f"{m}[{n}]={v} return {v} end return {m} end)(string.byte,string.char)"
         if longest <= _PIECE:
-            return f"{head} end {v}={r} {tail}"
+            return f"{head} end local {v}={r} {tail}"
         # Long literals: pieces of 64 characters, joined pairwise (linear, not quadratic).
         return (f"{head} if#{r}>{_PIECE - 1} then {j}={j}+1 {o}[{j}]={r} {r}=''end end "
                 f"{j}={j}+1 {o}[{j}]={r} while {j}>1 do local {k}=0 for {i}=1,{j},2 do "
                 f"{k}={k}+1 {o}[{k}]={i}<{j} and {o}[{i}]..{o}[{i}+1]or {o}[{i}]end {j}={k} end "
-                f"{v}={o}[1]{tail}").replace(f"local {t},{p},{r}=",
-                                             f"local {o},{j}={{}},0 local {t},{p},{r}=")
+                f"local {v}={o}[1]{tail}").replace(f"local {t},{p},{r}=",
+                                                   f"local {o},{j}={{}},0 local {t},{p},{r}=")
 
 
-# What the decoder calls look like in a copy, for a holder of the secret (the tracer).
-_QUOTED = re.compile(r'"((?:[^"\\\n]|\\.|\\\n)*)"', re.DOTALL)
-_TABLE = re.compile(r"[=,(]\s*\{\s*\"", re.DOTALL)
+# What a literal's use site looks like in a copy, for a holder of the secret (the tracer):
+# the decoder's call, its key (an integer the watermark may write in any of its forms) and
+# the ciphertext.
+_USE = re.compile(r'\(\s*(0[xX][0-9a-fA-F]+|[0-9]+)\s*,\s*"((?:[^"\\\n]|\\.|\\\n)*)"\s*\)',
+                  re.DOTALL)
 
 
 def readable_literals(text: str, license_secret: bytes) -> list[tuple[bytes, int]]:
     """Every literal an `encrypt_strings` copy for this license holds, deciphered, with
-    the offset where it is written: each string of a table of strings, under its slot
-    number. Only someone holding the license secret can do this; the copy alone does not
-    say how."""
+    the offset where it is written: each ciphertext at its use site, under the key written
+    beside it. Only someone holding the license secret can do this; the copy alone does
+    not say how."""
     params = CipherParameters.of(license_secret)
     out: list[tuple[bytes, int]] = []
-
-    def read(body: str, nonce: int, offset: int) -> None:
+    for use in _USE.finditer(text):
+        number = use.group(1)
+        key = int(number, 16) if number[:2] in ("0x", "0X") else int(number)
         with contextlib.suppress(BadEscape):  # not a string this protector wrote
-            out.append((params.decipher(decode_quoted(body), nonce), offset))
-
-    for table in _TABLE.finditer(text):
-        slot, pos = 0, table.end() - 1
-        while (quoted := _QUOTED.match(text, pos)) is not None:
-            slot += 1
-            read(quoted.group(1), slot, quoted.start())
-            pos = quoted.end()
-            while pos < len(text) and text[pos] in " \t\n\r,":
-                pos += 1
+            out.append((params.decipher(decode_quoted(use.group(2)), key), use.start(2)))
     return out

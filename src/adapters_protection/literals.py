@@ -2,14 +2,18 @@
 
 Hoisting moves every number and string used as a value into one table declared at the top
 of the script, in an order keyed by the license, and replaces each use by an index into it
-(`T[17]`). Encryption moves each string to a table of ciphertexts of its own, with or
-without hoisting, and replaces each use by a read of a lazy table (`S[4]`) that decodes the
-string the first time it is read (see `cipher`): nothing is decoded before it is used. Literal text
+(`T[17]`). Encryption, with or without hoisting, enciphers each use of a string under a
+key of its own, written in place: `(L[k]or L[0](k,"..."))` decodes the string the first
+time that use runs and reads it from `L` after (see `cipher`). Nothing is decoded before it
+is used, and no table, metatable or function holds a literal whose use has not run. Literal text
 inside interpolated strings is treated the same way, as `{...}` parts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import random
 from collections.abc import Sequence
 
 import tree_sitter
@@ -43,35 +47,43 @@ class _Table:
 
 
 class _Strings:
-    """Encrypted strings: a table of ciphertexts, read through a lazy table that decodes
-    each string the first time it is read (`S[4]`); a string's slot is its nonce."""
+    """Encrypted strings: each use of a literal becomes `(L[k]or L[0](k,"..."))`, with a
+    key `k` of its own (a number from 1 to the number of uses, in an order drawn per
+    license and script) and the literal enciphered under the keystream that key starts. `L`
+    starts out holding only the decoder (at 0); a use decodes its literal the first time it
+    runs and leaves it at its key, so later runs are one read of the table's array part.
+    There is no table of ciphertexts and no metatable: what a run can give away is what it
+    reached."""
 
-    def __init__(self, license_secret: bytes, namer: Namer) -> None:
+    def __init__(self, license_secret: bytes, namer: Namer, path: str) -> None:
         self.params = CipherParameters.of(license_secret)
         self.table = namer.fresh()
-        self._namer = namer
-        self._values: dict[bytes, None] = {}
+        self._seed = hmac.new(license_secret, b"licore/literal-keys\0" + path.encode(),
+                              hashlib.sha256).digest()
+        self._uses: list[tuple[bytes, bool]] = []
         self.longest = 0
 
-    def add(self, value: bytes) -> None:
+    def use(self, value: bytes, interpolated: bool) -> int:
+        """Plan one place `value` is used; its expression comes from `finish`."""
         self.longest = max(self.longest, len(value))
-        self._values.setdefault(value)
+        self._uses.append((value, interpolated))
+        return len(self._uses) - 1
 
-    def finish(self) -> tuple[str, dict[bytes, int]]:
-        """The declaration, and each string's slot."""
-        if not self._values:
-            return "", {}
-        keyed = {v.hex(): v for v in self._values}
-        order = [keyed[k] for k in self._namer.shuffle(list(keyed))]
-        slots = {v: i + 1 for i, v in enumerate(order)}
-        texts = ",".join(quote(self.params.encipher(v, slots[v])) for v in order)
-        # The decoder and the ciphertexts are arguments, not locals: the script's top level
-        # gets one local for all its strings. A table read is what a use costs once the
-        # string is decoded (the array part is sized up front, so that read is the fast one).
-        code = (f"local {self.table}=(function(d,c)return setmetatable(table.create(#c),"
-                f"{{__index=function(t,k)local v=d(c[k],k)t[k]=v return v end}})end)("
-                f"{self.params.decoder(self.longest)},{{{texts}}});")
-        return code, slots
+    def finish(self) -> tuple[str, list[str]]:
+        """The declaration (one local: the table of decoded literals, with the decoder at
+        0, its array part sized for every key), and the expression of each use."""
+        if not self._uses:
+            return "", []
+        keys = list(range(1, len(self._uses) + 1))
+        random.Random(self._seed).shuffle(keys)  # keyed per license and script
+        t = self.table
+        expressions = []
+        for key, (value, interpolated) in zip(keys, self._uses, strict=True):
+            # inside a `{...}` of an interpolated string, no brace or backtick in a string
+            # (Luau and tree-sitter-luau agree on them; nothing gains from relying on it)
+            cipher = quote(self.params.encipher(value, key), b"{}`" if interpolated else b"")
+            expressions.append(f"({t}[{key}]or {t}[0]({key},{cipher}))")
+        return (f"local {t}={self.params.decoder(self.longest, len(keys))};", expressions)
 
 
 def _call_argument(node: Node) -> bool:
@@ -102,7 +114,7 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
     must not touch a literal) applied in the same pass; and the byte range of the
     declarations added at the top (the decoder and the tables)."""
-    plan = _Plan(_Strings(license_secret, namer) if encrypt else None,
+    plan = _Plan(_Strings(license_secret, namer, path) if encrypt else None,
                  _Table(namer) if hoist else None)
     for node in value_literals(root):
         plan.literal(data, node)
@@ -122,7 +134,7 @@ class _Plan:
         self.cipher = cipher
         self.table = table
         self.uses: list[_Use] = []
-        self.hoisted_strings: list[tuple[int, int, str, bytes, str]] = []
+        self.encrypted: list[tuple[int, int, str, int, str]] = []
 
     def literal(self, data: bytes, node: Node) -> None:
         source = (node.text or b"").decode()
@@ -144,7 +156,8 @@ class _Plan:
         for start, end in interpolation_pieces(node):
             if start < end:
                 value = decode_quoted(data[start:end].decode())
-                self.plan_string(start, end, "{", value, quote(value), "}")
+                self.plan_string(start, end, "{", value, quote(value), "}",
+                                 interpolated=True)
 
     def plan(self, start: int, end: int, before: str, key: str, expression: str,
              after: str) -> None:
@@ -155,17 +168,17 @@ class _Plan:
             self.uses.append((start, end, before, expression, False, after))
 
     def plan_string(self, start: int, end: int, before: str, value: bytes, original: str,
-                    after: str) -> None:
+                    after: str, interpolated: bool = False) -> None:
         if self.cipher is not None:
-            self.cipher.add(value)
-            self.hoisted_strings.append((start, end, before, value, after))
+            self.encrypted.append(
+                (start, end, before, self.cipher.use(value, interpolated), after))
         else:
             self.plan(start, end, before, "s" + value.hex(), original, after)
 
     def finish(self) -> tuple[str, list[Edit]]:
         """The declarations to add at the top, and the edits of every planned literal."""
         cipher, table = self.cipher, self.table
-        prelude, string_slots = cipher.finish() if cipher is not None else ("", {})
+        prelude, expressions = cipher.finish() if cipher is not None else ("", [])
         slots: dict[str, int] = {}
         if table is not None and self.uses:
             declaration, slots = table.finish()
@@ -174,8 +187,6 @@ class _Plan:
             (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
                                     else what) + after).encode())
             for start, end, before, what, indexed, after in self.uses]
-        if cipher is not None:
-            edits += [(start, end,
-                       f"{before}{cipher.table}[{string_slots[value]}]{after}".encode())
-                      for start, end, before, value, after in self.hoisted_strings]
+        edits += [(start, end, (before + expressions[use] + after).encode())
+                  for start, end, before, use, after in self.encrypted]
         return prelude, edits

@@ -105,8 +105,8 @@ class LuauProtector:
               candidates: Sequence[Candidate]) -> Trace:
         # An encrypted literal reads only under its license's secret, so the tracer also
         # gets each candidate's readings of the literals, each on the line it came from,
-        # to look for keys in (only the start of each script, where the constant table
-        # sits: the work is per candidate).
+        # to look for keys in (only the start of each script, where a key placeholder
+        # usually sits: the work is per candidate).
         return trace_scripts(scripts, candidates, self._bias_key,
                              readings=_readings(scripts, candidates))
 

@@ -75,11 +75,12 @@ def interpolation_pieces(node: Node) -> list[tuple[int, int]]:
     return pieces
 
 
-def quote(value: bytes) -> str:
-    """A double-quoted Luau literal for `value`: printable ASCII as is, the rest escaped."""
+def quote(value: bytes, escaped: bytes = b"") -> str:
+    """A double-quoted Luau literal for `value`: printable ASCII as is, the rest escaped
+    (and the bytes of `escaped`)."""
     out = []
     for i, b in enumerate(value):
-        if 0x20 <= b < 0x7F and b not in (0x22, 0x5C):
+        if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) and b not in escaped:
             out.append(chr(b))
         else:
             following = value[i + 1:i + 2]

@@ -4,14 +4,22 @@ Three kinds of evidence:
 - the watermark (`watermark`, `fingerprint`): each carrier read off the copy is a position
   of a Tardos code; every candidate gets a score, and a candidate is accused only when its
   score reaches the threshold at which an innocent license gets there with probability at
-  most CHANCE / 2 / (number of candidates). It survives renaming, reformatting, minifying
-  and cutting the key, and a merge of several buyers' copies accuses one of them;
+  most CHANCE / 2 / (number of candidates), a Chernoff bound computed on the very positions
+  read (so it grows with them: junk that adds positions raises the bar, and a copy whose
+  few positions drown in a large file reaches it for nobody). It survives renaming,
+  reformatting, minifying and cutting the key, and a merge of several buyers' copies
+  accuses one of them;
 - marked names (`names`): generated identifiers carry a keyed mark; a license is accused by
   them only when it has more marked names than chance would give any of the candidates
-  among the words examined, again with probability at most CHANCE / 2 overall;
+  among the words examined, with probability at most CHANCE / 4 overall;
 - the key, where it survives (as written, or inside a string `encrypt_strings` encrypted).
-  A key can be planted, so it names a license only when the watermark agrees, or when the
-  copy has too few watermark positions to say anything either way.
+  A key can be planted by anyone who saw it, so it is a hint and never evidence: it names
+  nobody on its own. Its license's watermark score is held to a bar set for as many
+  hypotheses as keys were found rather than one per candidate (probability at most
+  CHANCE / 4 overall); a key whose license no mark names is reported as possibly planted.
+
+Together an innocent license is named with probability at most CHANCE per trace, whatever
+the leaker added, removed or planted, as long as they do not know that license's secret.
 
 Everything is one pass over the text, then scoring: work grows with the text's length, and
 with the number of candidates only up to a fixed budget (positions and words beyond it are
@@ -43,6 +51,9 @@ from adapters_protection.watermark import read
 from licore.protection import Candidate, Trace
 
 CHANCE = 1e-6  # the most a trace may risk naming an innocent, all evidence together
+_WATERMARK_CHANCE = CHANCE / 2  # shared among the candidates
+_NAMES_CHANCE = CHANCE / 4  # shared among the candidates
+_HINTED_CHANCE = CHANCE / 4  # shared among the licenses whose keys appear
 MIN_MARKED_NAMES = 2
 _WORK = 2_000_000  # positions x candidates scored at most
 _NAME_WORK = 250_000  # words x candidates checked for a mark at most
@@ -141,19 +152,27 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
           readings: Sequence[tuple[str, str]] = ()) -> Trace:
     """The candidate these scripts were protected for, with the evidence; a Trace without
     a license when the evidence does not reach the thresholds. `readings` are more texts
-    to look for keys in (the literals as deciphered for candidates), not for marks."""
+    to look for keys in (the literals as deciphered for candidates), not for marks.
+
+    Only marks name a license: the watermark, or marked names. A key found in the copy is a
+    hint, never evidence on its own: it lowers the bar for its license's watermark score
+    (one hypothesis per key found instead of one per candidate), and a key whose license
+    the marks do not name is reported as possibly planted."""
     n = max(1, len(candidates))
     watermark = _Watermark.read(scripts, bias_key, max(_MIN_SAMPLE, _WORK // n))
     observed = watermark.observed
     m = len(observed)
-    chance = CHANCE / 2 / n
-    z = observed.threshold(chance)
+    z = observed.threshold(_WATERMARK_CHANCE / n)
     scores = {c.license_id: observed.score(fingerprint.bits_key(c.license_secret))
               for c in candidates}
     names, examined = _marked_names(scripts, candidates, bias_key,
                                     max(_MIN_WORDS, _NAME_WORK // n))
-    needed_names = _names_needed(examined, chance)
+    needed_names = _names_needed(examined, _NAMES_CHANCE / n)
     keys = _keys_found([*scripts, *readings], candidates)
+    # A key's license is held to a bar set for as many hypotheses as keys were found, so
+    # planting many keys buys a leaker nothing: all of them together stay under
+    # _HINTED_CHANCE.
+    hinted = observed.threshold(_HINTED_CHANCE / max(1, len(keys)))
 
     accused: list[_Accusation] = []
     for c in candidates:
@@ -162,6 +181,9 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
         if score >= z:
             strength = -observed.log_chance(score)
             evidence.append(_watermark_words(observed, score, z, n))
+        elif c.license_id in keys and score >= hinted:
+            strength = -observed.log_chance(score)
+            evidence.append(_hinted_words(observed, score, hinted, len(keys)))
         marked = names.get(c.license_id, [])
         if len(marked) >= needed_names:
             strength = max(strength, -_names_log_tail(examined, len(marked)))
@@ -172,43 +194,58 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
             if 0 < len(marked) < needed_names:
                 evidence.append(_names_words(marked, scripts))
             accused.append(_Accusation(c.license_id, strength, tuple(evidence)))
-    about = _about(m, z)
     if accused:
-        accused.sort(key=lambda a: -a.strength)
-        top = accused[0]
-        evidence = list(top.evidence)
-        if len(accused) > 1:
-            evidence.append("the evidence also names " + ", ".join(
-                a.license_id for a in accused[1:6]) + (" and others" if len(accused) > 6
-                                                       else "")
-                            + ": copies of several licenses were probably merged")
-        others = [lid for lid in keys if lid != top.license_id]
-        if others:
-            evidence.append("the key of " + ", ".join(others[:5]) + " also appears, though "
-                            "that license's copy is not what leaked: it was planted")
-        return Trace(top.license_id, tuple(evidence), len(names.get(top.license_id, [])),
-                     top.license_id in keys, m)
-    # Nobody is accused by a mark. The key alone names a license only where the
-    # watermark has too few positions to have seen its owner.
-    evidence = [about]
-    blind = fingerprint.positions_expected(m, 1) < z
-    if len(keys) == 1:
-        license_id, place = next(iter(keys.items()))
-        confirm = observed.threshold(CHANCE / 2)
-        if blind or scores[license_id] >= confirm:
-            reason = ("the copy carries too few watermark positions to confirm or contradict "
-                      "it" if scores[license_id] < confirm else "the watermark agrees")
-            return Trace(license_id, (f"the license key appears in {place}", reason),
-                         len(names.get(license_id, [])), True, m)
-        evidence.append(f"the key of {license_id} appears in {place}, but the watermark "
-                        "does not confirm that license: the key may have been planted")
-    elif keys:
-        evidence.append("the keys of " + ", ".join(sorted(keys)) + " appear: at least one "
-                        "was planted, and the watermark names none of them")
-    return Trace(None, tuple(evidence), 0, False, m)
+        return _named(accused, keys, names, m)
+    evidence = [_about(m, z, sum(len(text) for _, text in scripts))]
+    if keys:
+        # Even the right license would not be expected to reach the bar on so few
+        # positions: the watermark can neither confirm nor contradict a key.
+        blind = fingerprint.positions_expected(m, 1) < hinted
+        evidence.append(_planted_words(sorted(keys), keys, blind))
+    return Trace(None, tuple(evidence), 0, False, m, tuple(sorted(keys)))
 
 
-def _about(m: int, z: float) -> str:
+def _named(accused: list[_Accusation], keys: dict[str, _Place],
+           names: dict[str, list[str]], m: int) -> Trace:
+    accused.sort(key=lambda a: -a.strength)
+    top = accused[0]
+    evidence = list(top.evidence)
+    if len(accused) > 1:
+        evidence.append("the evidence also names " + ", ".join(
+            a.license_id for a in accused[1:6]) + (" and others" if len(accused) > 6 else "")
+                        + ": copies of several licenses were probably merged")
+    named = {a.license_id for a in accused}
+    planted = sorted(lid for lid in keys if lid not in named)
+    if planted:
+        one = len(planted) == 1
+        evidence.append(
+            f"possibly planted: the {'key' if one else 'keys'} of " + ", ".join(planted[:5])
+            + (" and others" if len(planted) > 5 else "")
+            + (" also appears, but no mark names that license, so its copy is"
+               if one else " also appear, but no mark names those licenses, so their "
+               "copies are") + " not shown to be what leaked")
+    return Trace(top.license_id, tuple(evidence), len(names.get(top.license_id, [])),
+                 top.license_id in keys, m, tuple(planted))
+
+
+def _planted_words(planted: list[str], keys: dict[str, _Place], blind: bool) -> str:
+    where = (f"the key of {planted[0]} appears in {keys[planted[0]]}" if len(planted) == 1
+             else "the keys of " + ", ".join(planted[:5])
+             + (" and others" if len(planted) > 5 else "") + " appear")
+    why = ("the copy carries too few watermark positions to confirm any license"
+           if blind else "the watermark does not confirm it")
+    return (f"possibly planted: {where}, but {why}; a key is copied as easily as any text, "
+            "so it names nobody on its own")
+
+
+def _about(m: int, z: float, size: int) -> str:
+    if size > _READ:
+        where = (f"in the {_READ >> 20} MiB read of its {size / (1 << 20):.0f} MiB (a keyed "
+                 "sample a leaker cannot aim at: text added to a copy dilutes its watermark)")
+        if m == 0:
+            return f"cannot tell: no watermark position was found {where}"
+        return (f"cannot tell: the copy carries {m} watermark positions {where}, and no "
+                f"license's score reaches the {z:.0f} needed to name it")
     if m == 0:
         return "the copy carries no watermark (no rule with watermark was applied to it, " \
                "or it was rewritten beyond recognition)"
@@ -221,6 +258,15 @@ def _watermark_words(observed: fingerprint.Observed, score: float, z: float, n: 
     return (f"the watermark names this license: score {score:.0f} over "
             f"{len(observed)} positions, where {z:.0f} names a license; the chance "
             f"that any of the {n} licenses reaches this score without its copy having been "
+            f"used is below 1e{math.floor(exponent) + 1}")
+
+
+def _hinted_words(observed: fingerprint.Observed, score: float, bar: float,
+                  keys: int) -> str:
+    exponent = (observed.log_chance(score) + math.log(keys)) / math.log(10)
+    return (f"the watermark confirms this license, whose key appears: score {score:.0f} "
+            f"over {len(observed)} positions, where {bar:.0f} confirms a license whose key "
+            f"appears; the chance that this score is reached without its copy having been "
             f"used is below 1e{math.floor(exponent) + 1}")
 
 

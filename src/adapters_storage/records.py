@@ -1,8 +1,14 @@
-"""Mapping between the core's attrs records and table rows, by field name and field type."""
+"""Mapping between the core's attrs records and table rows, by field name and field type.
+
+Most fields are stored as they are (numbers, text, bytes), enums as their value, tuples of
+names as space-separated text. A value the core keeps as a structure of its own and a table
+keeps as JSON text (`TEXT_VALUES`) crosses here and nowhere else."""
 
 from __future__ import annotations
 
 import enum
+import functools
+import json
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -10,8 +16,29 @@ from typing import Any, TypeVar
 
 import attrs
 
+from licore.model import UnlockData
+from licore.protection import ProtectionSettings, parse_protection_settings, settings_document
+
 T = TypeVar("T")
 _UNIONS = (typing.Union, types.UnionType)
+
+
+@functools.lru_cache(maxsize=4096)
+def _settings(text: str) -> ProtectionSettings:
+    # Every runtime call reads its product's row; the rules are the same few texts again
+    # and again, and the value is frozen, so each text is parsed once.
+    return parse_protection_settings(json.loads(text))
+
+
+def _settings_text(settings: ProtectionSettings) -> str:
+    return json.dumps(settings_document(settings), separators=(",", ":"), sort_keys=True)
+
+
+# field type -> (to the column, from the column)
+TEXT_VALUES: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    ProtectionSettings: (_settings_text, _settings),
+    UnlockData: (lambda data: data.text, UnlockData),
+}
 
 
 def _same(v: Any) -> Any:
@@ -19,6 +46,8 @@ def _same(v: Any) -> Any:
 
 
 def _decoder(tp: Any) -> Callable[[Any], Any]:
+    if tp in TEXT_VALUES:
+        return TEXT_VALUES[tp][1]
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     if typing.get_origin(tp) in _UNIONS:
         inner = _decoder(args[0])
@@ -37,6 +66,8 @@ def _decoder(tp: Any) -> Callable[[Any], Any]:
 
 
 def _encoder(tp: Any) -> Callable[[Any], Any]:
+    if tp in TEXT_VALUES:
+        return TEXT_VALUES[tp][0]
     if typing.get_origin(tp) in _UNIONS:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         inner = _encoder(args[0])

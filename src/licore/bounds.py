@@ -79,6 +79,8 @@ SOURCE = Text(max_len=4 * 1024 * 1024)  # a whole script rides in /verify-source
 
 # Ids a client names (product_id, version_id, ...) and who a license is for (contract 3).
 IDENTIFIER = Text(min_len=1, max_len=200)
+# The form of a copy answered as nodes (docs/api.md, the download's `nodes`).
+NODE_FORM = Text(min_len=1, max_len=7, pattern=r"tagged|compact", shape="tagged or compact")
 USERNAME = Text(min_len=1, max_len=64)
 
 # Lists (contract 3, extension).

@@ -135,6 +135,10 @@ class DownloadCopy:
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     version_id: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+    # Extension: the same copy as /update-style nodes (docs/instances.md), "tagged" or
+    # "compact", for a client that cannot read the model file (the Studio installer's
+    # fallback, docs/sdk.md); None, the default, is the file itself.
+    nodes: str | None = attrs.field(default=None, validator=bounds.NODE_FORM)
 
 
 @attrs.frozen

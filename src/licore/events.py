@@ -57,6 +57,36 @@ class MessageState(enum.Enum):
 
 
 @attrs.frozen
+class WebhookBody:
+    """A webhook's body as it is signed and sent, byte for byte: written once, when the event
+    happens, so every retry carries the same bytes a receiver can deduplicate and verify."""
+
+    text: str
+
+
+@attrs.frozen
+class RoleChange:
+    """Give or take one chat role of one buyer (the message's `topic` says which)."""
+
+    guild_id: str
+    role_id: str
+    platform_id: str
+
+
+@attrs.frozen
+class FanOut:
+    """A product's roles changed: hand out `add` and take back `remove` (guild id, role id)
+    for its holders after the license id `after`, one page a transaction."""
+
+    add: tuple[tuple[str, str], ...]
+    remove: tuple[tuple[str, str], ...]
+    after: str | None = None
+
+
+Payload = WebhookBody | RoleChange | FanOut
+
+
+@attrs.frozen
 class Message:
     """One row of the outbox. `target` is the webhook endpoint id, or "guild_id/role_id";
     `subject` the license id a chat-role message is about (empty for webhooks)."""
@@ -67,7 +97,7 @@ class Message:
     studio_id: str
     target: str
     subject: str
-    payload: str  # JSON text, sent as it is (webhooks) or read by the worker (chat roles)
+    payload: Payload  # WebhookBody for WEBHOOK, RoleChange for CHAT_ROLE, FanOut for FAN_OUT
     state: MessageState
     attempts: int
     next_attempt_at: int
@@ -181,11 +211,11 @@ def license_topic(before: LicenseState, after: LicenseState) -> Topic | None:
     return None
 
 
-def envelope(topic: Topic, at: int, data: dict[str, Any]) -> str:
+def envelope(topic: Topic, at: int, data: dict[str, Any]) -> WebhookBody:
     """The webhook body: the Standard Webhooks shape `{type, timestamp, data}`. Never carries
     a license key or any other secret."""
     from datetime import UTC, datetime
 
     stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return json.dumps({"type": topic.value, "timestamp": stamp, "data": data},
-                      separators=(",", ":"), sort_keys=True)
+    return WebhookBody(json.dumps({"type": topic.value, "timestamp": stamp, "data": data},
+                                  separators=(",", ":"), sort_keys=True))

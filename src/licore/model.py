@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+import json
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState, PlacePolicy, Source
-from licore.protection import DEFAULT_RULES_JSON
+from licore.protection import DEFAULT_RULES, ProtectionSettings
 from licore.scopes import KeyKind, Permission
 
 
@@ -81,6 +82,22 @@ class ApiKey:
 
 
 @attrs.frozen
+class UnlockData:
+    """A seller's unlock data: any JSON value, which licore never reads, only seals for the
+    buyer (`/unlock`). Kept as the compact JSON text it is sealed as, so a call splices it in
+    without parsing and writing it again; `of` is the one way in from a JSON value."""
+
+    text: str = "null"
+
+    @classmethod
+    def of(cls, value: Any) -> UnlockData:
+        return cls(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+
+    def value(self) -> Any:
+        return json.loads(self.text)
+
+
+@attrs.frozen
 class Product:
     id: str
     studio_id: str
@@ -97,8 +114,8 @@ class Product:
     current_version: str | None = None  # label of the live build
     placeholder: str = "LICORE_LICENSE_KEY"
     verify_scripts: bool = False
-    unlock_data: str = "null"  # JSON text, the seller's sealed `data`
-    protection: str = DEFAULT_RULES_JSON  # JSON text, the seller's rules
+    unlock_data: UnlockData = UnlockData()  # the seller's sealed `data`
+    protection: ProtectionSettings = DEFAULT_RULES  # the seller's rules
     # The platform's game pass whose owners may claim a license (docs/platform.md).
     purchase_pass_id: str | None = None
     # How many places a license may be used from (None: the studio's limit, 3 unless the
@@ -127,11 +144,11 @@ class License:
 
 @attrs.frozen
 class Tier:
-    """An edition of a product with its own unlock data (JSON text, sealed by `/unlock`)."""
+    """An edition of a product with its own unlock data (sealed by `/unlock`)."""
 
     product_id: str
     name: str
-    unlock_data: str
+    unlock_data: UnlockData
 
 
 @attrs.frozen

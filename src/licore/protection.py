@@ -37,11 +37,15 @@ class ProtectionSettingsError(ValueError):
 
 @attrs.frozen
 class ProtectionRule:
-    """Scripts matching any name or path glob get `transforms` (empty set = identity)."""
+    """Scripts matching any name or path glob get `transforms` (empty set = identity).
+    `preset` and `listed` keep the seller's own words (a preset is not spelled out into its
+    transforms), so the settings read back as they were written."""
 
     transforms: frozenset[str]
     names: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
+    preset: str | None = None
+    listed: tuple[str, ...] = ()
 
     def matches(self, path: str) -> bool:
         name = path.rsplit("/", 1)[-1]
@@ -110,13 +114,16 @@ class Candidate:
 class Trace:
     """The license a leaked copy names, and the evidence, in plain words (never a key).
     `license_id` None is "cannot tell": the evidence then says what was found and why it
-    does not reach the threshold for naming anyone."""
+    does not reach the threshold for naming anyone. Only marks in the copy name a license;
+    `possibly_planted` are the licenses whose keys appear in the copy without a mark naming
+    them (a key can be copied into anyone's leak, so it is never the evidence)."""
 
     license_id: str | None
     evidence: tuple[str, ...]
     marked_names: int
     key_found: bool
     watermark_positions: int = 0
+    possibly_planted: tuple[str, ...] = ()
 
 
 class Protector(Protocol):
@@ -159,15 +166,17 @@ def _rule(raw: object, field: str) -> ProtectionRule:
         raise ProtectionSettingsError(field, "needs at least one of names or paths")
     transforms: set[str] = set()
     preset = raw.get("preset")
-    if preset is not None:
-        if not isinstance(preset, str) or preset not in PRESETS:
-            raise ProtectionSettingsError(f"{field}.preset", f"must be one of {sorted(PRESETS)}")
+    if preset is not None and (not isinstance(preset, str) or preset not in PRESETS):
+        raise ProtectionSettingsError(f"{field}.preset", f"must be one of {sorted(PRESETS)}")
+    if isinstance(preset, str):
         transforms |= PRESETS[preset]
-    for i, t in enumerate(_strings(raw.get("transforms"), f"{field}.transforms")):
+    listed = _strings(raw.get("transforms"), f"{field}.transforms")
+    for i, t in enumerate(listed):
         if t not in TRANSFORMS:
             raise ProtectionSettingsError(f"{field}.transforms[{i}]", f"unknown transform {t!r}")
         transforms.add(t)
-    return ProtectionRule(frozenset(transforms), names, paths)
+    return ProtectionRule(frozenset(transforms), names, paths,
+                          preset if isinstance(preset, str) else None, listed)
 
 
 def parse_protection_settings(raw: object) -> ProtectionSettings:
@@ -183,3 +192,22 @@ def parse_protection_settings(raw: object) -> ProtectionSettings:
     rules = tuple(_rule(r, f"protection.rules[{i}]") for i, r in enumerate(rules_raw))
     exclude = _strings(raw.get("exclude"), "protection.exclude")
     return ProtectionSettings(rules, exclude)
+
+
+def settings_document(settings: ProtectionSettings) -> dict[str, object]:
+    """The settings in the schema `parse_protection_settings` reads (docs/protection.md), in
+    the seller's words; empty lists are left out."""
+    document: dict[str, object] = {"rules": [_rule_document(r) for r in settings.rules]}
+    if settings.exclude:
+        document["exclude"] = list(settings.exclude)
+    return document
+
+
+def _rule_document(rule: ProtectionRule) -> dict[str, object]:
+    parts: dict[str, object] = {"names": list(rule.names), "paths": list(rule.paths),
+                                "preset": rule.preset, "transforms": list(rule.listed)}
+    return {k: v for k, v in parts.items() if v}
+
+
+# What a product's rules are until its seller says otherwise (see DEFAULT_RULES_JSON).
+DEFAULT_RULES = ProtectionSettings((ProtectionRule(PRESETS["light"], (), ("*",), "light"),))

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import attrs
 
 from licore.licenses import LicenseState, PlacePolicy, expired, in_force
-from licore.model import License, Product
+from licore.model import License, Product, UnlockData
 
 UNLOCK_VALIDITY = 300  # seconds, spec section 8
 NONCE_MEMORY = 600  # a nonce is refused again while its payload could still be valid
@@ -42,7 +42,7 @@ class Facts:
     blacklisted: bool
     places_seen: int = 0  # distinct places the license was used from
     place_rank: int | None = None  # 1 for the license's first place; None if new
-    tier_unlock_data: str | None = None  # the license's tier's; None: the product's own
+    tier_unlock_data: UnlockData | None = None  # the license's tier's; None: the product's
 
 
 @attrs.frozen
@@ -232,11 +232,11 @@ def place_refused(facts: Facts, alert: AlertDraft | None) -> bool:
             and facts.product.place_policy is PlacePolicy.ENFORCE)
 
 
-def unlock_data(facts: Facts) -> str:
+def unlock_data(facts: Facts) -> UnlockData:
     """What `/unlock` seals: the license's tier's data, else the product's."""
     if facts.tier_unlock_data is not None:
         return facts.tier_unlock_data
-    return facts.product.unlock_data if facts.product is not None else "null"
+    return facts.product.unlock_data if facts.product is not None else UnlockData()
 
 
 def wants_update(latest: str | None, current: str | None) -> bool:

@@ -237,6 +237,9 @@ class Alerts(Protocol):
     async def of_studio(
         self, studio_id: str, product_id: str | None, limit: int | None, cursor: str | None
     ) -> Page[Alert]: ...
+    async def by_id(self, studio_id: str, alert_id: str) -> Alert | None:
+        """The studio's alert of that id; None for another studio's."""
+        ...
 
 
 class Blacklist(Protocol):

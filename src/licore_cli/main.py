@@ -316,13 +316,20 @@ def cmd_trace(args: argparse.Namespace) -> None:
     except OSError as exc:
         raise OperatorError(f"cannot read {args.file}: {exc.strerror}") from None
     found = _with_use_cases(lambda u: u.copies.trace(None, args.product, path.name, data))
+    # A key in a copy is never what names a license (anyone who saw it can paste it into
+    # their own leak): its license is listed apart, as possibly planted.
+    planted = ([f"possibly planted (its key appears, no mark names it): "
+                f"{', '.join(found.possibly_planted)}"] if found.possibly_planted else [])
     if found.license_id is None:
         raise SystemExit("\n".join(
             [f"licore: cannot tell which license of product {args.product} "
-             f"{args.file} was made for"] + [f"  {line}" for line in found.evidence]))
+             f"{args.file} was made for"] + [f"  {line}" for line in found.evidence]
+            + planted))
     print(found.license_id)
     for line in found.evidence:
         print(f"  {line}")
+    for line in planted:
+        print(line)
 
 
 def _global_options() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ from adapters_storage import open_storage
 from licore import commands as c
 from licore.actors import ActingStudio
 from licore.licenses import LicenseState, PlacePolicy, Source
-from licore.model import License, Product, Tier
+from licore.model import License, Product, Tier, UnlockData
 from licore.services.wiring import UseCases
 from licore.storage_ports import Notice, Storage
 from tests.support.fakes import make_deps
@@ -56,11 +56,12 @@ async def test_lifecycle_fields_of_licenses_and_products_are_kept(storage: Stora
 async def test_a_products_tiers_are_replaced_as_a_whole(storage: Storage) -> None:
     product = await _product(storage)
     async with storage.unit_of_work() as uow:
-        await uow.products.set_tiers(product.id, [Tier(product.id, "pro", '{"a":1}'),
-                                                  Tier(product.id, "basic", "2")])
+        await uow.products.set_tiers(product.id, [Tier(product.id, "pro", UnlockData('{"a":1}')),
+                                                  Tier(product.id, "basic", UnlockData("2"))])
         assert [t.name for t in await uow.products.tiers(product.id)] == ["basic", "pro"]
-        await uow.products.set_tiers(product.id, [Tier(product.id, "gold", "null")])
-        assert await uow.products.tiers(product.id) == [Tier(product.id, "gold", "null")]
+        await uow.products.set_tiers(product.id, [Tier(product.id, "gold", UnlockData("null"))])
+        gold = Tier(product.id, "gold", UnlockData("null"))
+        assert await uow.products.tiers(product.id) == [gold]
         await uow.products.set_tiers(product.id, [])
         assert list(await uow.products.tiers(product.id)) == []
 
@@ -142,13 +143,14 @@ async def test_the_runtime_look_up_carries_the_terms_the_tier_and_the_place_limi
         storage: Storage) -> None:
     product = await _product(storage)
     async with storage.unit_of_work() as uow:
-        await uow.products.set_tiers(product.id, [Tier(product.id, "pro", '{"pro":true}')])
+        await uow.products.set_tiers(product.id,
+                                     [Tier(product.id, "pro", UnlockData('{"pro":true}'))])
         assert await uow.licenses.add(_license(product, "5", 1, expires_at=100, tier="pro"))
         assert await uow.licenses.add(_license(product, "6", 2))
     _, pro = await storage.runtime_read([], 0, "digest-1", "5", None)
     _, plain = await storage.runtime_read([], 0, "digest-2", "6", None)
     assert pro.license is not None and pro.license.expires_at == 100
-    assert pro.tier_unlock_data == '{"pro":true}' and plain.tier_unlock_data is None
+    assert pro.tier_unlock_data == UnlockData('{"pro":true}') and plain.tier_unlock_data is None
     assert pro.place_limit == plain.place_limit == 3  # the studio's, by default
     async with storage.unit_of_work() as uow:
         await uow.products.save(attrs.evolve(product, place_limit=1,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from adapters_storage import MemoryStorage, SqliteStorage
-from licore.events import Message, MessageKind, MessageState
+from licore.events import Message, MessageKind, MessageState, WebhookBody
 from licore.lanes import Breaker, BreakerState
 from licore.licenses import LicenseState
 from licore.model import Alert
@@ -245,7 +245,8 @@ class OutboxMatchesSql(_BothStores):
           studio=st.sampled_from(STUDIOS), due=st.integers(0, 40))
     def queue_message(self, n: int, endpoint: str, studio: str, due: int) -> None:
         record = Message(f"msg_{n:02}", MessageKind.WEBHOOK, "license.granted", studio,
-                         endpoint, "", "{}", MessageState.PENDING, 0, self.now + due, self.now)
+                         endpoint, "", WebhookBody("{}"), MessageState.PENDING, 0,
+                         self.now + due, self.now)
 
         async def add(uow: UnitOfWork) -> None:
             if await uow.outbox.by_id(record.id) is None:

@@ -11,20 +11,48 @@ import attrs
 import pytest
 
 from adapters_storage import open_storage, schema
-from adapters_storage.records import column_list, to_row
+from adapters_storage.payloads import message_row
+from adapters_storage.records import column_list
 from adapters_storage.sql import common
-from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
+from licore.events import (
+    ChatRole,
+    FanOut,
+    Message,
+    MessageKind,
+    MessageState,
+    Payload,
+    RoleChange,
+    WebhookBody,
+    WebhookEndpoint,
+)
 from licore.lanes import Breaker, BreakerState
 from licore.storage_ports import Storage
 from tests.support.records import seed
+
+# A payload of each kind's own type, as the core writes them.
+PAYLOADS: dict[MessageKind, Payload] = {
+    MessageKind.WEBHOOK: WebhookBody('{"a":1}'),
+    MessageKind.CHAT_ROLE: RoleChange("10", "20", "30"),
+    MessageKind.FAN_OUT: FanOut((("10", "20"),), (), "lic_1"),
+}
 
 
 def message(n: int, *, due: int = 100, kind: MessageKind = MessageKind.WEBHOOK,
             studio: str = "std_1", target: str = "whk_1") -> Message:
     return Message(id=f"msg_{n:03}", kind=kind, topic="license.granted", studio_id=studio,
-                   target=target, subject="", payload='{"a":1}',
+                   target=target, subject="", payload=PAYLOADS[kind],
                    state=MessageState.PENDING, attempts=0, next_attempt_at=due,
                    created_at=50)
+
+
+async def test_each_kind_of_payload_reads_back_as_the_value_written(storage: Storage) -> None:
+    written = [message(n, kind=kind, target=f"t{n}") for n, kind in enumerate(MessageKind)]
+    async with storage.unit_of_work() as uow:
+        await uow.outbox.add(written)
+    async with storage.unit_of_work() as uow:
+        assert [await uow.outbox.by_id(m.id) for m in written] == written
+        claimed = await uow.outbox.claim(100, "w1", 160, 10)
+    assert {m.id: m.payload for m in claimed} == {m.id: m.payload for m in written}
 
 
 async def test_claims_take_due_messages_once_until_the_lease_runs_out(
@@ -217,7 +245,7 @@ async def test_messages_queued_before_lanes_existed_get_theirs_on_migrating(
         async with store.unit_of_work() as uow:
             db = uow.db  # the SQL unit of work: rows written as the old schema had them
             for m in old:
-                row = dict(zip(column_list(Message).split(", "), to_row(m), strict=True))
+                row = dict(zip(column_list(Message).split(", "), message_row(m), strict=True))
                 await db.run(f"INSERT INTO outbox ({', '.join(columns)}) VALUES "
                              f"({', '.join('?' for _ in columns)})", [row[c] for c in columns])
         monkeypatch.setattr(common, "MIGRATIONS", schema.MIGRATIONS)

@@ -168,6 +168,10 @@ async def test_alerts_repeat_within_an_hour_bump_the_count(storage: Storage) -> 
             attrs_evolve(base, id="alr_4", first_seen_at=9000, last_seen_at=9000), 3600)
     assert first.id == again.id == "alr_1" and again.count == 2
     assert other_place.id == "alr_3" and later.id == "alr_4"
+    async with storage.unit_of_work() as uow:
+        assert await uow.alerts.by_id(world.studio.id, "alr_1") == again
+        assert await uow.alerts.by_id("std_other", "alr_1") is None  # another studio's
+        assert await uow.alerts.by_id(world.studio.id, "alr_9") is None
 
 
 def attrs_evolve(obj: Any, **changes: Any) -> Any:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from licore import transitions
-from licore.events import Message, MessageKind, MessageState
+from licore.events import Message, MessageKind, MessageState, WebhookBody
 from licore.lanes import (
     BREAKER,
     Breaker,
@@ -75,7 +75,8 @@ def test_lanes_are_the_endpoint_the_chat_role_or_the_fan_out_message_itself() ->
 NOW = 100
 messages = st.lists(st.builds(
     lambda n, target, studio, due, lease, state: Message(
-        f"msg_{n:04}", MessageKind.WEBHOOK, "t", studio, target, "", "{}", state, 0, due, 0,
+        f"msg_{n:04}", MessageKind.WEBHOOK, "t", studio, target, "", WebhookBody("{}"), state,
+        0, due, 0,
         claimed_by=None if lease is None else "w", claimed_until=lease),
     st.integers(0, 9999), st.sampled_from(["a", "b", "c", "d", "e", "f"]),
     st.sampled_from(["s1", "s2", "s3"]), st.integers(90, 110),

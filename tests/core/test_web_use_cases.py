@@ -7,17 +7,18 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 
+import attrs
 import pytest
 
 from licore import scopes as sc
 from licore.actors import ActingStudio
 from licore.commands import ChangeLicense, CreateProduct, LicenseTarget
-from licore.errors import NotFound
+from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.licenses import LicenseEvent
-from licore.model import Account
+from licore.model import Account, Alert
 from licore.scopes import Permission
 from licore.services import housekeeping, signin
-from licore.services.dashboard import MissingPermission
+from licore.services.dashboard import AlertAction, MissingPermission
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
@@ -258,3 +259,47 @@ async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storag
     assert await UseCases.of(deps).sessions.session_ended("sid-1")  # never forgotten
     async with storage.unit_of_work() as uow:
         assert await uow.counters.count("signin-fail:name:bob", window) == 0
+
+
+async def test_an_alert_row_acts_on_its_license_or_user_within_the_seats_permission(
+        storage: Storage) -> None:
+    deps = make_deps(storage)
+    world = await build_world(deps, "a")
+    other = await build_world(deps, "bb")
+    uc = UseCases.of(deps)
+    board = uc.dashboard
+    owner = await board.take_seat(world.owner.id, world.studio.id)
+    products_only = await board.take_seat(
+        (await _helper(deps, world.studio.name, Permission.MANAGE_PRODUCTS)).id,
+        world.studio.id)
+    made = await board.create_product(owner, CreateProduct("Watched"))
+    held = await board.change_license(owner, ChangeLicense(
+        LicenseTarget(made.id, world.buyer.platform_id), LicenseEvent.GRANT))
+    alert = Alert(id="alr_row", studio_id=world.studio.id, kind="leaked_key",
+                  product_id=made.id, license_id=held.id, platform_id="9555",
+                  key_owner_platform_id=world.buyer.platform_id, game_id="1",
+                  script_name=None, count=1, first_seen_at=1, last_seen_at=1)
+    async with storage.unit_of_work() as uow:
+        await uow.alerts.record(alert, 3600)
+        await uow.alerts.record(attrs.evolve(alert, id="alr_anon", kind="leaked_key",
+                                             game_id="2", license_id=None,
+                                             platform_id=None), 3600)
+
+    with pytest.raises(MissingPermission):
+        await board.act_on_alert(products_only, "alr_row", AlertAction.REVOKE)
+    stranger = await board.take_seat(other.owner.id, other.studio.id)
+    with pytest.raises(NotFound):  # another studio's alert does not exist for it
+        await board.act_on_alert(stranger, "alr_row", AlertAction.REVOKE)
+    for action in (AlertAction.BLACKLIST, AlertAction.REKEY):
+        with pytest.raises(InvalidRequest):  # no user, no license: nothing to act on
+            await board.act_on_alert(owner, "alr_anon", action)
+
+    acted = await board.act_on_alert(owner, "alr_row", AlertAction.REVOKE)
+    assert acted.subject == world.buyer.platform_id
+    seen = await board.overview(owner)
+    assert seen.alert_licenses[held.id] == "inactive"
+    blacklisted = await board.act_on_alert(owner, "alr_row", AlertAction.BLACKLIST)
+    assert blacklisted.subject == "9555"
+    assert "9555" in {user for user, _ in (await board.overview(owner)).blacklist or ()}
+    with pytest.raises(LicoreError):  # a revoked license has nothing to pause
+        await board.act_on_alert(owner, "alr_row", AlertAction.PAUSE)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
@@ -18,16 +21,33 @@ from licore.services.deps import Deps
 from tests.support.fakes import TEST_KEK, make_deps
 from tests.support.server import LICORE, Server
 
+ROOT = Path(__file__).resolve().parents[2]
+
 T = TypeVar("T")
 
 
-def cli(database_url: str, *args: str, stdin: str = "") -> str:
+def _operator_env(database_url: str) -> dict[str, str]:
     # the server's own key: the database refuses a process holding another
-    env = {**os.environ, "LICORE_DATABASE_URL": database_url, "LICORE_KEK": TEST_KEK.hex()}
-    done = subprocess.run([str(LICORE), *args], input=stdin, env=env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return {**os.environ, "LICORE_DATABASE_URL": database_url, "LICORE_KEK": TEST_KEK.hex()}
+
+
+def cli(database_url: str, *args: str, stdin: str = "") -> str:
+    done = subprocess.run([str(LICORE), *args], input=stdin, env=_operator_env(database_url),
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def cli_batch(database_url: str, *steps: tuple[list[str], str]) -> list[str]:
+    """Several operator verbs (arguments, stdin) through the real `licore` entry point in one
+    process (tests/support/cli_batch.py): the same path as `cli`, one start-up instead of many."""
+    batch = [{"args": args, "stdin": stdin} for args, stdin in steps]
+    done = subprocess.run([sys.executable, "-m", "tests.support.cli_batch"],
+                          input=json.dumps(batch), env=_operator_env(database_url),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    outputs: list[str] = json.loads(done.stdout)
+    return outputs
 
 
 def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
@@ -59,19 +79,17 @@ class People:
 
 
 def setup_people(database_url: str, tag: str) -> People:
-    owner = cli(database_url, "account", "add", f"owner{tag}", "--platform-id", f"1{tag}",
-                stdin="owner-password\n")
-    buyer = cli(database_url, "account", "add", f"buyer{tag}", "--platform-id", f"2{tag}",
-                stdin="buyer-password\n")
-    helper = cli(database_url, "account", "add", f"helper{tag}", "--platform-id", f"3{tag}",
-                 "--no-password")
-    studio = cli(database_url, "studio", "add", f"Studio{tag}", "--owner", f"owner{tag}")
-    cli(database_url, "studio", "collaborator", f"Studio{tag}", f"helper{tag}",
-        "--manage-licenses")
-    client = cli(database_url, "client", "add", f"Installer {tag}", "--description",
-                 "Installs products into your game", "--scopes",
-                 "products:read products:write licenses:read licenses:write "
-                 "packages:read packages:write library:read library:download")
+    owner, buyer, helper, studio, _, client = cli_batch(
+        database_url,
+        (["account", "add", f"owner{tag}", "--platform-id", f"1{tag}"], "owner-password\n"),
+        (["account", "add", f"buyer{tag}", "--platform-id", f"2{tag}"], "buyer-password\n"),
+        (["account", "add", f"helper{tag}", "--platform-id", f"3{tag}", "--no-password"], ""),
+        (["studio", "add", f"Studio{tag}", "--owner", f"owner{tag}"], ""),
+        (["studio", "collaborator", f"Studio{tag}", f"helper{tag}", "--manage-licenses"], ""),
+        (["client", "add", f"Installer {tag}", "--description",
+          "Installs products into your game", "--scopes",
+          "products:read products:write licenses:read licenses:write "
+          "packages:read packages:write library:read library:download"], ""))
     return People(owner, buyer, helper, studio, client)
 
 

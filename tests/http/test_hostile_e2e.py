@@ -8,6 +8,7 @@ as it was.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterator
@@ -200,6 +201,27 @@ def test_dashboard_settings_with_deep_unlock_data_is_a_clean_page(
             assert r.status_code == 400, (unlock[:20], r.status_code, r.text[:300])
             assert "unlock data must be JSON" in r.text
         assert tables_and_rows(server.database_url, (*VOLATILE, "web_sessions")) == before
+    finally:
+        client.close()
+
+
+def test_dashboard_settings_show_back_what_the_seller_saved(
+        server: Server, ctx: dict[str, str]) -> None:
+    client = _signed_in(server, "owner7", "owner-password")
+    try:
+        page_url = f"/dashboard/{ctx['studio']}/products/{ctx['product']}"
+        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get(page_url).text)
+        assert csrf is not None
+        rules = '{"rules":[{"paths":["*"],"preset":"minify"}],"exclude":["Config"]}'
+        r = client.post(page_url + "/settings", data={
+            "csrf": csrf.group(1), "placeholder": "LICORE_LICENSE_KEY",
+            "unlock_data": '{"level": 3}',
+            "protection": rules}, follow_redirects=True)
+        assert r.status_code == 200, r.text[r.text.find("<main"):][:600]
+        shown = {m.group(1): html.unescape(m.group(2)) for m in re.finditer(
+            r'<textarea id="(\w+)"[^>]*>([^<]*)</textarea>', r.text)}
+        assert json.loads(shown["unlock_data"]) == {"level": 3}
+        assert json.loads(shown["protection"]) == json.loads(rules)
     finally:
         client.close()
 

@@ -10,6 +10,12 @@ realistic script (tests/protection/realistic/shop.luau: 58 literals, the key inj
   see most literals when the script starts (nothing is decoded before it is used), no one
   function may hand out most literals, and the key may first appear as the argument of
   the call that uses it.
+- A drain on a partial run: `setmetatable`, `string.char`, `string.byte`, `table.concat`,
+  `table.create` and every `buffer` function hooked before the copy runs, then, after a run
+  that leaves one branch untaken, every metatable's `__index`, every table a hook saw and
+  every function caught decoding or found in those tables asked for hundreds of slots. It
+  empties the previous layout (a lazy table of all the literals); on a copy it must get no
+  literal of the branch the run did not take.
 - A control-flow unroller: for every dispatch loop, the state variable (the one compared
   with numbers) and each assignment to it; a transition whose value is a literal, or a read
   of the constant table (which the attacker inlines), gives the next block away. None may.
@@ -252,3 +258,123 @@ def test_flattening_alone_leaves_no_readable_transition() -> None:
     assert run(copy) == run(SOURCE)
     loops, readable = unroll(copy)
     assert loops >= 8 and readable == 0
+
+
+# Draining hooks on a partial run -------------------------------------------------------
+
+# A chat handler whose admin branch the run never takes: its literals are what a drain
+# must not reach.
+PARTIAL = """
+local KEY = "lk_live_Pq81Zm4TfP0aR7sVb2NcY9dE3hJkLwUo"
+local function greet(name) return "Welcome to the arena, " .. name .. "!" end
+local function adminPanel(cmd)
+  if cmd == "ban-everyone-right-now" then return "https://admin.example.dev/secret-ban" end
+  local routes = {reset = "reset-all-stats-of-the-server", grant = "grant-mythic-to-all"}
+  return routes[cmd] or "unknown admin command"
+end
+local function onChat(player, message)
+  if message == "/open-the-admin-door" then return adminPanel(message) end
+  return greet(player)
+end
+print(onChat("ben", "hello there"))
+print(#KEY)
+"""
+UNREACHED = frozenset({b"ban-everyone-right-now", b"https://admin.example.dev/secret-ban",
+                       b"reset-all-stats-of-the-server", b"grant-mythic-to-all",
+                       b"unknown admin command"})
+
+_DRAIN = r"""
+local found, n = {}, 0
+local kind_of, pick, count, pack, unpack = type, select, select, table.pack, table.unpack
+local info, protected, step = debug.info, pcall, next
+local function keep(...)
+  for i = 1, count("#", ...) do
+    local v = pick(i, ...)
+    if kind_of(v) == "string" then n += 1 found[n] = v end
+  end
+end
+local metatables, callers = {}, {}
+local function wrap(f, before)
+  return function(...)
+    if before then before(...) end
+    keep(...)
+    local r = pack(f(...))
+    keep(unpack(r, 1, r.n))
+    return unpack(r, 1, r.n)
+  end
+end
+setmetatable = wrap(setmetatable, function(t, mt) metatables[#metatables + 1] = {t, mt} end)
+local made = {}
+string.char = wrap(string.char)
+table.concat = wrap(table.concat)
+local create = table.create
+table.create = function(...) local t = create(...) made[#made + 1] = t return t end
+-- a hook inside the decoder: it sees the ciphertext, and takes the function calling it
+string.byte = wrap(string.byte, function() callers[#callers + 1] = info(3, "f") end)
+for k, f in step, buffer do
+  if kind_of(f) == "function" then buffer[k] = wrap(f) end
+end
+return function()
+  -- the drain: every metatable's __index asked for every slot, every table read raw, every
+  -- function caught decoding called on every slot
+  for _, pair in metatables do
+    local t, mt = pair[1], pair[2]
+    if kind_of(mt) == "table" and kind_of(mt.__index) == "function" then
+      for k = -4, 600 do keep(protected(mt.__index, t, k)) end
+    end
+    for _, v in step, t do keep(v) end
+  end
+  for _, t in made do
+    for _, v in step, t do
+      keep(v)
+      if kind_of(v) == "function" then callers[#callers + 1] = v end
+    end
+  end
+  for _, f in callers do
+    if kind_of(f) == "function" then
+      for k = -4, 600 do keep(protected(f, k)) keep(protected(f, nil, k)) end
+    end
+  end
+  return table.concat(found, "\0")
+end
+"""
+
+
+def drained(copy: str) -> set[bytes]:
+    """Every string the hooks and the drain got out of one run of `copy`."""
+    lua: Any = pluau().Lua()
+    drain = lua.load_chunk(_DRAIN, "=hooks")()[0]
+    lua.load_chunk(copy, "=script")()
+    return set(drain()[0].as_bytes().split(b"\0"))
+
+
+def _old_style(source: str) -> str:
+    """The literals behind a lazy table with a metatable, as the previous encrypt_strings
+    wrote them (without the cipher, which the drain never needed to read)."""
+    literals: list[str] = []
+
+    def slot(m: re.Match[str]) -> str:
+        literals.append(m.group(0))
+        return f"S[{len(literals)}]"
+
+    body = re.sub(r'"[^"]*"', slot, source)
+    return (f"local S = setmetatable({{}}, {{__index = function(t, k) local v = "
+            f"({{{','.join(literals)}}})[k] t[k] = v return v end}})\n{body}")
+
+
+def test_the_drain_empties_a_lazy_table_behind_a_metatable() -> None:
+    # the drain works: on the previous layout it gets every literal, run or not
+    copy = _old_style(PARTIAL)
+    assert run(copy) == run(PARTIAL)
+    assert drained(copy) >= UNREACHED
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_hooks_and_a_drain_get_only_the_literals_the_run_reached(preset: str) -> None:
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+    copy = LuauProtector().protect("ServerScriptService/Chat", PARTIAL, settings, SECRET)
+    assert run(copy) == run(PARTIAL)
+    got = drained(copy)
+    assert not {lit for lit in UNREACHED if any(lit in g for g in got)}
+    # the unreached literals are in the copy all the same, each at its use site
+    assert copy.count("or ") >= len(UNREACHED)

@@ -28,24 +28,40 @@ def test_the_cipher_round_trips_and_keeps_length(value: bytes, secret: bytes,
 
 
 def _ciphertexts(copy: str) -> list[str]:
-    # the watermark may write either field as string["byte"]
-    opening = re.search(r'\(string(\.byte|\["byte"\]),string(\.char|\["char"\])\),\{', copy)
-    assert opening is not None
-    table = copy[opening.end():]
-    return re.findall(r'"((?:[^"\\]|\\.)*)"', table[:table.index("});")])
+    """The ciphertext of each use, written beside its key (the watermark may write the key
+    in hexadecimal or with a leading zero)."""
+    return re.findall(r'\((?:0[xX][0-9a-fA-F]+|\d+),"((?:[^"\\]|\\.)*)"\)', copy)
 
 
-def test_literals_encipher_differently_per_literal_and_per_license() -> None:
+def test_literals_encipher_differently_per_use_and_per_license() -> None:
     source = 'local a = "aaaaaaaaaaaaaaaaaaaaaaaa"\nlocal b = "bbbbbbbbbbbbbbbbbbbbbbbb"\n' \
         'print(a, b, a == "aaaaaaaaaaaaaaaaaaaaaaaa")'
     one = _ciphertexts(LuauProtector().protect("G/S", source, LIGHT, b"license-1"))
     two = _ciphertexts(LuauProtector().protect("G/S", source, LIGHT, b"license-2"))
-    assert len(one) == len(two) == 2  # equal strings share a slot
+    # each use has a key of its own: equal strings used twice are two ciphertexts
+    assert len(one) == len(two) == 3 and len(set(one)) == 3
     assert not set(one) & set(two)
     for cipher in one + two:  # a run of one character does not stay a run
         assert len(set(cipher)) > 8
     for rules in (LIGHT, STRONG):
         assert run(LuauProtector().protect("G/S", source, rules, b"license-1")) == run(source)
+
+
+def test_no_table_holds_the_ciphertexts() -> None:
+    """Every ciphertext sits where its literal is used, in a call with its own key; the
+    script's top holds the decoder and no string at all."""
+    source = 'local KEY = "lk_live_0123456789abcdefghij"\nlocal function f() return "later" end\n' \
+        'print(#KEY)'
+    out = LuauProtector().protect("G/K", source, LIGHT, b"license-1")
+    decoder_end = out.index(")(string")
+    # (the watermark may write a field `table.create` as `table["create"]`)
+    assert '"' not in re.sub(r'\["\w+"\]', "", out[:decoder_end]).replace("''", "")
+    uses = re.findall(r'\(([^()]+)\[(0[xX][0-9a-fA-F]+|\d+)\]or \1\[0(?:x0+)?\]'
+                      r'\((0[xX][0-9a-fA-F]+|\d+),"', out)
+    assert len(uses) == 2
+    assert all(int(a, 0 if a[:2] in ("0x", "0X") else 10) == int(b, 0 if b[:2] in ("0x", "0X")
+               else 10) for _, a, b in uses)
+    assert len({int(b, 0 if b[:2] in ("0x", "0X") else 10) for _, _, b in uses}) == 2
 
 
 @pytest.mark.parametrize("length", [63, 64, 65, 129, 5000])

@@ -1,11 +1,20 @@
-"""Parsing a seller's protection JSON into settings values."""
+"""Parsing a seller's protection JSON into settings values, and writing them back."""
+
+import json
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from licore.protection import (
+    DEFAULT_RULES,
+    DEFAULT_RULES_JSON,
     PRESETS,
+    TRANSFORMS,
     ProtectionSettingsError,
     parse_protection_settings,
+    settings_document,
 )
 
 
@@ -52,3 +61,24 @@ def test_bad_input_names_the_field(raw: object, field: str) -> None:
         parse_protection_settings(raw)
     assert info.value.field == field
     assert isinstance(info.value, ValueError)
+
+
+def test_the_default_rules_are_the_text_migrations_wrote() -> None:
+    assert parse_protection_settings(json.loads(DEFAULT_RULES_JSON)) == DEFAULT_RULES
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "rules": st.lists(st.fixed_dictionaries(
+        {"paths": st.lists(st.sampled_from(["*", "A/*", "B"]), min_size=1, max_size=2)},
+        optional={"names": st.lists(st.sampled_from(["Main", "Util"]), min_size=1),
+                  "preset": st.sampled_from(sorted(PRESETS)),
+                  "transforms": st.lists(st.sampled_from(sorted(TRANSFORMS)), min_size=1)}),
+        max_size=3),
+    "exclude": st.lists(st.sampled_from(["Config", "A/Keep"]), min_size=1, max_size=2)}))
+def test_settings_read_back_in_the_sellers_words(document: dict[str, Any]) -> None:
+    """What a seller sends comes back as the same settings, and as the same document up to
+    the `rules` key an empty document gains."""
+    settings = parse_protection_settings(document)
+    shown = settings_document(settings)
+    assert parse_protection_settings(shown) == settings
+    assert shown == {"rules": [], **document}

@@ -187,10 +187,10 @@ def test_a_planted_key_does_not_name_its_license(
     planted = [("Product/License", f'local key = "{keys[7]}"\n' + leaked[0][1]), *leaked[1:]]
     found = trace(planted, candidates)
     assert found.license_id == "lic_001"
-    assert any("lic_007" in e and "planted" in e for e in found.evidence)
-    # Where nothing else is left (no rule with a watermark, or all of it rewritten), the
-    # key is the only evidence: it names its license, and says it cannot be checked.
+    assert found.possibly_planted == ("lic_007",)
+    assert any(e.startswith("possibly planted: the key of lic_007") for e in found.evidence)
+    # Where nothing else is left (no rule with a watermark, or all of it rewritten), the key
+    # names nobody: anyone who saw it could have put it there.
     bare = trace([("Product/License", f'local key = "{keys[7]}"\nreturn key')], candidates)
-    assert bare.license_id == "lic_007" and bare.key_found
-    assert bare.evidence[1] == "the copy carries too few watermark positions to confirm or "\
-                               "contradict it"
+    assert bare.license_id is None and bare.possibly_planted == ("lic_007",)
+    assert "names nobody on its own" in bare.evidence[1]

@@ -122,3 +122,31 @@ def test_trace_says_when_it_cannot_tell_and_refuses_what_it_cannot_read(
     other.write_text("hello")
     with pytest.raises(SystemExit, match="neither a model file"):
         main(["trace", str(other), "--product", product_id])
+
+
+def test_trace_never_names_a_license_whose_key_was_planted_in_a_diluted_copy(
+        product: tuple[str, dict[str, bytes], dict[str, str]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The framing attack: one buyer's copy, drowned in 5 MiB of comments, with another
+    buyer's key pasted in. The key's license is listed as possibly planted, never named; the
+    leaker is named if the keyed sample of the file reached enough of their watermark, else
+    the trace cannot tell."""
+    product_id, copies, keys = product
+    leaker, framed, *_ = list(copies)
+    model = CODEC.read(copies[leaker])
+    text = next(source_of(s).decode() for _, s in model.scripts() if s.name == "Main")
+    file = tmp_path / "Main.lua"
+    file.write_text(f'local stolen = "{keys[framed]}"\n' + text
+                    + "\n-- padding padding padding\n" * 200_000)
+    try:
+        main(["trace", str(file), "--product", product_id])
+    except SystemExit as raised:
+        said = str(raised.code)
+        assert said.startswith(f"licore: cannot tell which license of product {product_id}")
+    else:
+        said = capsys.readouterr().out
+        assert said.splitlines()[0] == leaker
+    assert said.splitlines()[-1] == (f"possibly planted (its key appears, no mark names "
+                                     f"it): {framed}")
+    assert framed not in said.splitlines()[0]
+    assert all(k not in said for k in keys.values())

@@ -132,14 +132,16 @@ def test_the_key_is_evidence_where_it_survives(buyers: dict[str, str]) -> None:
     assert found.license_id == license_id and found.key_found
     assert any("license key appears in ServerScriptService/Gun/Main" in e
                for e in found.evidence)
-    # a copy with no rules at all carries the key as written, and nothing else
+    # a copy with no rules at all carries the key as written, and nothing else: a key can
+    # be planted, so on its own it names nobody, and its license is possibly planted
     plain = [(path, source.replace(PLACEHOLDER, key)) for path, source in PRODUCT.items()]
     found = trace(plain, candidates)
-    assert found.license_id == license_id
-    assert found.key_found and found.marked_names == 0
-    assert found.evidence == ("the license key appears in ServerScriptService/Gun/Main, "
-                              "line 2", "the copy carries too few watermark positions to "
-                              "confirm or contradict it")
+    assert found.license_id is None and found.possibly_planted == (license_id,)
+    assert not found.key_found and found.marked_names == 0
+    assert found.evidence[1] == (
+        f"possibly planted: the key of {license_id} appears in ServerScriptService/Gun/Main, "
+        "line 2, but the copy carries too few watermark positions to confirm any license; "
+        "a key is copied as easily as any text, so it names nobody on its own")
 
 
 def test_evidence_names_the_marked_identifiers_and_where_they_are() -> None:

@@ -110,12 +110,16 @@ def _node(tree: dict[str, Any], name: str, base: Path) -> Inst:
 class LuauGame:
     """A synced tree in one sandboxed Luau VM; keep it alive while its values are used."""
 
-    def __init__(self, root: Inst) -> None:
-        self.lua = pluau().Lua()
-        self.lua.sandbox(True)
+    def __init__(self, root: Inst, lua: Any = None) -> None:
+        """With `lua`, the tree goes into that VM (its owner sandboxes it when ready)."""
+        self.lua = lua if lua is not None else pluau().Lua()
+        if lua is None:
+            self.lua.sandbox(True)
         self.by_table: dict[int, Inst] = {}
         self.tables: dict[int, Any] = {}
         self.loaded: dict[int, Any] = {}
+        self.children: dict[int, dict[str, Any]] = {}
+        self.find_first_child = self.lua.create_function(self._find_first_child)
         self.root = self._table(root, None)
         self.require = self.lua.create_function(self._require)
 
@@ -125,11 +129,22 @@ class LuauGame:
         t.set("ClassName", inst.class_name)
         if parent is not None:
             t.set("Parent", parent)
+        t.set("FindFirstChild", self.find_first_child)
+        t.set("WaitForChild", self.find_first_child)  # everything exists already
         self.by_table[t.pointer] = inst
         self.tables[id(inst)] = t
+        named: dict[str, Any] = {}
         for c in inst.children:
-            t.set(c.name, self._table(c, t))
+            child = self._table(c, t)
+            t.set(c.name, child)
+            named.setdefault(c.name, child)
+        self.children[t.pointer] = named
         return t
+
+    def _find_first_child(self, _lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
+        """`instance:FindFirstChild(name)`: the first child of that name, or nil."""
+        this, name = args[0], as_text(args[1])
+        return (self.children.get(this.pointer, {}).get(name),)
 
     def _require(self, _lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
         key = getattr(args[0], "pointer", -1) if args else -1
@@ -155,3 +170,7 @@ class LuauGame:
         env.set_metatable(meta)
         chunk = self.lua.load_chunk(inst.source, inst.name, env=env)
         return list(chunk())
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else bytes(value.as_bytes()).decode("utf-8")

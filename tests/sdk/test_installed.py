@@ -39,7 +39,8 @@ local client = Licore.new({
     http = function() return false, 0, "" end,
     sleep = function() end,
 })
-return Licore.VERSION, Licore == again, client.runtimeUrl, Licore.toHex(Licore.sha256("abc"))
+return Licore.VERSION, Licore == again, client.runtimeUrl, Licore.toHex(Licore.sha256("abc")),
+    type(Licore.Hub) == "table" and type(Licore.Hub.new) == "function"
 """
 
 
@@ -67,11 +68,14 @@ def test_the_installed_package_requires_from_a_server_script(tmp_path: Path) -> 
     package = index.child(f"licore_licore@{_version()}").child("licore")
     assert package.class_name == "ModuleScript"
     assert package.source == (PACKAGE / "src" / "init.luau").read_text(encoding="utf-8")
-    version, same, url, digest = game.run(sss.child("Main"))
+    version, same, url, digest, hub_kit = game.run(sss.child("Main"))
     assert version == _version()
     assert same is True  # one module value for every require
     assert url == "https://licore.example.com/runtime"
     assert digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    # The hub kit comes with the package as its child module, reached as Licore.Hub.
+    assert package.child("Hub").class_name == "ModuleScript"
+    assert hub_kit is True
 
 
 def test_without_a_project_file_the_package_is_a_folder_and_require_fails(

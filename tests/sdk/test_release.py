@@ -109,7 +109,7 @@ def test_the_wally_package_holds_the_module_and_its_notes_only() -> None:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = sorted(archive.namelist())
         assert names == ["CHANGELOG.md", "README.md", "default.project.json", "src/",
-                         "src/init.luau", "wally.toml"]
+                         "src/Hub.luau", "src/init.luau", "wally.toml"]
         assert archive.read("src/init.luau") == (PACKAGE / "src" / "init.luau").read_bytes()
         assert json.loads(archive.read("default.project.json"))["name"] == "licore"
     assert release.wally_file_name() == f"licore_licore@{release.versions()['wally.toml']}.zip"
@@ -144,9 +144,10 @@ def test_the_built_wally_package_installs_and_requires_in_a_game(tmp_path: Path)
     wally_install(unpacked, project, "Licore")
     root = rojo_tree(project)
     assert root is not None
-    version, same, _, digest = LuauGame(root).run(
+    version, same, _, digest, hub_kit = LuauGame(root).run(
         root.child("ServerScriptService").child("Main"))
     assert version == release.versions()["wally.toml"] and same is True
+    assert hub_kit is True  # the published package carries the hub kit
     assert digest == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
@@ -165,7 +166,7 @@ def test_npm_pack_builds_a_tarball_a_roblox_ts_project_installs_and_compiles(
         files = sorted(m.name for m in tar.getmembers() if m.isfile())
     assert files == ["package/CHANGELOG.md", "package/README.md",
                      "package/default.project.json", "package/index.d.ts",
-                     "package/package.json", "package/src/init.luau"]
+                     "package/package.json", "package/src/Hub.luau", "package/src/init.luau"]
     assert not list(PACKAGE.glob("*.tgz"))  # npm wrote nothing into the checkout
 
     # A roblox-ts project of its own, sharing the installed compiler by hard links, that

@@ -37,8 +37,19 @@ def _analyzer() -> Path:
 def test_the_module_type_checks_in_strict_mode_with_no_error() -> None:
     # Run from the package folder so its .luaurc (strict, the Roblox global names) applies.
     result = subprocess.run(
-        [str(_analyzer()), "--mode=strict", "src/init.luau"],
+        [str(_analyzer()), "--mode=strict", "src/init.luau", "src/Hub.luau"],
         cwd=PACKAGE, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (result.stdout + result.stderr).strip() == ""
+
+
+def test_the_example_hub_type_checks_in_strict_mode_with_no_error() -> None:
+    hub = ROOT / "examples" / "hub"
+    scripts = sorted(str(p.relative_to(hub)) for p in (hub / "src").rglob("*.luau"))
+    assert len(scripts) == 3
+    result = subprocess.run(
+        [str(_analyzer()), "--mode=strict", *scripts],
+        cwd=hub, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (result.stdout + result.stderr).strip() == ""
 
@@ -57,8 +68,9 @@ def test_the_checker_reports_errors_it_finds(tmp_path: Path) -> None:
     assert "TypeError" in result.stdout + result.stderr
 
 
-def test_the_module_is_strict_and_never_touches_the_function_environment() -> None:
-    source = INIT.read_text(encoding="utf-8")
+@pytest.mark.parametrize("path", [INIT, INIT.with_name("Hub.luau")], ids=["init", "Hub"])
+def test_the_module_is_strict_and_never_touches_the_function_environment(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
     assert source.startswith("--!strict\n")
     code = re.sub(r"--.*", "", source)  # the comments may name them
     for deoptimizing in ("getfenv", "setfenv", "loadstring"):

@@ -21,7 +21,7 @@ from licore.errors import (
     PlatformUnavailable,
     RateLimited,
 )
-from licore.events import MessageKind
+from licore.events import Message, MessageKind, WebhookBody
 from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import Product
 from licore.services.claims import ClaimResult
@@ -240,7 +240,13 @@ async def test_a_claim_tells_license_granted_and_queues_the_roles_with_it(
     told = await setup.uc.webhooks.deliveries(studio, MessageKind.WEBHOOK, c.ListDeliveries())
     assert [(m.topic, m.target) for m in told.items] == [
         ("license.granted", endpoint.endpoint.id)]
-    assert f'"source":"{Source.PURCHASE_PASS.value}"' in told.items[0].payload
+    assert f'"source":"{Source.PURCHASE_PASS.value}"' in body(told.items[0])
     roles = await setup.uc.webhooks.deliveries(studio, MessageKind.CHAT_ROLE,
                                                c.ListDeliveries())
     assert [(m.topic, m.subject) for m in roles.items] == [("chat_role.add", done.license.id)]
+
+
+def body(message: Message) -> str:
+    """The webhook body a message carries, as it is sent."""
+    assert isinstance(message.payload, WebhookBody)
+    return message.payload.text

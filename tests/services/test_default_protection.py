@@ -14,7 +14,13 @@ from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import source_of
 from licore.licenses import LicenseEvent
-from licore.protection import DEFAULT_RULES_JSON, PRESETS, parse_protection_settings
+from licore.protection import (
+    DEFAULT_RULES,
+    DEFAULT_RULES_JSON,
+    PRESETS,
+    ProtectionSettings,
+    parse_protection_settings,
+)
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
 from tests.support.fakes import make_deps
@@ -93,8 +99,8 @@ async def test_products_left_at_the_old_default_are_protected_by_the_migration(
         await storage.migrate()
         async with storage.unit_of_work() as uow:
             first, second = await uow.products.by_id("prd_1"), await uow.products.by_id("prd_2")
-        assert first is not None and first.protection == DEFAULT_RULES_JSON
+        assert first is not None and first.protection == DEFAULT_RULES
         # rules written by a seller, even an empty list, are theirs and stay
-        assert second is not None and second.protection == '{"rules":[]}'
+        assert second is not None and second.protection == ProtectionSettings()
     finally:
         await storage.close()

@@ -22,6 +22,7 @@ from licore.events import (
     MessageState,
     Schedule,
     Topic,
+    WebhookBody,
     next_delay,
     settle,
 )
@@ -34,7 +35,7 @@ from tests.support.scenario import build_world
 
 def pending(created_at: int = 0) -> Message:
     return Message("msg_1", MessageKind.WEBHOOK, "license.granted", "std_1", "whk_1", "",
-                   "{}", MessageState.PENDING, 0, created_at, created_at)
+                   WebhookBody("{}"), MessageState.PENDING, 0, created_at, created_at)
 
 
 # The smallest draw (0.0) waits a second a try, so following it to the end would take

@@ -18,7 +18,7 @@ from licore.actors import ActingPerson, ActingStudio
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.events import MessageKind
 from licore.licenses import LicenseEvent, LicenseState, PlacePolicy
-from licore.model import License, Product, Tier
+from licore.model import License, Product, Tier, UnlockData
 from licore.runtime import UNRECOGNISED_PLACE
 from licore.sealing import open_sealed
 from licore.services.deps import Deps
@@ -139,7 +139,8 @@ async def test_concurrent_sweeps_in_many_processes_write_the_expiry_once(
 async def test_transfer_moves_the_license_and_the_old_key_dies(storage: Storage) -> None:
     shop = await _shop(storage)
     async with storage.unit_of_work() as uow:
-        await uow.products.set_tiers(shop.product.id, [Tier(shop.product.id, "pro", "1")])
+        await uow.products.set_tiers(shop.product.id,
+                                     [Tier(shop.product.id, "pro", UnlockData("1"))])
     old = await shop.life.grant(shop.studio, lc.GrantLicense(
         _target(shop), lc.Terms(duration_days=9), tier="pro"))
     moved = await shop.life.transfer(shop.studio, lc.TransferLicense(

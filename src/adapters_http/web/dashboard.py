@@ -1,12 +1,15 @@
-"""The seller dashboard at `/dashboard`: a studio's products and their settings and chat
-roles, licenses, blacklist, alerts, connected apps, and webhook endpoints with their
+"""The seller dashboard at `/dashboard`: a studio's products and their settings, license
+policy and chat roles, licenses and their lifecycle (transfer, renew, re-key, tier, places),
+blacklist, alerts and the actions on them, connected apps, and webhook endpoints with their
 deliveries. Every action is checked in the core against the
 person's permission in the studio; a person outside it gets 404 on all of its pages."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import attrs
 from starlette.responses import Response
@@ -14,7 +17,7 @@ from starlette.routing import Route
 
 from adapters_http.decoding import parse_json
 from adapters_http.web import session
-from adapters_http.web.render import page
+from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore import bounds
 from licore.commands import (
@@ -33,17 +36,22 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest
 from licore.events import TOPICS
-from licore.licenses import LicenseEvent
+from licore.license_commands import (
+    MAX_TIERS,
+    GrantLicense,
+    RenewLicense,
+    SetLicensePolicy,
+    SetTier,
+    Terms,
+    TierSpec,
+    TransferLicense,
+)
+from licore.licenses import LicenseEvent, PlacePolicy
 from licore.scopes import Permission
-from licore.services.dashboard import Dashboard, Seat
+from licore.services.dashboard import AlertAction, Dashboard, Seat
 from licore.services.settings import Settings
 from licore.services.webhooks import ROTATION_OVERLAP, Shown
 from licore.services.wiring import UseCases
-
-LICENSE_ACTIONS = {"grant": LicenseEvent.GRANT, "revoke": LicenseEvent.REVOKE,
-                   "pause": LicenseEvent.PAUSE, "resume": LicenseEvent.RESUME}
-LICENSE_DONE = {"grant": "granted", "revoke": "revoked", "pause": "paused",
-                "resume": "resumed"}
 
 
 def _price(text: str) -> int:
@@ -87,7 +95,8 @@ async def studio(board: Dashboard, ctx: Ctx) -> Response:
     titles = {p.id: p.title for p in seen.products}
     return page(ctx.request, ctx.visitor, "dashboard_studio.html", seat=here,
                 overview=seen, titles=titles, Permission=Permission,
-                events=await board.events(here), topics=TOPICS)
+                events=await board.events(here), topics=TOPICS,
+                acted=session.pop_row_mark(ctx.request))
 
 
 def endpoint_of(ctx: Ctx) -> WebhookTarget:
@@ -161,7 +170,8 @@ async def product(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     detail = await board.product_detail(here, ctx.param("product_id"))
     return page(ctx.request, ctx.visitor, "dashboard_product.html", seat=here,
-                detail=detail, Permission=Permission)
+                detail=detail, Permission=Permission, PlacePolicy=PlacePolicy,
+                max_tiers=MAX_TIERS)
 
 
 async def save_product(board: Dashboard, ctx: Ctx) -> Response:
@@ -217,16 +227,172 @@ async def trace(board: Dashboard, ctx: Ctx) -> Response:
                 product=detail.product, found=found, leaked=name)
 
 
+def _whole(ctx: Ctx, name: str) -> int | None:
+    """A whole-number field; empty is "not given". Its range is the command's to check."""
+    text = ctx.field(name).strip()
+    if not text:
+        return None
+    if not text.isdigit() or len(text) > 12:
+        raise InvalidRequest(f"{name.replace('_', ' ')} must be a whole number", name)
+    return int(text)
+
+
+def _date(ctx: Ctx, name: str) -> int | None:
+    """A date field (YYYY-MM-DD) as the unix time of 00:00 UTC that day."""
+    text = ctx.field(name).strip()
+    if not text:
+        return None
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise InvalidRequest(f"{name} must be a date, as 2027-01-31", name) from None
+    return int(day.timestamp())
+
+
+def _tier(ctx: Ctx) -> str | None:
+    return ctx.field("tier").strip() or None  # empty: the product's own unlock data
+
+
+LicenseDo = Callable[[Dashboard, Seat, Ctx, LicenseTarget], Awaitable[str]]
+
+
+def _changes(event: LicenseEvent, done: str) -> LicenseDo:
+    async def run(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+        await board.change_license(here, ChangeLicense(target, event))
+        return f"License for {target.user} {done}."
+
+    return run
+
+
+async def _grant(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+    granted = await board.grant(here, GrantLicense(
+        target, Terms(duration_days=_whole(ctx, "days")), _tier(ctx)))
+    ends = f", until {when(granted.expires_at)}" if granted.expires_at is not None else ""
+    return f"License for {target.user} granted{ends}."
+
+
+async def _transfer(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+    to_user = ctx.field("to_user").strip()
+    moved = await board.transfer(here, TransferLicense(target.product_id, target.user,
+                                                       to_user))
+    return (f"License moved from {moved.old.platform_id} to {moved.new.platform_id}: "
+            f"the new holder has a new key; {moved.old.platform_id}'s key stops working now.")
+
+
+async def _renew(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+    days, until = _whole(ctx, "days"), _date(ctx, "until")
+    if (days is None) == (until is None):
+        raise InvalidRequest("give a number of days or a date to renew to, not both", "days")
+    renewed = await board.renew(here, RenewLicense(target, Terms(until, days)))
+    return f"License for {target.user} renewed: it ends {when(renewed.expires_at)}."
+
+
+async def _rekey(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+    await board.rekey(here, target)
+    return (f"License for {target.user} re-keyed: the old key and copies made with it stop "
+            "working now; new downloads carry the new key.")
+
+
+async def _set_tier(board: Dashboard, here: Seat, ctx: Ctx, target: LicenseTarget) -> str:
+    changed = await board.set_tier(here, SetTier(target, _tier(ctx)))
+    on = f"tier {changed.tier}" if changed.tier else "the product's own unlock data"
+    return f"License for {target.user} is on {on}."
+
+
+async def _reset_places(board: Dashboard, here: Seat, ctx: Ctx,
+                        target: LicenseTarget) -> str:
+    forgotten = await board.reset_places(here, target)
+    return (f"Places of {target.user}'s license reset ({forgotten} forgotten): the next "
+            "places it is used from count from 1.")
+
+
+# The license form: one handler, the action naming which use case it runs.
+LICENSE_DO: dict[str, LicenseDo] = {
+    "grant": _grant,
+    "revoke": _changes(LicenseEvent.REVOKE, "revoked"),
+    "pause": _changes(LicenseEvent.PAUSE, "paused"),
+    "resume": _changes(LicenseEvent.RESUME, "resumed"),
+    "rekey": _rekey,
+    "transfer": _transfer,
+    "renew": _renew,
+    "tier": _set_tier,
+    "reset_places": _reset_places,
+}
+
+
+def license_url(here: Seat, product_id: str, user: str) -> str:
+    return studio_url(here, f"/products/{product_id}/licenses/{quote(user, safe='')}")
+
+
 async def license_action(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
-    action = ctx.field("action")
-    if action not in LICENSE_ACTIONS:
+    action = LICENSE_DO.get(ctx.field("action"))
+    if action is None:
         raise InvalidRequest("unknown license action", "action")
     product_id, user = ctx.param("product_id"), ctx.field("user").strip()
-    await board.change_license(here, ChangeLicense(LicenseTarget(product_id, user),
-                                                   LICENSE_ACTIONS[action]))
-    session.flash(ctx.request, f"License for {user} {LICENSE_DONE[action]}.")
+    target = LicenseTarget(product_id, user)
+    session.flash(ctx.request, await action(board, here, ctx, target))
+    # Back to the license's own page when the form was there (a transfer leaves it behind).
+    if ctx.field("back") == "license" and ctx.field("action") != "transfer":
+        return redirect(license_url(here, product_id, user))
     return redirect(studio_url(here, f"/products/{product_id}#licenses"))
+
+
+async def license_page(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    target = LicenseTarget(ctx.param("product_id"), ctx.param("user"))
+    detail = await board.license_detail(here, target)
+    return page(ctx.request, ctx.visitor, "dashboard_license.html", seat=here,
+                detail=detail, Permission=Permission)
+
+
+def _tiers(ctx: Ctx) -> tuple[TierSpec, ...]:
+    """The tier rows of the policy form; a row whose name is cleared is removed."""
+    tiers = []
+    for i in range(MAX_TIERS + 1):
+        name, data = ctx.field(f"tier_name_{i}").strip(), ctx.field(f"tier_data_{i}").strip()
+        if name:
+            tiers.append(TierSpec(name, _json_field(ctx, f"tier_data_{i}") if data
+                                  else JsonValue({})))
+        elif data:
+            raise InvalidRequest("give each tier with unlock data a name", f"tier_name_{i}")
+    return tuple(tiers)
+
+
+def _place_policy(ctx: Ctx) -> PlacePolicy:
+    try:
+        return PlacePolicy(ctx.field("place_policy"))
+    except ValueError:
+        raise InvalidRequest("place policy must be alert or enforce", "place_policy") from None
+
+
+async def save_policy(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    product_id = ctx.param("product_id")
+    await board.set_policy(here, SetLicensePolicy(
+        product_id, place_limit=_whole(ctx, "place_limit"), place_policy=_place_policy(ctx),
+        trial_days=_whole(ctx, "trial_days") or 0, tiers=_tiers(ctx)))
+    session.flash(ctx.request, "License policy saved.")
+    return redirect(studio_url(here, f"/products/{product_id}#policy"))
+
+
+ALERT_DONE = {AlertAction.REVOKE: "License of {} revoked",
+              AlertAction.PAUSE: "License of {} paused",
+              AlertAction.REKEY: "License of {} re-keyed: the old key stops working now",
+              AlertAction.BLACKLIST: "User {} blacklisted"}
+
+
+async def alert_action(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    try:
+        action = AlertAction(ctx.field("action"))
+    except ValueError:
+        raise InvalidRequest("unknown alert action", "action") from None
+    acted = await board.act_on_alert(here, ctx.param("alert_id"), action)
+    done = ALERT_DONE[action].format(acted.subject)
+    session.flash(ctx.request, f"{done}.")
+    session.mark_row(ctx.request, acted.alert.id, done)
+    return redirect(studio_url(here, f"#alert-{acted.alert.id}"))
 
 
 async def blacklist(board: Dashboard, ctx: Ctx) -> Response:
@@ -274,9 +440,12 @@ PAGES = [
     DashboardPage("POST", PRODUCT + "/versions", upload, upload=True),
     DashboardPage("POST", PRODUCT + "/publish", publish),
     DashboardPage("POST", PRODUCT + "/trace", trace, upload=True),
+    DashboardPage("POST", PRODUCT + "/policy", save_policy),
     DashboardPage("POST", PRODUCT + "/licenses", license_action),
+    DashboardPage("GET", PRODUCT + "/licenses/{user}", license_page),
     DashboardPage("POST", PRODUCT + "/chat-roles", chat_role),
     DashboardPage("POST", BASE + "/blacklist", blacklist),
+    DashboardPage("POST", BASE + "/alerts/{alert_id}", alert_action),
     DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
 ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from adapters_http.web.session import Visitor, csrf_token, pop_flash
 from licore import scopes as sc
 from licore.errors import LicoreError, NotFound
+from licore.model import UnlockData
+from licore.protection import ProtectionSettings, settings_document
 
 HERE = Path(__file__).parent
 CSS = HERE / "static" / "web.css"
@@ -28,10 +31,17 @@ ALERT_WORDS = {
 }
 
 
-def _when(ts: int | None) -> str:
+def when(ts: int | None) -> str:
     if ts is None:
         return "never"
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _seller_json(value: UnlockData | ProtectionSettings) -> str:
+    """The seller's unlock data or rules as the JSON text they edit in a form."""
+    if isinstance(value, UnlockData):
+        return value.text
+    return json.dumps(settings_document(value), separators=(",", ":"), sort_keys=True)
 
 
 def _permission(value: object) -> str:
@@ -46,8 +56,9 @@ templates = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-templates.filters["when"] = _when
+templates.filters["when"] = when
 templates.filters["permission"] = _permission
+templates.filters["seller_json"] = _seller_json
 templates.globals["SCOPE_WORDS"] = sc.DESCRIPTIONS
 templates.globals["ALERT_WORDS"] = ALERT_WORDS
 

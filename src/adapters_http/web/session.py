@@ -2,7 +2,8 @@
 SameSite=Lax, and Secure when the public URL is https; the form token every post must carry.
 
 What the cookie holds: the session's random id, the account id, when it signed in, the form
-token, and which user code the approval page was opened for. No password, key or device code.
+token, which user code the approval page was opened for, and until the next page the flash
+message and what was just done to an alert row. No password, key or device code.
 """
 
 from __future__ import annotations
@@ -70,6 +71,18 @@ def pop_flash(request: Request) -> str | None:
         return None
     message = data.pop("flash")
     return message if isinstance(message, str) else None
+
+
+def mark_row(request: Request, row_id: str, done: str) -> None:
+    """Say, in the next page only, what was just done to one row of a table (an alert)."""
+    session(request)["row"] = [row_id, done]
+
+
+def pop_row_mark(request: Request) -> tuple[str, str] | None:
+    mark = session(request).pop("row", None)
+    if not isinstance(mark, list) or len(mark) != 2:
+        return None
+    return str(mark[0]), str(mark[1])
 
 
 async def visitor(sessions: Sessions, request: Request) -> Visitor:

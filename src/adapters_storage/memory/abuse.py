@@ -32,6 +32,10 @@ class MemoryAlerts(Repository):
                 and (product_id is None or a.product_id == product_id))
         return page(mine, lambda a: a.id, limit, cursor)
 
+    async def by_id(self, studio_id: str, alert_id: str) -> Alert | None:
+        found = self.t.alerts.get(alert_id)
+        return found if found is not None and found.studio_id == studio_id else None
+
 
 class MemoryBlacklist(Repository):
     async def set(self, studio_id: str, platform_id: str, on: bool, now: int) -> None:

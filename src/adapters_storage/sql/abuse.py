@@ -40,6 +40,10 @@ class SqlAlerts(Repository):
             params.append(product_id)
         return await self._page(partial(from_row, Alert), sql, params, limit, cursor)
 
+    async def by_id(self, studio_id: str, alert_id: str) -> Alert | None:
+        return await self._one(Alert, f"SELECT {column_list(Alert)} FROM alerts "
+                               "WHERE id = ? AND studio_id = ?", [alert_id, studio_id])
+
 
 class SqlBlacklist(Repository):
     async def set(self, studio_id: str, platform_id: str, on: bool, now: int) -> None:

@@ -64,7 +64,7 @@ class SqlProducts(Repository):
         for tier in tiers:
             await self.db.run(
                 "INSERT INTO product_tiers (product_id, name, unlock_data) VALUES (?, ?, ?)",
-                [product_id, tier.name, tier.unlock_data])
+                [product_id, tier.name, tier.unlock_data.text])
 
     async def tiers(self, product_id: str) -> Sequence[Tier]:
         rows = await self.db.rows(

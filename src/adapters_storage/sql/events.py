@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from adapters_storage.payloads import message_of, message_row
 from adapters_storage.records import column_list, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository, insert
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
@@ -31,7 +32,7 @@ class SqlOutbox(Repository):
 
     async def add(self, messages: Sequence[Message]) -> None:
         for message in messages:
-            await self.db.run(insert("outbox", Message), to_row(message))
+            await self.db.run(insert("outbox", Message), message_row(message))
 
     async def claim(self, now: int, worker: str, lease_until: int, limit: int,
                     per_studio: int = STUDIO_SLOTS) -> Sequence[Message]:
@@ -41,7 +42,7 @@ class SqlOutbox(Repository):
             # rows: PostgreSQL refuses FOR UPDATE with a window function).
             await self.db.run(f"SELECT pg_advisory_xact_lock({CLAIM_LOCK})")
         rows = await self.db.rows(_CLAIM, [now, _PENDING, now, now, now, per_studio, limit])
-        taken = [from_row(Message, r) for r in rows]
+        taken = [message_of(r) for r in rows]
         if taken:
             marks = ", ".join("?" for _ in taken)
             await self.db.run(f"UPDATE outbox SET claimed_by = ?, claimed_until = ? "
@@ -67,15 +68,16 @@ class SqlOutbox(Repository):
                                breaker.open_until])
 
     async def save(self, message: Message, worker: str) -> bool:
-        row = to_row(message)
+        row = message_row(message)
         sets = ", ".join(f"{c} = ?" for c in _COLUMNS[1:])
         done = await self.db.run(f"UPDATE outbox SET {sets} WHERE id = ? AND claimed_by = ?",
                                  [*row[1:], message.id, worker])
         return done > 0
 
     async def by_id(self, message_id: str) -> Message | None:
-        return await self._one(Message, f"SELECT {column_list(Message)} FROM outbox "
-                               "WHERE id = ?", [message_id])
+        rows = await self.db.rows(f"SELECT {column_list(Message)} FROM outbox WHERE id = ?",
+                                  [message_id])
+        return message_of(rows[0]) if rows else None
 
     async def of_studio(self, studio_id: str, kind: MessageKind, limit: int | None,
                         cursor: str | None) -> Page[Message]:
@@ -88,7 +90,7 @@ class SqlOutbox(Repository):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit + 1)
-        found = [from_row(Message, r) for r in await self.db.rows(sql, params)]
+        found = [message_of(r) for r in await self.db.rows(sql, params)]
         if limit is not None and len(found) > limit:
             found = found[:limit]
             return Page(tuple(found), found[-1].id)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from adapters_storage.batching import Answer, NonceRequest, RuntimeRequest
 from adapters_storage.records import column_list, columns, from_row
 from adapters_storage.sql.common import Executor, Repository, RowSource
-from licore.model import License, Place, Product
+from licore.model import License, Place, Product, UnlockData
 from licore.runtime import Facts as RuntimeFacts
 
 
@@ -175,5 +175,6 @@ async def runtime_batch(db: Executor, source: RowSource, window_start: int,
         facts[int(row[0])] = RuntimeFacts(
             from_row(License, row[1:1 + nl]), from_row(Product, row[1 + nl:n]),
             int(row[n]), bool(row[n + 1]), int(row[n + 2]),
-            None if row[n + 3] is None else int(row[n + 3]), row[n + 4])
+            None if row[n + 3] is None else int(row[n + 3]),
+            None if row[n + 4] is None else UnlockData(row[n + 4]))
     return list(zip(counts, facts, strict=True))

@@ -4,14 +4,22 @@ and the news of it commit or roll back together. Delivery is someone else's job
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 
-from licore.events import ChatRole, Message, MessageKind, MessageState, Topic, envelope
+from licore.events import (
+    ChatRole,
+    FanOut,
+    Message,
+    MessageKind,
+    MessageState,
+    RoleChange,
+    Topic,
+    envelope,
+)
 from licore.model import Alert, License, Product, Version
 from licore.ports import Clock
 from licore.services.ids import Ids
@@ -85,8 +93,7 @@ class Announcer:
             id=self.ids.new("msg"), kind=MessageKind.CHAT_ROLE,
             topic="chat_role.add" if present else "chat_role.remove", studio_id=studio_id,
             target=f"{role.guild_id}/{role.role_id}", subject=license.id,
-            payload=json.dumps({"guild_id": role.guild_id, "role_id": role.role_id,
-                                "platform_id": license.platform_id}),
+            payload=RoleChange(role.guild_id, role.role_id, license.platform_id),
             state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)
             for role in roles]
         await uow.outbox.add(messages)
@@ -101,20 +108,18 @@ class Announcer:
         await uow.outbox.add([Message(
             id=self.ids.new("msg"), kind=MessageKind.FAN_OUT, topic=FAN_OUT_TOPIC,
             studio_id=studio_id, target=product_id, subject="",
-            payload=json.dumps({"add": [[r.guild_id, r.role_id] for r in added],
-                                "remove": [[r.guild_id, r.role_id] for r in dropped],
-                                "after": after}),
+            payload=FanOut(tuple((r.guild_id, r.role_id) for r in added),
+                           tuple((r.guild_id, r.role_id) for r in dropped), after),
             state=MessageState.PENDING, attempts=0, next_attempt_at=now, created_at=now)])
 
-    async def reach_holders(self, uow: UnitOfWork, message: Message) -> None:
+    async def reach_holders(self, uow: UnitOfWork, message: Message, body: FanOut) -> None:
         """One page of a fan-out message, in the caller's unit of work: the hand-outs and
         removals for up to `FAN_OUT_PAGE` active holders with a linked chat account, and,
         when there may be more, the message for the next page."""
-        body = json.loads(message.payload)
         product_id = message.target
-        added = [ChatRole(product_id, str(g), str(r)) for g, r in body["add"]]
-        dropped = [ChatRole(product_id, str(g), str(r)) for g, r in body["remove"]]
-        holders = await uow.hooks.linked_holders(product_id, body["after"], FAN_OUT_PAGE)
+        added = [ChatRole(product_id, g, r) for g, r in body.add]
+        dropped = [ChatRole(product_id, g, r) for g, r in body.remove]
+        holders = await uow.hooks.linked_holders(product_id, body.after, FAN_OUT_PAGE)
         for holder in holders:
             if added:
                 await self.chat_roles(uow, message.studio_id, holder, True, added)

@@ -3,8 +3,6 @@ out, and tracing a leaked copy back to its license."""
 
 from __future__ import annotations
 
-import json
-
 import attrs
 
 from licore import licenses as lic
@@ -18,7 +16,6 @@ from licore.protection import (
     ProtectionFailed,
     Protector,
     Trace,
-    parse_protection_settings,
 )
 from licore.storage_ports import Storage
 
@@ -88,7 +85,7 @@ class Copies:
                 data = await uow.versions.data(version)
         if cached is not None:
             return await self.decrypt(cached, where), cached
-        settings = parse_protection_settings(json.loads(product.protection))
+        settings = product.protection
 
         def prepare() -> bytes:
             # Only the scripts' sources are read and rewritten; the rest goes through as

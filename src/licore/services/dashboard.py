@@ -5,8 +5,12 @@ its pages do not exist (`not_found`, as the Partner API answers for another stud
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
+
 import attrs
 
+from licore import licenses as lic
 from licore import scopes as sc
 from licore.actors import ActingStudio
 from licore.commands import (
@@ -15,6 +19,7 @@ from licore.commands import (
     ChangeProduct,
     ChangeSettings,
     CreateProduct,
+    LicenseTarget,
     ListDeliveries,
     Paging,
     PublishVersion,
@@ -22,20 +27,29 @@ from licore.commands import (
     UploadVersion,
     WebhookTarget,
 )
-from licore.errors import LicoreError, NotFound
+from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
-from licore.model import Alert, License, Product, Studio, Version
+from licore.license_commands import (
+    GrantLicense,
+    RenewLicense,
+    SetLicensePolicy,
+    SetTier,
+    TransferLicense,
+)
+from licore.licenses import LicenseEvent
+from licore.model import Alert, License, Place, Product, Studio, Version
 from licore.ports import Clock, ConnectedApp
 from licore.protection import Trace
 from licore.scopes import Permission
 from licore.services import operator
 from licore.services.builds import Copies
 from licore.services.keys import Keys
-from licore.services.licensing import Licensing
+from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
+from licore.services.licensing import Licensing, resolve_user
 from licore.services.packages import Packages, ProductVersion
 from licore.services.products import Products, own_product
 from licore.services.webhooks import Shown, Webhooks
-from licore.storage_ports import Storage
+from licore.storage_ports import Storage, UnitOfWork
 
 ALERTS_SHOWN = 200
 DELIVERIES_SHOWN = 20
@@ -80,6 +94,9 @@ class StudioOverview:
     alerts: tuple[Alert, ...] | None
     blacklist: tuple[tuple[str, int], ...] | None
     apps: tuple[ConnectedApp, ...]
+    # The status now (`licore.licenses.status`) of each alert's license, by license id:
+    # what the alert rows show, so that an action taken on one is seen in it.
+    alert_licenses: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -88,6 +105,37 @@ class ProductDetail:
     licenses: tuple[License, ...] | None  # None without the manage_licenses permission
     versions: tuple[Version, ...] = ()  # every upload, drafts too, oldest first
     chat_roles: tuple[ChatRole, ...] = ()
+    statuses: Mapping[str, str] = attrs.field(factory=dict)  # license id -> status now
+    policy: LicensePolicy | None = None  # place limit and policy, trial, tiers
+
+
+@attrs.frozen
+class LicenseDetail:
+    """One license as its page shows it: its terms, its places and the product's tiers."""
+
+    product: Product
+    license: License
+    status: str  # active, paused, expired or inactive (`licore.licenses.status`)
+    places: tuple[Place, ...]
+    policy: LicensePolicy
+
+
+class AlertAction(enum.Enum):
+    """What a seller may do from an alert's row; each is one use case."""
+
+    REVOKE = "revoke"
+    PAUSE = "pause"
+    REKEY = "rekey"
+    BLACKLIST = "blacklist"  # the user the call came from, as the blacklist form does
+
+
+ALERT_EVENTS = {AlertAction.REVOKE: LicenseEvent.REVOKE, AlertAction.PAUSE: LicenseEvent.PAUSE}
+
+
+@attrs.frozen
+class AlertActed:
+    alert: Alert
+    subject: str  # the platform id acted on: the license's holder, or the blacklisted user
 
 
 @attrs.frozen
@@ -114,6 +162,7 @@ class Dashboard:
     copies: Copies
     webhooks: Webhooks
     keys: Keys
+    lifecycle: LicenseLifecycle
 
     async def seats_of(self, account_id: str) -> list[Seat]:
         """Every studio the person belongs to, by name."""
@@ -146,8 +195,19 @@ class Dashboard:
                 alerts = tuple(sorted(found, key=lambda a: (a.last_seen_at, a.id),
                                       reverse=True)[:ALERTS_SHOWN])
                 blacklist = tuple(await uow.blacklist.of_studio(seat.studio.id))
+                alert_licenses = await self._statuses_of(uow, alerts)
         apps = tuple(await self.keys.connected_apps(studio_id=seat.studio.id))
-        return StudioOverview(products, alerts, blacklist, apps)
+        return StudioOverview(products, alerts, blacklist, apps,
+                              alert_licenses if sees_licenses else {})
+
+    async def _statuses_of(self, uow: UnitOfWork, alerts: tuple[Alert, ...]
+                           ) -> dict[str, str]:
+        now, found = self.clock.now(), {}
+        for license_id in {a.license_id for a in alerts if a.license_id is not None}:
+            license = await uow.licenses.by_id(license_id)
+            if license is not None:
+                found[license_id] = lic.status(license, now)
+        return found
 
     async def product_detail(self, seat: Seat, product_id: str) -> ProductDetail:
         async with self.storage.unit_of_work() as uow:
@@ -157,7 +217,22 @@ class Dashboard:
                 licenses = (await uow.licenses.of_product(product_id, None, None)).items
             versions = (await uow.versions.of_product(product_id, False, None, None)).items
             roles = await uow.hooks.roles_of(product_id)
-        return ProductDetail(product, licenses, versions, tuple(roles))
+        now = self.clock.now()
+        statuses = {x.id: lic.status(x, now) for x in licenses or ()}
+        policy = await self.lifecycle.policy(ActingStudio(seat.studio.id), product_id)
+        return ProductDetail(product, licenses, versions, tuple(roles), statuses, policy)
+
+    async def license_detail(self, seat: Seat, target: LicenseTarget) -> LicenseDetail:
+        studio = seat.require(Permission.MANAGE_LICENSES)
+        places = tuple(await self.lifecycle.places(studio, target))  # NotFound: no license
+        policy = await self.lifecycle.policy(studio, target.product_id)
+        async with self.storage.unit_of_work() as uow:
+            platform_id = await resolve_user(uow, target.user)
+            license = await uow.licenses.for_user(target.product_id, platform_id)
+        if license is None:
+            raise NotFound("no license for that user and product")
+        return LicenseDetail(policy.product, license, lic.status(license, self.clock.now()),
+                             places, policy)
 
     async def events(self, seat: Seat) -> EventsOverview | None:
         """None without the manage_licenses permission: events are mostly about licenses,
@@ -194,6 +269,60 @@ class Dashboard:
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""
         return await self.licensing.change(seat.require(Permission.MANAGE_LICENSES), command)
+
+    # the license lifecycle (docs/licenses.md): the same use cases as `/v1/licenses/*` and
+    # `/v1/products/policy`, with the permissions their scopes need.
+
+    async def grant(self, seat: Seat, command: GrantLicense) -> License:
+        """The grant with an end and a tier, as `POST /v1/licenses`."""
+        return await self.lifecycle.grant(seat.require(Permission.MANAGE_LICENSES), command)
+
+    async def transfer(self, seat: Seat, command: TransferLicense) -> Transferred:
+        return await self.lifecycle.transfer(seat.require(Permission.MANAGE_LICENSES),
+                                             command)
+
+    async def renew(self, seat: Seat, command: RenewLicense) -> License:
+        return await self.lifecycle.renew(seat.require(Permission.MANAGE_LICENSES), command)
+
+    async def rekey(self, seat: Seat, target: LicenseTarget) -> License:
+        return await self.lifecycle.rekey(seat.require(Permission.MANAGE_LICENSES), target)
+
+    async def set_tier(self, seat: Seat, command: SetTier) -> License:
+        return await self.lifecycle.set_tier(seat.require(Permission.MANAGE_LICENSES),
+                                             command)
+
+    async def reset_places(self, seat: Seat, target: LicenseTarget) -> int:
+        return await self.lifecycle.reset_places(seat.require(Permission.MANAGE_LICENSES),
+                                                 target)
+
+    async def set_policy(self, seat: Seat, command: SetLicensePolicy) -> LicensePolicy:
+        return await self.lifecycle.set_policy(seat.require(Permission.MANAGE_PRODUCTS),
+                                               command)
+
+    async def act_on_alert(self, seat: Seat, alert_id: str,
+                           action: AlertAction) -> AlertActed:
+        """Revoke, pause or re-key the alert's license, or blacklist the user the call came
+        from: one use case, as the license and blacklist forms run it."""
+        studio = seat.require(Permission.MANAGE_LICENSES)
+        async with self.storage.unit_of_work() as uow:
+            alert = await uow.alerts.by_id(studio.studio_id, alert_id)
+            license = (await uow.licenses.by_id(alert.license_id)
+                       if alert is not None and alert.license_id is not None else None)
+        if alert is None:
+            raise NotFound("no such alert")
+        if action is AlertAction.BLACKLIST:
+            if alert.platform_id is None:
+                raise InvalidRequest("the call behind this alert sent no user id", "action")
+            await self.set_blacklisted(seat, alert.platform_id, True)
+            return AlertActed(alert, alert.platform_id)
+        if license is None:
+            raise InvalidRequest("this alert is about no license", "action")
+        target = LicenseTarget(license.product_id, license.platform_id)
+        if action is AlertAction.REKEY:
+            await self.lifecycle.rekey(studio, target)
+        else:
+            await self.licensing.change(studio, ChangeLicense(target, ALERT_EVENTS[action]))
+        return AlertActed(alert, license.platform_id)
 
     # events: the same use cases as `/v1/webhooks*` and `/v1/chat-roles*`, with the
     # permissions their scopes need (licenses:write, products:write).

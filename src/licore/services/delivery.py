@@ -8,7 +8,6 @@ A failed send never touches the change it tells about: that committed long befor
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import assert_never
 
@@ -16,10 +15,12 @@ import attrs
 
 from licore.events import (
     Delivered,
+    FanOut,
     Message,
-    MessageKind,
     MessageState,
+    RoleChange,
     Schedule,
+    WebhookBody,
     WebhookEndpoint,
     settle,
 )
@@ -85,17 +86,17 @@ class Delivery:
         """Send one claimed message and store what came of it, with its lane's breaker."""
         endpoint: WebhookEndpoint | None = None
         skipped = False
-        match message.kind:
-            case MessageKind.WEBHOOK:
-                endpoint, result = await self._webhook(message)
-            case MessageKind.CHAT_ROLE:
-                result = await self._chat(message)
+        match message.payload:
+            case WebhookBody() as body:
+                endpoint, result = await self._webhook(message, body)
+            case RoleChange() as change:
+                result = await self._chat(message, change)
                 skipped = result.done and result.error == NOT_LINKED
-            case MessageKind.FAN_OUT:
-                await self._fan_out(message, worker)
+            case FanOut() as fan:
+                await self._fan_out(message, fan, worker)
                 return
             case _:
-                assert_never(message.kind)
+                assert_never(message.payload)
         now = self.clock.now()
         settled = settle(message, result, now, self.schedule, self._fraction())
         if skipped:
@@ -121,20 +122,21 @@ class Delivery:
                             disabled_at=health.disabled_at,
                             disabled_reason=health.disabled_reason))
 
-    async def _fan_out(self, message: Message, worker: str) -> None:
+    async def _fan_out(self, message: Message, fan: FanOut, worker: str) -> None:
         """One page of holders, its messages, the next page's message and this one marked
         done, all in one transaction: a worker that dies mid-way leaves the page to be done
         again whole, and one that lost its lease writes nothing."""
         try:
             async with self.storage.unit_of_work() as uow:
-                await self.announce.reach_holders(uow, message)
+                await self.announce.reach_holders(uow, message, fan)
                 done = settle(message, Delivered(True), self.clock.now(), self.schedule, 0.0)
                 if not await uow.outbox.save(done, worker):
                     raise _LeaseLost
         except _LeaseLost:
             pass
 
-    async def _webhook(self, message: Message) -> tuple[WebhookEndpoint | None, Delivered]:
+    async def _webhook(self, message: Message,
+                       body: WebhookBody) -> tuple[WebhookEndpoint | None, Delivered]:
         async with self.storage.unit_of_work() as uow:
             endpoint = await uow.hooks.endpoint(message.target)
         if endpoint is None:
@@ -149,17 +151,16 @@ class Delivery:
                 and endpoint.previous_until > now):
             secrets.append(self.vault.decrypt(endpoint.previous_ciphertext, endpoint.id))
         return endpoint, await self.sender.send(endpoint.url, message.id, now,
-                                                message.payload, secrets)
+                                                body.text, secrets)
 
-    async def _chat(self, message: Message) -> Delivered:
+    async def _chat(self, message: Message, change: RoleChange) -> Delivered:
         """Give or take the role by how things stand now, whichever message this is: the
         holder keeps the role while the license is in force (active and not past its end)
         and the product still names it."""
-        body = json.loads(message.payload)
-        guild_id, role_id = str(body["guild_id"]), str(body["role_id"])
+        guild_id, role_id = change.guild_id, change.role_id
         async with self.storage.unit_of_work() as uow:
             license = await uow.licenses.by_id(message.subject)
-            user = await uow.hooks.chat_user(str(body["platform_id"]))
+            user = await uow.hooks.chat_user(change.platform_id)
             named = license is not None and any(
                 (r.guild_id, r.role_id) == (guild_id, role_id)
                 for r in await uow.hooks.roles_of(license.product_id))

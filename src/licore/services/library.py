@@ -3,16 +3,21 @@ their own protected copy."""
 
 from __future__ import annotations
 
+import json
+
 import attrs
 
 from licore import licenses as lic
 from licore.actors import ActingPerson
+from licore.builds.nodes import to_nodes
 from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
-from licore.ports import Clock, KeyVault, LibraryEntry
+from licore.ports import Clock, KeyVault, LibraryEntry, ModelCodec, Offload
 from licore.services.builds import Copies, Download
 from licore.storage_ports import Storage, UnitOfWork
+
+NODES_FORMAT = "nodes"  # a Download holding the copy's nodes as JSON, not a model file
 
 
 @attrs.frozen
@@ -46,6 +51,8 @@ class Library:
     storage: Storage
     vault: KeyVault
     copies: Copies
+    models: ModelCodec  # reads a copy into nodes for `DownloadCopy.nodes`
+    offload: Offload
     clock: Clock | None = None  # None: end dates are not looked at (docs/licenses.md)
 
     def _now(self) -> int | None:
@@ -86,4 +93,19 @@ class Library:
             raise NotFound("no such product in your library")
         license_key = self.vault.decrypt(license.key_ciphertext, license.id)
         data = await self.copies.prepared(license, product, version, license_key)
-        return Download(data, version.label, version.format)
+        if command.nodes is None:
+            return Download(data, version.label, version.format)
+        return Download(await self._as_nodes(data, version.label, command.nodes == "compact"),
+                        version.label, NODES_FORMAT)
+
+    async def _as_nodes(self, copy: bytes, label: str, compact: bool) -> bytes:
+        """The buyer's copy as `{version, instances}` JSON, the shape of a decrypted
+        `/update` payload without its nonce."""
+        models = self.models
+
+        def make() -> bytes:
+            nodes = to_nodes(models.read(copy), compact=compact)
+            return json.dumps({"version": label, "instances": nodes}, separators=(",", ":"),
+                              ensure_ascii=False).encode()
+
+        return await self.offload(make)

@@ -16,7 +16,7 @@ import attrs
 
 from licore import licenses as lic
 from licore.actors import ActingPerson, ActingStudio
-from licore.commands import LicenseTarget, compact_json
+from licore.commands import LicenseTarget
 from licore.errors import InvalidRequest, NotFound
 from licore.events import Topic
 from licore.license_commands import (
@@ -28,7 +28,7 @@ from licore.license_commands import (
     TransferLicense,
 )
 from licore.licenses import LicenseEvent, LicenseState, LifecycleEffect, LifecycleEvent, Source
-from licore.model import License, Place, Product, Tier
+from licore.model import License, Place, Product, Tier, UnlockData
 from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, iso, license_data
 from licore.services.ids import Ids
@@ -349,7 +349,7 @@ class LicenseLifecycle:
                 await uow.products.save(product)
             if command.tiers is not None:
                 await uow.products.set_tiers(product.id, [
-                    Tier(product.id, t.name, compact_json(t.unlock_data))
+                    Tier(product.id, t.name, UnlockData.of(t.unlock_data.value))
                     for t in command.tiers])
             return await self._policy(uow, product)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import attrs
@@ -18,11 +17,10 @@ from licore.commands import (
     ListPackageVersions,
     PublishVersion,
     UploadVersion,
-    compact_json,
 )
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.events import Topic
-from licore.model import Page, Product, Version
+from licore.model import Page, Product, UnlockData, Version
 from licore.ports import Clock, ModelCodec, Offload
 from licore.protection import (
     ProtectionProblem,
@@ -150,8 +148,7 @@ class Packages:
             if version is None or version.product_id != command.product_id:
                 raise NotFound("no such version")
             data = await uow.versions.data(version)
-        settings = parse_protection_settings(json.loads(product.protection))
-        await self._check_rules(data, settings, f"version {version.label}")
+        await self._check_rules(data, product.protection, f"version {version.label}")
         async with self.storage.unit_of_work() as uow:
             current = await own_product(uow, studio, command.product_id)
             if current.protection != product.protection:
@@ -174,19 +171,18 @@ class Packages:
         if command.verify_scripts is not None:
             changes["verify_scripts"] = command.verify_scripts
         if command.unlock_data is not None:
-            changes["unlock_data"] = compact_json(command.unlock_data)
+            changes["unlock_data"] = UnlockData.of(command.unlock_data.value)
         if command.purchase_pass_id is not None:
             changes["purchase_pass_id"] = command.purchase_pass_id or None  # "" clears it
         if command.protection is not None:
-            # Stored as sent, keys sorted; the command checked it against the rule schema.
-            changes["protection"] = json.dumps(command.protection.value,
-                                               separators=(",", ":"), sort_keys=True)
+            # The command checked it against the rule schema already.
+            changes["protection"] = parse_protection_settings(command.protection.value)
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
             live = await _live_data(uow, product) if "protection" in changes else None
         if live is not None:
-            rules = parse_protection_settings(json.loads(changes["protection"]))
-            await self._check_rules(live[1], rules, f"live version {live[0].label}")
+            await self._check_rules(live[1], changes["protection"],
+                                    f"live version {live[0].label}")
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
             if live is not None and product.current_version_id != live[0].id:

@@ -19,7 +19,7 @@ from licore.builds.nodes import to_nodes
 from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.events import Topic
-from licore.model import Alert, License, Product, Version
+from licore.model import Alert, License, Product, UnlockData, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
@@ -63,13 +63,13 @@ class _Judged:
     facts: Facts
 
 
-def _unlock_plaintext(nonce: str, unlock_data: str, exp: int) -> bytes:
+def _unlock_plaintext(nonce: str, unlock_data: UnlockData, exp: int) -> bytes:
     """`{"nonce":..,"data":..,"exp":..}` with the seller's data spliced in as the compact JSON
-    text it is stored as (never parsed and written again on every call)."""
+    text it is kept as (never parsed and written again on every call)."""
     try:
-        data = unlock_data.encode()
+        data = unlock_data.text.encode()
     except UnicodeEncodeError:  # text JSON cannot carry as UTF-8: let json escape it
-        data = json.dumps(json.loads(unlock_data)).encode()
+        data = json.dumps(unlock_data.value()).encode()
     return b'{"nonce":%s,"data":%s,"exp":%d}' % (json.dumps(nonce).encode(), data, exp)
 
 

@@ -59,7 +59,7 @@ class UseCases:
         keys = Keys(storage, clock, settings.partner_rate_limit)
         products = Products(storage, clock, ids, announce)
         licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
-        library = Library(storage, deps.vault, copies, clock)
+        library = Library(storage, deps.vault, copies, deps.models, deps.offload, clock)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
                             settings.max_upload_bytes, announce)
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
@@ -72,7 +72,7 @@ class UseCases:
         lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing, None)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
-                             keys),
+                             keys, lifecycle),
                    People(storage, clock, library, announce, keys, deps.chat),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
