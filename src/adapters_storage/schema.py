@@ -301,9 +301,6 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (product_id, platform_id))""",
     ],
     [
-        # 6: reserved for another branch's migration (this one is 7); it lands before 7.
-    ],
-    [
         # Rate counters in shards (docs/runtime.md, "Several processes"): each server
         # process on PostgreSQL counts in a row of its own and reads the sum, so processes
         # never wait on one another's row. Counts so far move to shard 0.
