@@ -73,6 +73,14 @@ def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
         css = httpx.get(f"{base}/assets/web.css")
         assert css.status_code == 200 and "text/css" in css.headers["content-type"]
         assert httpx.get(f"{base}/signin").status_code == 200
+        # the guides travel in the wheel: rendered from its own copy of docs/, links between
+        # them rewritten, their screenshots served
+        guide = httpx.get(f"{base}/guides/protection")
+        assert guide.status_code == 200 and 'id="tracing-a-leaked-copy"' in guide.text
+        web_guide = httpx.get(f"{base}/guides/web").text
+        assert 'href="/guides/protection"' in web_guide
+        assert httpx.get(f"{base}/guides/screenshots/dashboard.png").headers[
+            "content-type"] == "image/png"
     finally:
         server.terminate()
         server.wait(30)
@@ -91,6 +99,10 @@ def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
                  "print(render.CSS.is_file(), (render.HERE / 'templates' / 'home.html')"
                  ".is_file())", cwd=tmp_path, env=env).stdout.split()
     assert assets == ["True", "True"]
+    shipped = run(python, "-c", "from adapters_http.web import guides; "
+                  "print(guides.SOURCE == guides.SHIPPED, all((guides.SOURCE / f'{g.name}.md')"
+                  ".is_file() for g in guides.GUIDES))", cwd=tmp_path, env=env).stdout.split()
+    assert shipped == ["True", "True"]  # every guide, from the install, not a checkout
     # the migrations ran from the wheel: the database is there with its tables
     tables = run(home / "bin" / "python", "-c",
                  "import sqlite3; print(sqlite3.connect('licore.db').execute("

@@ -16,6 +16,7 @@ from licore import bounds
 from licore import commands as c
 from licore import license_commands as lc
 from licore.events import TOPICS
+from licore.licenses import GRANT_SOURCES, Source
 
 J = dict[str, Any]
 
@@ -90,11 +91,11 @@ PRODUCT = obj(["id", "slug", "title", "tagline", "price_credit", "discoverable",
               licensing_enabled=BOOL, current_version=NSTR)
 LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
               id=STR, platform_id=STR, verified_at=TIME, is_active=BOOL,
-              source={"enum": ["purchase_pass", "grant"]},
+              source={"enum": [s.value for s in Source]},
               state={"enum": ["active", "paused", "inactive"]},
               # licore's terms (docs/licenses.md), beside the specification's fields
               status={"enum": ["active", "paused", "expired", "inactive"]},
-              expires_at=NTIME, tier=NSTR, transferred_to=NSTR)
+              expires_at=NTIME, tier=NSTR, transferred_to=NSTR, purchase_id=NSTR)
 LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
                       id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
                       acquired_at=TIME)
@@ -114,7 +115,7 @@ PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "publish
                       id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,
                       published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]})
 CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
-              result={"enum": ["granted", "already_held", "paused", "revoked"]},
+              result={"enum": ["granted", "already_held", "paused"]},
               product_id=STR, license=LICENSE)
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
@@ -126,11 +127,17 @@ TERMS: J = {"expires_at": {**limited(lc.TIMESTAMP),
                            "description": "unix seconds; later than now"},
             "duration_days": limited(lc.DURATION_DAYS)}
 GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS,
-                 tier=TIER_NAME)
+                 tier=TIER_NAME,
+                 source={"enum": [s.value for s in GRANT_SOURCES],
+                         "description": "where the license came from; grant unless sent"},
+                 purchase_id={**limited(lc.PURCHASE_ID),
+                              "description": "the sale's id, as the seller's hub names it "
+                                             "(a receipt's PurchaseId)"})
 TIER = obj(["name", "unlock_data"], name=TIER_NAME, unlock_data={})
-POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "tiers"],
+POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "reminder_days",
+              "tiers"],
              product_id=STR, place_limit=INT, place_policy={"enum": ["alert", "enforce"]},
-             trial_days=INT, tiers=array(TIER))
+             trial_days=INT, reminder_days=INT, tiers=array(TIER))
 PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
                    tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
                    price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
@@ -200,7 +207,9 @@ GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive o
                     "expires_at, duration_days and tier are extensions",
                     CHANGED_LICENSE, body=GRANT_BODY, errors=(404, 409), reads=lc.GrantForm,
                     description="Send at most one of expires_at and duration_days; neither: "
-                                "the license never expires. See docs/licenses.md.")
+                                "the license never expires. source and purchase_id record "
+                                "the sale a seller's hub took (extensions). See "
+                                "docs/licenses.md and docs/selling.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
                      params=[q("product_id"), q("user")], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
@@ -255,11 +264,20 @@ DOWNLOAD_COPY = Doc(
 CLAIM_PURCHASE = Doc(
     "claimPurchase",
     "Extension: claim a product whose purchase pass the person owns on the platform "
-    "(granted with source purchase_pass; a revoked license stays revoked, a paused one "
-    "paused)", CLAIMED, body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
+    "(granted with source purchase_pass; a paused license stays paused; a revoked one is "
+    "refused)", CLAIMED, body=obj(["product_id"], product_id=limited(bounds.IDENTIFIER)),
     errors=(404, 409, 503),
-    description="409 is `pass_not_owned`: the platform says the person does not own the "
-                "product's pass. See docs/platform.md.", reads=c.ClaimPurchase)
+    description="409 is `pass_not_owned` (the platform says the person does not own the "
+                "product's pass) or `license_revoked` (the seller revoked the person's "
+                "license; a claim never restores it; nothing changed). See docs/platform.md.",
+    reads=c.ClaimPurchase)
+TAKE_TRIAL = Doc(
+    "takeTrial", "Extension: the person starts their one trial of a listed product that "
+    "offers one", CHANGED_LICENSE, body=obj(["product_id"], product_id=PRODUCT_ID),
+    errors=(404, 409), reads=lc.TakeTrial,
+    description="409 is `already_owned`: the person holds or held a license of the product, "
+                "or took its trial before. A product without a trial is `400 "
+                "invalid_request`. See docs/licenses.md.")
 LIST_WEBHOOKS = Doc("listWebhooks", "List the studio's webhook endpoints (extension)",
                     obj(["webhooks"], webhooks=array(WEBHOOK)))
 ADD_WEBHOOK = Doc("addWebhook", "Add a webhook endpoint; the secret is shown once "
@@ -307,6 +325,14 @@ RENEW_LICENSE = Doc(
     body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS),
     errors=(404,), reads=lc.RenewForm,
     description="Send exactly one of expires_at and duration_days.")
+START_TRIAL = Doc(
+    "startTrial", "Start a person's trial of the product: one per person and product, ever "
+    "(extension)", CHANGED_LICENSE,
+    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER),
+    errors=(404, 409), reads=c.LicenseTarget,
+    description="409 is `already_owned`: the person holds or held a license of the product, "
+                "or took its trial before. A product without a trial is `400 "
+                "invalid_request`.")
 REKEY_LICENSE = Doc("rekeyLicense", "A new key for a license; the old one and its copies "
                     "stop working at once (extension)", CHANGED_LICENSE,
                     body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER),
@@ -329,17 +355,19 @@ RESET_LICENSE_PLACES = Doc(
     body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER), errors=(404,),
     reads=c.LicenseTarget)
 GET_LICENSE_POLICY = Doc(
-    "getLicensePolicy", "A product's place limit and policy, trial length and tiers "
+    "getLicensePolicy", "A product's place limit and policy, trial length, reminder and tiers "
     "(extension)", POLICY, params=[q("product_id")], errors=(404,))
 SET_LICENSE_POLICY = Doc(
-    "setLicensePolicy", "Change a product's place limit and policy, trial length or tiers; "
+    "setLicensePolicy", "Change a product's place limit and policy, trial length, reminder or "
+    "tiers; "
     "fields not sent stay (extension)", _with(POLICY, ok=BOOL),
     body=obj(["product_id"], product_id=PRODUCT_ID, place_limit=limited(lc.PLACE_LIMIT),
              place_policy={"enum": ["alert", "enforce"]}, trial_days=limited(lc.TRIAL_DAYS),
+             reminder_days=limited(lc.REMINDER_DAYS),
              tiers={**array(TIER), "maxItems": lc.MAX_TIERS}),
     errors=(404,), reads=lc.SetLicensePolicy,
     description="tiers replaces the whole list (an empty list removes every tier); "
-                "trial_days 0 removes the trial.")
+                "trial_days 0 removes the trial, reminder_days 0 the reminder.")
 
 # The device authorization flow (device.ENDPOINTS) -----------------------------------------
 

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from adapters_http import device, partner, runtime, web
+from adapters_http import device, partner, runtime, site, web
 from adapters_http.edge import Edge
 from adapters_http.observability import RequestContext, metrics
 from adapters_http.openapi import openapi_document
@@ -83,9 +83,10 @@ def create_app(uc: UseCases, settings: Settings, only: tuple[str, ...] = FAMILIE
                                 headers={"Retry-After": "2", "Cache-Control": "no-store"})
         return JSONResponse({"ok": True}, headers={"Cache-Control": "no-store"})
 
-    base = settings.public_url.rstrip("/")
-
     async def discovery(request: Request) -> Response:
+        # RFC 8414: every URL under the issuer, which carries the prefix the app is served
+        # under (docs/embedding.md, "Under a path").
+        base = site.absolute(request.scope, settings.public_url, "")
         return JSONResponse({
             "issuer": base,
             "device_authorization_endpoint": f"{base}/auth/device/code",
@@ -98,7 +99,8 @@ def create_app(uc: UseCases, settings: Settings, only: tuple[str, ...] = FAMILIE
         })
 
     async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document(base))
+        return JSONResponse(openapi_document(
+            site.absolute(request.scope, settings.public_url, "")))
 
     routes: list[Route | Mount] = [
         Route("/healthz", healthz), Route("/readyz", readyz),
@@ -153,6 +155,8 @@ class LicoreApp(Starlette):
         self.front = front
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            site.enter(scope)  # the prefix it is served under, before its mounts add theirs
         front = self.front
         call = front.takes(scope) if front is not None else None
         if front is None or call is None:

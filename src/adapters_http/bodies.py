@@ -25,7 +25,9 @@ FORM = "application/x-www-form-urlencoded"
 
 
 async def read_bytes(request: Request, limit: int) -> bytes:
-    return await _collect(request.headers.get("content-length"), request.stream(), limit)
+    raw = await _collect(request.headers.get("content-length"), request.stream(), limit)
+    request.state.sent_body = raw  # for an Idempotency-Key's fingerprint (partner.py)
+    return raw
 
 
 async def _collect(declared: str | None, pieces: AsyncIterator[bytes], limit: int) -> bytes:
@@ -95,7 +97,8 @@ async def read_json(request: Request, limit: int = MAX_JSON_BYTES,
                     max_string: int = MAX_STRING) -> Any:
     """The body as parsed JSON, through the one decoder's parser."""
     require_json(request)
-    return await _parsed(await read_bytes(request, limit), max_string)
+    request.state.sent_json = await _parsed(await read_bytes(request, limit), max_string)
+    return request.state.sent_json
 
 
 async def receive_json(scope: Scope, receive: Receive, limit: int = MAX_JSON_BYTES,

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http import api_doc as d
+from adapters_http import site
 from adapters_http.api_doc import Doc
 from adapters_http.bodies import basic_client_id, read_json_or_form
 from adapters_http.decoding import OAUTH, structure
@@ -38,7 +39,8 @@ async def device_code(flow: DeviceFlow, keys: Keys, request: Request) -> Respons
     client_id = asked.client_id or basic_client_id(request)
     if not client_id:
         raise InvalidRequest("client_id is required", "client_id")
-    started = await flow.start(client_id, asked.scope, _client_ip(request))
+    started = await flow.start(client_id, asked.scope, _client_ip(request),
+                               site.root(request.scope))
     return JSONResponse(started, headers={"Cache-Control": "no-store"})
 
 

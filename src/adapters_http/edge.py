@@ -21,6 +21,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters_http import site
 from licore.errors import printable
 
 error_log = logging.getLogger("licore.error")
@@ -143,7 +144,7 @@ class Edge:
 
         try:
             if zero_byte_in_url(scope):
-                await _answer(sending, refusal_for(scope["path"],
+                await _answer(sending, refusal_for(site.local_path(scope),
                                                    "the address must not contain a zero byte"),
                               close=watch.unread)
                 return
@@ -151,6 +152,6 @@ class Edge:
         except Exception as exc:
             log_unhandled(scope, exc)
             if not started:
-                await _answer(sending, _server_error(scope["path"]), close=watch.unread)
+                await _answer(sending, _server_error(site.local_path(scope)), close=watch.unread)
         finally:
             await watch.finish()

@@ -33,7 +33,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from adapters_http import json_text
+from adapters_http import json_text, site
 
 access_log = logging.getLogger("licore.access")
 
@@ -86,7 +86,8 @@ def route_template(scope: Scope) -> str:
     if not isinstance(path, str) or isinstance(route, Mount):
         # A mount that matched nothing under it is no more a route than no match at all.
         return "unmatched"
-    return f"{scope.get('root_path', '')}{path}" or "/"
+    mounted = str(scope.get("root_path", "")).removeprefix(site.root(scope))
+    return f"{mounted}{path}" or "/"
 
 
 def request_id_of(scope: Scope) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from adapters_http import device, partner, runtime
-from adapters_http.api_doc import ERROR, INT, NAMED, STR, Doc, J
+from adapters_http.api_doc import ERROR, INT, NAMED, STR, Doc, J, limited
 from licore.scopes import DESCRIPTIONS
+from licore.services import idempotency
 
 _ERROR_TEXT = {
     400: "invalid_request (a field missing, malformed or unknown), or a device-flow error",
@@ -22,12 +23,24 @@ _ERROR_TEXT = {
     404: "not_found: the object does not exist or is not the caller's",
     409: "already_owned, or already_exists for a version label",
     413: "payload_too_large",
+    422: "idempotency_key_reused: the Idempotency-Key answered a different request (another "
+         "body, path or method) in the last 24 hours; use a new key",
     429: "rate limited; Retry-After gives seconds",
     500: "server_error; retry",
     503: "platform_unavailable: the game platform did not answer; nothing changed, retry "
          "after Retry-After seconds",
 }
 PARTNER_ERRORS = (400, 401, 403, 429, 500)
+# Every Partner POST takes an Idempotency-Key (extension; docs/api.md, "Retrying safely").
+IDEMPOTENCY_KEY: J = {
+    "name": idempotency.HEADER, "in": "header", "required": False,
+    "schema": limited(idempotency.KEY),
+    "description": "Extension (the convention of Stripe and Keygen): the same key with the "
+                   "same request within 24 hours gets the first successful answer again, "
+                   "status and body, with `Idempotent-Replayed: true`, and changes nothing "
+                   "more; concurrent requests with one key run once. A refusal (4xx) or a "
+                   "5xx is not kept: a retry runs again. Keys belong to the caller's studio "
+                   "(a library key's: its person). See docs/api.md."}
 
 
 def _json(schema: J) -> J:
@@ -70,8 +83,12 @@ def _runtime_answers(doc: Doc) -> J:
 def _paths() -> J:
     paths: J = {}
     for p in partner.ENDPOINTS:
-        paths.setdefault(partner.MOUNT + p.path, {})[p.method.lower()] = _operation(
-            p.doc, [{"bearer": [p.scope]}], _answers(p.doc, PARTNER_ERRORS))
+        keyed = p.method == "POST"
+        op = _operation(p.doc, [{"bearer": [p.scope]}],
+                        _answers(p.doc, PARTNER_ERRORS + ((422,) if keyed else ())))
+        if keyed:
+            op["parameters"] = [*op.get("parameters", []), IDEMPOTENCY_KEY]
+        paths.setdefault(partner.MOUNT + p.path, {})[p.method.lower()] = op
     for d in device.ENDPOINTS:
         paths.setdefault(device.MOUNT + d.path, {})[d.method.lower()] = _operation(
             d.doc, [{"bearer": []}] if d.bearer else None, _answers(d.doc, ()))
@@ -120,6 +137,10 @@ HEADERS: J = {
     "RateLimit-Limit": _header("Partner calls allowed a minute for this key", INT),
     "RateLimit-Remaining": _header("Partner calls left in this minute", INT),
     "RateLimit-Reset": _header("Seconds until the minute's window starts again", INT),
+    # Only on a replayed answer: not required, unlike the headers above.
+    "Idempotent-Replayed": {**_header("`true` on an answer replayed for an Idempotency-Key "
+                                      "(extension): the call did not run again",
+                                      {"const": "true"}), "required": False},
 }
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 
@@ -139,22 +160,30 @@ def _refs(node: Any, by_id: dict[int, str], top: int | None = None) -> Any:
     return node
 
 
+def _answer_headers(partner_call: bool, method: str, status: str) -> list[str]:
+    """The headers an answer of this status carries."""
+    names = ["X-Request-ID"]
+    if partner_call and method == "post" and status == "200":
+        names.append("Idempotent-Replayed")  # on a replay only (docs/api.md)
+    if status in ("429", "503"):
+        names.append("Retry-After")
+    if partner_call and status in ("401", "403"):
+        names.append("WWW-Authenticate")
+    if partner_call and status not in ("400", "401", "500"):
+        # authenticated answers; 400 and 500 may come before the key is counted
+        names.extend(RATE_HEADERS)
+    return names
+
+
 def _finish(doc: J) -> J:
     by_id = {id(schema): name for name, schema in NAMED.items()}
     paths = _refs(doc["paths"], by_id)
     for path, operations in paths.items():
         partner_call = path.startswith(partner.MOUNT + "/")
-        for operation in operations.values():
+        for method, operation in operations.items():
             for status, answer in operation["responses"].items():
-                headers = answer.setdefault("headers", {})
-                headers["X-Request-ID"] = _ref("X-Request-ID")
-                if status in ("429", "503"):
-                    headers["Retry-After"] = _ref("Retry-After")
-                if partner_call and status in ("401", "403"):
-                    headers["WWW-Authenticate"] = _ref("WWW-Authenticate")
-                if partner_call and status not in ("400", "401", "500"):
-                    # authenticated answers; 400 and 500 may come before the key is counted
-                    headers.update({h: _ref(h) for h in RATE_HEADERS})
+                answer.setdefault("headers", {}).update(
+                    {h: _ref(h) for h in _answer_headers(partner_call, method, status)})
     doc["paths"] = paths
     doc["components"]["schemas"] = {name: _refs(schema, by_id, top=id(schema))
                                     for name, schema in NAMED.items()}

@@ -8,6 +8,8 @@ do it; nothing here authorizes anything."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -27,9 +29,11 @@ from licore import license_commands as lc
 from licore import scopes as sc
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
-from licore.model import License, Page
+from licore.model import KeptAnswer, License, Page
 from licore.services import limits
 from licore.services import partner as op
+from licore.services.idempotency import HEADER as IDEMPOTENCY_KEY
+from licore.services.idempotency import Once
 from licore.services.partner import AsOf, Operation, Partner
 from licore.services.settings import Settings
 
@@ -239,6 +243,10 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.TRANSFER_LICENSE),
     Endpoint("POST", "/licenses/renew", op.RENEW, form(lc.RenewForm), dated_license,
              doc=d.RENEW_LICENSE),
+    Endpoint("POST", "/licenses/trial", op.START_TRIAL, body(c.LicenseTarget), dated_license,
+             doc=d.START_TRIAL),
+    Endpoint("POST", "/library/trial", op.TAKE_TRIAL, body(lc.TakeTrial), dated_license,
+             doc=d.TAKE_TRIAL),
     Endpoint("POST", "/licenses/rekey", op.REKEY, body(c.LicenseTarget), dated_license,
              doc=d.REKEY_LICENSE),
     Endpoint("POST", "/licenses/tier", op.SET_TIER, form(lc.TierForm), dated_license,
@@ -283,11 +291,60 @@ def sent_bearer(request: Request) -> str | None:
     return plain
 
 
+def response_of(answer: Answer) -> Response:
+    return answer if isinstance(answer, Response) else JSONResponse(answer)
+
+
+def kept(response: Response) -> KeptAnswer:
+    return KeptAnswer(response.status_code, response.headers.get("content-type", ""),
+                      bytes(response.body))
+
+
+def fingerprint(request: Request) -> str:
+    """Which request an Idempotency-Key was sent with: method, path, query and body. A JSON
+    body counts by its content, not its spelling (key order, spaces), so a retry that
+    encodes the same object again (a game server's `JSONEncode` orders keys as it likes)
+    is the same request."""
+    digest = hashlib.sha256()
+    query = sorted(request.query_params.multi_items())
+    for part in (request.method, request.url.path, json.dumps(query)):
+        digest.update(part.encode() + b"\0")
+    if hasattr(request.state, "sent_json"):
+        digest.update(json.dumps(request.state.sent_json, sort_keys=True,
+                                 separators=(",", ":")).encode())
+    else:
+        digest.update(getattr(request.state, "sent_body", b""))
+    return digest.hexdigest()
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The Idempotency-Key sent with a POST (the core checks its shape); several are joined
+    as HTTP joins repeated fields, which no key's shape allows."""
+    if request.method != "POST":
+        return None  # GET and DELETE are idempotent by themselves (RFC 9110 9.2.2)
+    sent = request.headers.getlist(IDEMPOTENCY_KEY)
+    return ", ".join(sent) if sent else None
+
+
 def routes(door: Partner, settings: Settings,
            endpoints: list[Endpoint[Any, Any]] = ENDPOINTS) -> list[Route]:
     by_path: dict[str, dict[str, Endpoint[Any, Any]]] = {}
     for e in endpoints:
         by_path.setdefault(e.path, {})[e.method] = e
+
+    async def once(e: Endpoint[Any, Any], request: Request, key: str,
+                   read: Callable[[], Awaitable[Any]]) -> Response:
+        """A call sent with an Idempotency-Key: its one run's answer, kept in the run's
+        transaction, or the answer an earlier run kept (`services.idempotency`)."""
+        outcome = await door.call_once(
+            e.operation, sent_bearer(request), read, noting(request),
+            Once(key, lambda: fingerprint(request),
+                 lambda value: kept(response_of(e.write(request.state.command, value)))))
+        response = Response(outcome.answer.body, status_code=outcome.answer.status,
+                            media_type=outcome.answer.media_type or None)
+        if outcome.replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
 
     def make(methods: dict[str, Endpoint[Any, Any]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -299,9 +356,13 @@ def routes(door: Partner, settings: Settings,
                 request.state.command = await e.read(request, settings)
                 return request.state.command
 
-            value = await door.call(e.operation, sent_bearer(request), read, noting(request))
-            answer = e.write(request.state.command, value)
-            response = answer if isinstance(answer, Response) else JSONResponse(answer)
+            key = idempotency_key(request)
+            if key is None:
+                value = await door.call(e.operation, sent_bearer(request), read,
+                                        noting(request))
+                response = response_of(e.write(request.state.command, value))
+            else:
+                response = await once(e, request, key, read)
             response.headers.update(quota_headers(request.state.quota))
             return response
 

@@ -58,13 +58,14 @@ def saved_product(p: Product) -> J:
 
 def license(lc: License, now: int | None = None) -> J:
     """The specification's fields; given the time, also licore's terms (docs/licenses.md):
-    `status`, `expires_at` and `tier`, and `is_active` false once the license expired."""
+    `status`, `expires_at`, `tier` and `purchase_id`, and `is_active` false once the
+    license expired."""
     body: J = {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
                "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
                "state": lc.state.value}
     if now is not None:
         body.update(is_active=licenses.in_force(lc, now), status=licenses.status(lc, now),
-                    expires_at=iso(lc.expires_at), tier=lc.tier)
+                    expires_at=iso(lc.expires_at), tier=lc.tier, purchase_id=lc.purchase_id)
     return body
 
 
@@ -86,6 +87,7 @@ def license_policy(policy: LicensePolicy) -> J:
     p = policy.product
     return {"product_id": p.id, "place_limit": policy.place_limit,
             "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
+            "reminder_days": p.reminder_days or 0,
             "tiers": [{"name": t.name, "unlock_data": t.unlock_data.value()}
                       for t in policy.tiers]}
 

@@ -301,6 +301,29 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (product_id, platform_id))""",
     ],
     [
+        # A product's reminder window: `license.expiring` this many days before a license's
+        # end (NULL: no reminder). The sweep reads it beside the expiry index.
+        "ALTER TABLE products ADD COLUMN reminder_days INTEGER",
+    ],
+    [
+        # Idempotency keys (licore.services.idempotency, docs/api.md): a key per owner
+        # (`studio:<id>`, `person:<id>`), claimed and answered in the transaction of the
+        # call it guards; swept a day later.
+        """CREATE TABLE idempotency_keys (
+            owner TEXT NOT NULL,
+            idem_key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            created_at {bigint} NOT NULL,
+            expires_at {bigint} NOT NULL,
+            status INTEGER,
+            media_type TEXT,
+            body {blob},
+            PRIMARY KEY (owner, idem_key))""",
+        "CREATE INDEX idempotency_keys_expiry ON idempotency_keys(expires_at)",
+        # Where a license came from (a hub's receipt, game pass or subscription).
+        "ALTER TABLE licenses ADD COLUMN purchase_id TEXT",
+    ],
+    [
         # Rate counters in shards (docs/runtime.md, "Several processes"): each server
         # process on PostgreSQL counts in a row of its own and reads the sum, so processes
         # never wait on one another's row. Counts so far move to shard 0.

@@ -90,6 +90,17 @@ class RateLimited(LicoreError):
         self.limit = limit
 
 
+# Idempotency keys (extension, docs/api.md "Retrying safely").
+
+
+class IdempotencyKeyReused(LicoreError):
+    """The key already answered a different request (another body, path or method): the
+    client mixed up its keys, and replaying the first answer for it would be a lie."""
+
+    code = "idempotency_key_reused"
+    status = 422
+
+
 # Purchase-pass claims (extension, docs/platform.md).
 
 
@@ -97,6 +108,14 @@ class PassNotOwned(LicoreError):
     # 409, not 403: the key may do this; the platform's record of the person is what
     # conflicts (and a 403 of the Partner API always names a missing scope).
     code = "pass_not_owned"
+    status = 409
+
+
+class LicenseRevoked(LicoreError):
+    # 409 for the same reason as `pass_not_owned`: the key may ask; what conflicts is the
+    # seller's revoke, which a claim never undoes. A code of its own, so that an app can
+    # tell the buyer to contact the seller rather than to try again.
+    code = "license_revoked"
     status = 409
 
 

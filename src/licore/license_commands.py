@@ -11,16 +11,27 @@ import attrs
 from licore import bounds
 from licore.commands import JsonValue, LicenseTarget, compact_json
 from licore.errors import InvalidRequest
-from licore.licenses import PlacePolicy
+from licore.licenses import GRANT_SOURCES, MAX_REMINDER_DAYS, PlacePolicy, Source
 
 PLACE_LIMIT = bounds.WholeNumber(1, 1000)
 TRIAL_DAYS = bounds.WholeNumber(0, 365)  # 0 takes the trial away
+REMINDER_DAYS = bounds.WholeNumber(0, MAX_REMINDER_DAYS)  # 0 takes the reminder away
 DURATION_DAYS = bounds.WholeNumber(1, 36500)
 # Unix seconds up to the year 9999: anything later is a mistake, not a plan.
 TIMESTAMP = bounds.WholeNumber(1, 253_402_300_799)
 TIER_NAME = bounds.Text(min_len=1, max_len=32, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]*",
                         shape="letters, digits, '-' and '_', starting with a letter or digit")
 MAX_TIERS = 20
+# The sale a license came from, as the seller's hub names it: a receipt's `PurchaseId`, say.
+PURCHASE_ID = bounds.Text(min_len=1, max_len=128, pattern=r"[\x21-\x7e]+",
+                          shape="1 to 128 visible ASCII characters (no spaces)")
+
+
+def _grantable(instance: Any, attribute: attrs.Attribute[Any], value: Source) -> None:
+    if value not in GRANT_SOURCES:
+        raise InvalidRequest(
+            "source must be one of " + ", ".join(s.value for s in GRANT_SOURCES)
+            + " (purchase_pass is given by a claim the platform confirms)", "source")
 
 
 @attrs.frozen
@@ -67,11 +78,14 @@ class RenewLicense:
 
 @attrs.frozen
 class GrantLicense:
-    """The specification's grant, with licore's terms: an end and a tier."""
+    """The specification's grant, with licore's terms: an end and a tier; and where it came
+    from (a source and the sale's id, when a seller's hub sold it)."""
 
     target: LicenseTarget
     terms: Terms = Terms()
     tier: str | None = attrs.field(default=None, validator=TIER_NAME)
+    source: Source = attrs.field(default=Source.GRANT, validator=_grantable)
+    purchase_id: str | None = attrs.field(default=None, validator=PURCHASE_ID)
 
 
 @attrs.frozen
@@ -103,6 +117,7 @@ class SetLicensePolicy:
     place_policy: PlacePolicy | None = None
     trial_days: int | None = attrs.field(default=None, validator=TRIAL_DAYS)
     tiers: tuple[TierSpec, ...] | None = None
+    reminder_days: int | None = attrs.field(default=None, validator=REMINDER_DAYS)
 
     def __attrs_post_init__(self) -> None:
         if self.tiers is None:
@@ -112,6 +127,13 @@ class SetLicensePolicy:
         names = [t.name for t in self.tiers]
         if len(set(names)) != len(names):
             raise InvalidRequest("tier names must differ", "tiers")
+
+
+@attrs.frozen
+class TakeTrial:
+    """A person starts their own trial of a listed product (`POST /v1/library/trial`)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
 
 
 @attrs.frozen
@@ -130,10 +152,13 @@ class GrantForm:
     expires_at: int | None = None
     duration_days: int | None = None
     tier: str | None = None
+    source: Source | None = None  # None: `grant`
+    purchase_id: str | None = None
 
     def command(self) -> GrantLicense:
         return GrantLicense(LicenseTarget(self.product_id, self.user),
-                            Terms(self.expires_at, self.duration_days), self.tier)
+                            Terms(self.expires_at, self.duration_days), self.tier,
+                            self.source or Source.GRANT, self.purchase_id)
 
 
 @attrs.frozen

@@ -26,8 +26,20 @@ class LicenseEvent(Event):
 
 
 class Source(enum.Enum):
+    """Where a license came from. A claim sets `purchase_pass` (the platform confirmed it);
+    a seller's grant says `grant`, or names the sale its hub took (docs/selling.md):"""
+
     PURCHASE_PASS = "purchase_pass"
     GRANT = "grant"
+    TRIAL = "trial"  # licore's: a product's trial (docs/licenses.md); a transfer keeps it
+    DEVELOPER_PRODUCT = "developer_product"  # a developer product's receipt
+    GAME_PASS = "game_pass"  # a game pass the buyer owns
+    SUBSCRIPTION = "subscription"  # a subscription the buyer holds
+
+
+# What a seller's grant may say; `purchase_pass` is the platform's word, given by a claim.
+GRANT_SOURCES = (Source.GRANT, Source.DEVELOPER_PRODUCT, Source.GAME_PASS,
+                 Source.SUBSCRIPTION)
 
 
 class LicenseEffect(enum.Enum):
@@ -287,3 +299,5 @@ class PlacePolicy(enum.Enum):
 
 
 DEFAULT_PLACE_LIMIT = 3
+DAY = 86400  # seconds: terms, trials and reminders are counted in days
+MAX_REMINDER_DAYS = 365

@@ -123,6 +123,8 @@ class Product:
     place_limit: int | None = None
     place_policy: PlacePolicy = PlacePolicy.ALERT
     trial_days: int | None = None  # None: no trial offered
+    # `license.expiring` this many days before a license's end (None: no reminder).
+    reminder_days: int | None = None
 
 
 @attrs.frozen
@@ -140,6 +142,9 @@ class License:
     expires_at: int | None = None  # None: never; past it the license is out of force
     tier: str | None = None  # None: the product's own unlock data
     transferred_to: str | None = None  # the platform id it went to, on a transferred-away record
+    # The sale it came from, as the seller's hub names it (a developer product's receipt
+    # `PurchaseId`, a game pass, a subscription); None for a plain grant.
+    purchase_id: str | None = None
 
 
 @attrs.frozen
@@ -213,3 +218,27 @@ class Page(Generic[T]):
 
     items: tuple[T, ...]
     next_cursor: str | None
+
+
+@attrs.frozen
+class KeptAnswer:
+    """An answer kept for an idempotency key, to be replayed byte for byte."""
+
+    status: int
+    media_type: str
+    body: bytes
+
+
+@attrs.frozen
+class IdempotencyRecord:
+    """A request's idempotency key, kept with the answer its first run gave.
+
+    `owner` is who the key belongs to (`studio:<id>` or `person:<id>`), so two studios'
+    keys never meet; `fingerprint` says which request it was (method, path, query, body)."""
+
+    owner: str
+    key: str
+    fingerprint: str
+    created_at: int
+    expires_at: int
+    answer: KeptAnswer | None = None  # None only inside the unit of work that claimed it

@@ -19,6 +19,8 @@ from licore.model import (
     ApiKey,
     Client,
     DeviceAuthorization,
+    IdempotencyRecord,
+    KeptAnswer,
     License,
     Membership,
     Page,
@@ -216,9 +218,11 @@ class Licenses(Protocol):
         so that concurrent changes of one license (renewals, transfers) queue and each sees
         the one before it."""
         ...
-    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
-        """Active or paused licenses whose `expires_at` is at or before `until` and whose
-        `notice` was not yet told for that `expires_at`, soonest first."""
+    async def due_notices(self, notice: Notice, now: int, limit: int) -> Sequence[License]:
+        """Active or paused licenses whose `notice` is due at `now` and was not yet told for
+        their `expires_at`, soonest end first: `EXPIRED` once `expires_at` is at or before
+        `now`; `EXPIRING` while `now` is before `expires_at` and within the product's
+        `reminder_days` of it (never for a product without a reminder)."""
         ...
     async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
         """Mark `notice` told for `expires_at`, only if it was not already (one conditional
@@ -344,7 +348,37 @@ class Hooks(Protocol):
         ...
 
 
-class UnitOfWork(Protocol):
+class IdempotencyKeys(Protocol):
+    """Idempotency keys and the answers they gave (docs/api.md, "Retrying safely")."""
+
+    async def claim(self, record: IdempotencyRecord, now: int) -> IdempotencyRecord | None:
+        """Take the key for this unit of work: None when it was free (never used, or only
+        by a record expired at `now`, which is replaced), else the live record. A claim by
+        another unit of work still open makes this one wait for it to end (PostgreSQL's
+        unique index; SQLite's and the in-memory store's write lock), so a key is never
+        claimed twice and the loser reads the winner's answer."""
+        ...
+    async def keep(self, owner: str, key: str, answer: KeptAnswer) -> None:
+        """Store the answer of the key this unit of work claimed."""
+        ...
+    async def sweep(self, now: int) -> int:
+        """Delete records expired at `now`; how many went."""
+        ...
+
+
+class RequestRecords(Protocol):
+    """What requests leave behind for a while, beside the things they change: the runtime's
+    nonces and places, rate counters, idempotency keys. Part of every unit of work."""
+
+    @property
+    def runtime(self) -> RuntimeRecords: ...
+    @property
+    def counters(self) -> RateCounters: ...
+    @property
+    def idempotency(self) -> IdempotencyKeys: ...
+
+
+class UnitOfWork(RequestRecords, Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
     @property
@@ -369,10 +403,6 @@ class UnitOfWork(Protocol):
     def alerts(self) -> Alerts: ...
     @property
     def blacklist(self) -> Blacklist: ...
-    @property
-    def runtime(self) -> RuntimeRecords: ...
-    @property
-    def counters(self) -> RateCounters: ...
     @property
     def outbox(self) -> Outbox: ...
     @property

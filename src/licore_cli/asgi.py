@@ -1,5 +1,6 @@
 """The ASGI application Hypercorn loads in each worker, configured from the environment
-that `licore serve` prepared."""
+that `licore serve` prepared, or that the operator gives another ASGI server
+(`hypercorn licore_cli.asgi:app`, docs/operators.md, "Under another ASGI server")."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 from adapters_http.app import FAMILIES
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
 from adapters_http.proxies import TrustedProxies
+from adapters_http.site import ServedUnder
 from licore.services.wiring import UseCases
-from licore_cli import settings
+from licore_cli import kek, settings
 from licore_cli.compose import app_of, deps_from_env, web_config
 from licore_cli.hypercorn_close import close_when_the_client_leaves
 from licore_cli.memory import return_large_buffers
@@ -20,6 +22,9 @@ from licore_cli.worker import work_forever
 return_large_buffers()
 close_when_the_client_leaves()
 configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
+# As `licore serve` does before it starts: a process holding another key-encryption key, or
+# a database that does not answer, stops here with one line (and its server with it).
+kek.check_before_serving()
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
 _deps = deps_from_env()
 _loaded = settings.load()
@@ -32,7 +37,8 @@ def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
                         scheduled=uc.lifecycle.sweep_expiries)
 
 
-# Outermost, so every layer below (the runtime fast path included) sees the real client.
-app = TrustedProxies(
+# Outermost, so every layer below (the runtime fast path included) sees the real client and
+# the path the service is served under.
+app = TrustedProxies(ServedUnder(
     app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers),
-    _loaded.trusted_proxies)
+    _loaded.root_path), _loaded.trusted_proxies)

@@ -3,12 +3,14 @@ with? If not, the process stops with one line saying which setting to fix."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 from adapters_crypto import AesGcmKeyVault
 from adapters_storage import PostgresStorage, SqliteStorage
 from adapters_storage.key_fingerprint import Verdict, settle
+from adapters_storage.probe import problem
 from licore.services.deps import Deps
 from licore_cli import settings
 
@@ -40,3 +42,31 @@ async def check(deps: Deps) -> None:
         raise KeyMismatch(
             f"the key-encryption key from {source()} does not open the license keys stored "
             f"in this database; set LICORE_KEK to the key they were sealed with")
+
+
+def check_before_serving() -> None:
+    """What `licore serve` does before it serves, for a process another ASGI server started
+    (`hypercorn licore_cli.asgi:app`): the database answers, is migrated, and was made with
+    this key, or `SystemExit` with the one line that says what to fix, and nothing served.
+    In a short event loop of its own, with parts of its own: the server's loop is not
+    running yet, and nothing opened here may outlive it."""
+    from licore_cli.compose import deps_from_env
+
+    async def run() -> str | None:
+        wrong = await problem(settings.load().database_url)
+        if wrong:
+            return wrong
+        deps = deps_from_env()
+        try:
+            await deps.storage.migrate()
+            await check(deps)
+        finally:
+            await deps.storage.close()
+        return None
+
+    try:
+        wrong = asyncio.run(run())
+    except (KeyMismatch, settings.SettingsError) as refused:
+        wrong = str(refused)
+    if wrong:
+        raise SystemExit(f"licore: {wrong}")

@@ -23,6 +23,7 @@ from licore.errors import LicoreError
 from licore.model import Account, Client
 from licore.scopes import Permission
 from licore.services.deps import Deps
+from licore.services.operator import FIRST_ACCOUNT_COMMAND
 from licore.services.wiring import UseCases
 from licore_cli import kek, settings
 from licore_cli.compose import deps_from_env, secret
@@ -127,9 +128,9 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if no_accounts:
         # There is no sign-up: an empty install's operator has to be told where to start.
         logging.getLogger("licore.serve").info(
-            "no account yet: make the first with `licore account add NAME --platform-id "
-            "YOUR_ROBLOX_USER_ID` (it asks for a password), then sign in at %s/signin",
-            os.environ["LICORE_PUBLIC_URL"])
+            "no account yet: make the first with `%s` (it asks for a password), then sign "
+            "in at %s%s/signin", FIRST_ACCOUNT_COMMAND, os.environ["LICORE_PUBLIC_URL"],
+            loaded.root_path)
     logging.getLogger("licore.serve").info(
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})

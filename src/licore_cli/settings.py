@@ -8,6 +8,7 @@ The environment wins over the file, so a container can override one value of a s
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -46,6 +47,30 @@ def _url(name: str, raw: object) -> str:
         raise SettingsError(f"{name} must be an http:// or https:// origin, like "
                             f"https://licore.example (got {text!r})")
     return text.rstrip("/")
+
+
+def _origin(name: str, raw: object) -> str:
+    """The public URL is an origin: a path the service is served under is LICORE_ROOT_PATH,
+    so that links, redirects and cookies, which are paths, carry it too."""
+    text = _url(name, raw)
+    if urlsplit(text).path not in ("", "/") or urlsplit(text).query:
+        raise SettingsError(f"{name} must be an origin without a path, like "
+                            f"https://licore.example; to serve under a path, set "
+                            f"LICORE_ROOT_PATH (got {text!r})")
+    return text
+
+
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@%-]+")
+
+
+def _root_path(name: str, raw: object) -> str:
+    """`/licensing` or `/a/b`, without a trailing slash; `/` or empty is the top of the host."""
+    text = str(raw).strip().rstrip("/")
+    segments = text.split("/")
+    if text and (segments[0] != "" or not all(
+            _PATH_SEGMENT.fullmatch(part) and part not in (".", "..") for part in segments[1:])):
+        raise SettingsError(f"{name} must be a path like /licensing (got {str(raw)!r})")
+    return text
 
 
 def _issuer(name: str, raw: object) -> str:
@@ -127,7 +152,9 @@ DEFAULTS = Settings()
 FIELDS: tuple[Field, ...] = (
     Field("DATABASE_URL", database_url, "sqlite:///licore.db"),
     Field("DATA_DIR", lambda _n, raw: str(raw), "licore-data"),
-    Field("PUBLIC_URL", _url, None),
+    Field("PUBLIC_URL", _origin, None),
+    # the path the service is served under behind a proxy (docs/operators.md, "Under a path")
+    Field("ROOT_PATH", _root_path, ""),
     Field("LOG_LEVEL", _level, "INFO"),
     Field("PARTNER_RATE_LIMIT", _whole(1), DEFAULTS.partner_rate_limit),
     Field("RUNTIME_KEY_RATE_LIMIT", _whole(1), DEFAULTS.runtime_key_rate_limit),
@@ -215,6 +242,7 @@ class ServerSettings:
     database_busy_wait: int = 30
     platform: PlatformSettings | None = None
     trusted_proxies: tuple[Network, ...] = ()
+    root_path: str = ""
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -284,4 +312,5 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
                           events=events, listen_backlog=values["LISTEN_BACKLOG"],
                           database_busy_wait=values["DATABASE_BUSY_WAIT"],
-                          platform=platform, trusted_proxies=values["TRUSTED_PROXIES"])
+                          platform=platform, trusted_proxies=values["TRUSTED_PROXIES"],
+                          root_path=values["ROOT_PATH"])

@@ -193,13 +193,21 @@ def test_a_disabled_accounts_session_ends_and_it_approves_nothing(tmp_path: Path
 
 def test_serve_on_an_empty_install_first_says_how_to_make_an_account(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'licore.db'}"
+    command = "licore account add NAME --platform-id YOUR_ROBLOX_USER_ID"
     with running_server(url) as server:
         first = json.loads(server.log().splitlines()[0])
-    assert "licore account add NAME" in first["message"], first
+        home = httpx.get(f"{server.url}/")  # the home page says the same
+        assert home.status_code == 200 and f"<code>{command}</code>" in home.text, home.text
+        assert "No account yet" in home.text
+        # once an account exists the page stops saying it (the same process)
+        cli(url, "account", "add", "yan", "--platform-id", "52", "--no-password")
+        assert command not in httpx.get(f"{server.url}/").text
+    assert f"`{command}`" in first["message"], first
     assert f"{server.url}/signin" in first["message"]
     cli(url, "account", "add", "zed", "--platform-id", "51", "--no-password")
     with running_server(url) as server:
         assert "account add" not in server.log()
+        assert command not in httpx.get(f"{server.url}/").text
 
 
 def test_the_console_script_refuses_dev_null_as_a_password(tmp_path: Path) -> None:

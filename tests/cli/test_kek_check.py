@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import attrs
@@ -35,7 +36,8 @@ def run(tmp_path: Path, database_url: str, kek: bytes | None, *args: str,
     env.update(LICORE_DATABASE_URL=database_url, LICORE_DATA_DIR=str(tmp_path / "data"))
     if kek is not None:
         env["LICORE_KEK"] = kek.hex()
-    return subprocess.run([str(LICORE), *args], cwd=tmp_path, env=env, capture_output=True,
+    command = list(args) if args and args[0].startswith("/") else [str(LICORE), *args]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
 
 
@@ -150,3 +152,44 @@ def test_a_stored_key_that_does_not_open_answers_503_never_500(tmp_path: Path) -
         assert "Retry-After" in got.headers
         log = server.log()
     assert "LICORE_KEK" in log and key not in log and "InvalidTag" not in log
+
+
+HYPERCORN = LICORE.parent / "hypercorn"
+
+
+def test_the_asgi_entry_point_under_hypercorn_refuses_another_kek(tmp_path: Path,
+                                                                   database_url: str) -> None:
+    """`hypercorn licore_cli.asgi:app`, the application run under another ASGI server,
+    checks the key as `licore serve` does: one line, and nothing served."""
+    assert run(tmp_path, database_url, KEK_A, "migrate").returncode == 0  # records A's
+    port = free_port()
+    served = run(tmp_path, database_url, KEK_B, str(HYPERCORN), "licore_cli.asgi:app",
+                 "--bind", f"127.0.0.1:{port}")
+    lines = (served.stderr + served.stdout).strip().splitlines()
+    # Hypercorn 0.18 reports its worker's exit status as 0; the line and the port are what
+    # the operator sees.
+    assert len(lines) == 1 and lines[0].startswith("licore: "), lines
+    assert "key-encryption key" in lines[0] and "LICORE_KEK" in lines[0], lines[0]
+    assert KEK_A.hex() not in lines[0] and KEK_B.hex() not in lines[0]
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+    # the right key serves under the same command
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LICORE_")}
+    env.update(LICORE_DATABASE_URL=database_url, LICORE_DATA_DIR=str(tmp_path / "data"),
+               LICORE_KEK=KEK_A.hex())
+    server = subprocess.Popen([str(HYPERCORN), "licore_cli.asgi:app", "--bind",
+                               f"127.0.0.1:{port}"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("hypercorn with the right key did not become ready")
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        server.wait(30)

@@ -63,6 +63,11 @@ def test_missing_postgres_database_is_named(tmp_path: Path) -> None:
     ("LICORE_PARTNER_RATE_LIMIT", "abc", ("LICORE_PARTNER_RATE_LIMIT", "whole number", "'abc'")),
     ("LICORE_MAX_UPLOAD_BYTES", "-5", ("LICORE_MAX_UPLOAD_BYTES", "1024 or more")),
     ("LICORE_PUBLIC_URL", "licore.example", ("LICORE_PUBLIC_URL", "https://")),
+    # a path belongs in LICORE_ROOT_PATH, so that the two cannot disagree
+    ("LICORE_PUBLIC_URL", "https://shop.example/licensing",
+     ("LICORE_PUBLIC_URL", "without a path", "LICORE_ROOT_PATH")),
+    ("LICORE_ROOT_PATH", "licensing", ("LICORE_ROOT_PATH", "like /licensing", "'licensing'")),
+    ("LICORE_ROOT_PATH", "/a/../b", ("LICORE_ROOT_PATH", "like /licensing")),
     ("LICORE_LOG_LEVEL", "LOUD", ("LICORE_LOG_LEVEL", "DEBUG")),
     ("LICORE_KEK", "zz", ("LICORE_KEK", "64 hex digits")),
 ])

@@ -12,7 +12,7 @@ import attrs
 from adapters_storage import open_storage
 from licore import commands as c
 from licore.actors import ActingStudio
-from licore.licenses import LicenseState, PlacePolicy, Source
+from licore.licenses import DAY, LicenseState, PlacePolicy, Source
 from licore.model import License, Product, Tier, UnlockData
 from licore.services.wiring import UseCases
 from licore.storage_ports import Notice, Storage
@@ -40,7 +40,8 @@ async def test_lifecycle_fields_of_licenses_and_products_are_kept(storage: Stora
     async with storage.unit_of_work() as uow:
         assert await uow.licenses.add(lc)
         await uow.products.save(attrs.evolve(product, place_limit=7,
-                                             place_policy=PlacePolicy.ENFORCE, trial_days=14))
+                                             place_policy=PlacePolicy.ENFORCE, trial_days=14,
+                                             reminder_days=3))
     async with storage.unit_of_work() as uow:
         assert await uow.licenses.for_user(product.id, "5") == lc
         moved = attrs.evolve(lc, state=LicenseState.INACTIVE, transferred_to="6",
@@ -49,8 +50,8 @@ async def test_lifecycle_fields_of_licenses_and_products_are_kept(storage: Stora
         assert await uow.licenses.hold(product.id, "5") == moved
         stored = await uow.products.by_id(product.id)
     assert stored is not None
-    assert (stored.place_limit, stored.place_policy, stored.trial_days) == (
-        7, PlacePolicy.ENFORCE, 14)
+    assert (stored.place_limit, stored.place_policy, stored.trial_days,
+            stored.reminder_days) == (7, PlacePolicy.ENFORCE, 14, 3)
 
 
 async def test_a_products_tiers_are_replaced_as_a_whole(storage: Storage) -> None:
@@ -105,9 +106,8 @@ async def test_due_notices_are_told_once_per_end_and_a_new_end_rearms(
         assert await uow.licenses.mark_told(due.id, Notice.EXPIRED, 100)
         assert not await uow.licenses.mark_told(due.id, Notice.EXPIRED, 100)
         assert not await uow.licenses.mark_told(paused.id, Notice.EXPIRED, 89)  # not its end
-        # The reminder is a mark of its own.
-        assert [lc.id for lc in await uow.licenses.due_notices(Notice.EXPIRING, 200, 10)] == [
-            paused.id, due.id]
+        # The reminder is a mark of its own, and past the end no reminder is due.
+        assert list(await uow.licenses.due_notices(Notice.EXPIRING, 200, 10)) == []
         assert [lc.id for lc in await uow.licenses.due_notices(Notice.EXPIRED, 200, 1)] == [
             paused.id]
     async with storage.unit_of_work() as uow:
@@ -118,6 +118,46 @@ async def test_due_notices_are_told_once_per_end_and_a_new_end_rearms(
         assert [lc.id for lc in await uow.licenses.due_notices(Notice.EXPIRED, 200, 10)] == [
             paused.id, due.id]
         assert await uow.licenses.mark_told(due.id, Notice.EXPIRED, 150)
+
+
+async def test_reminders_are_due_within_the_products_window_and_rearm_with_a_new_end(
+        storage: Storage) -> None:
+    product = await _product(storage)
+    now = 100 * DAY
+    soon = _license(product, "5", 1, expires_at=now + 2 * DAY)
+    paused = _license(product, "6", 2, expires_at=now + DAY, state=LicenseState.PAUSED)
+    async with storage.unit_of_work() as uow:
+        for lc in (soon, paused,
+                   _license(product, "7", 3, expires_at=now + 4 * DAY),  # not yet
+                   _license(product, "8", 4, expires_at=now),  # ended: told as expired
+                   _license(product, "9", 5),  # never ends
+                   _license(product, "10", 6, expires_at=now + DAY,
+                            state=LicenseState.INACTIVE, key_digest=None,
+                            key_ciphertext=None)):
+            assert await uow.licenses.add(lc)
+
+    async def due() -> list[str]:
+        async with storage.unit_of_work() as uow:
+            return [lc.id for lc in await uow.licenses.due_notices(Notice.EXPIRING, now, 10)]
+
+    assert await due() == []  # the product sets no reminder
+    async with storage.unit_of_work() as uow:
+        await uow.products.save(attrs.evolve(product, reminder_days=3))
+    assert await due() == [paused.id, soon.id]  # within 3 days of the end, soonest first
+    async with storage.unit_of_work() as uow:
+        assert await uow.licenses.mark_told(soon.id, Notice.EXPIRING, now + 2 * DAY)
+        assert not await uow.licenses.mark_told(soon.id, Notice.EXPIRING, now + 2 * DAY)
+        # The expiry is a mark of its own: telling the reminder does not tell the end.
+        assert [lc.id for lc in await uow.licenses.due_notices(Notice.EXPIRED, now, 10)] == [
+            "lic_0004"]
+    assert await due() == [paused.id]
+    async with storage.unit_of_work() as uow:  # a renewal moves the end: told again
+        assert await uow.licenses.replace(attrs.evolve(soon, expires_at=now + 3 * DAY),
+                                          expected=LicenseState.ACTIVE)
+    assert await due() == [paused.id, soon.id]
+    async with storage.unit_of_work() as uow:
+        await uow.products.save(attrs.evolve(product, reminder_days=None))
+    assert await due() == []
 
 
 async def test_marking_told_is_exactly_once_across_processes(database_url: str) -> None:

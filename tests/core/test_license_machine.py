@@ -4,6 +4,8 @@ re-keying)."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Coroutine
 from typing import Any
 
@@ -11,9 +13,18 @@ from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
 from licore import license_commands as lc
-from licore.actors import ActingStudio
-from licore.commands import ChangeLicense, Check, JsonValue, LicenseTarget, NumberOrText
+from licore.actors import ActingPerson, ActingStudio
+from licore.commands import (
+    AddWebhook,
+    ChangeLicense,
+    Check,
+    JsonValue,
+    LicenseTarget,
+    ListDeliveries,
+    NumberOrText,
+)
 from licore.errors import AlreadyOwned, InvalidRequest, LicoreError, NotFound
+from licore.events import MessageKind, WebhookBody
 from licore.licenses import LicenseEvent, LicenseState, Source, passes_runtime
 from licore.model import License, Product
 from licore.services.license_lifecycle import DAY, LicenseLifecycle
@@ -35,10 +46,13 @@ class LicenseMachine(StorageMachine):
         for title in ("A", "B"):
             draft = Product(id=d.new_id("prd"), studio_id=self.studio.id, slug="",
                             title=title, tagline="", description="", price_credit=0,
-                            discoverable=False, licensing_enabled=True, created_at=0,
+                            discoverable=title == "A", licensing_enabled=True, created_at=0,
                             updated_at=0)
             self.products.append(self.w.run(self._add(draft)).id)
         self.model: dict[tuple[str, str], LicenseState] = {}
+        # The buyers have accounts, so a person may take a listed product's trial too.
+        self.accounts = {u: self.w.run(self.uc.operator.add_account(f"p{u}", u, None)).id
+                         for u in USERS}
         self.old_digests: set[str] = set()
         self.life = LicenseLifecycle.of(d.storage, d.clock, d.random, d.vault)
         # Product A offers a two-day trial and a "pro" tier; product B neither.
@@ -50,6 +64,12 @@ class LicenseMachine(StorageMachine):
         # Purchase-pass licenses the seller revoked: only the seller's grant restores them.
         self.revoked_passes: set[tuple[str, str]] = set()
         self.trials: dict[tuple[str, str], int] = {}
+        # Every key that was rotated, cleared or transferred away, in plain text, with the
+        # license's product and holder: none may ever pass a runtime check again.
+        self.dead_keys: set[tuple[str, str, str]] = set()
+        # The seller's webhook sees every grant, so the trials told can be counted.
+        self.w.run(self.uc.webhooks.add(ActingStudio(self.studio.id), AddWebhook(
+            "https://example.com/hook", ("license.granted",))))
 
     async def _add(self, draft: Product) -> Product:
         async with self.w.deps.storage.unit_of_work() as uow:
@@ -93,7 +113,7 @@ class LicenseMachine(StorageMachine):
         after = self._stored(pid, user)
         assert after is not None and after.state is expected
         if before is not None and before.key_digest and before.key_digest != after.key_digest:
-            self.old_digests.add(before.key_digest)
+            self._retire(before)
 
     # --- licore's lifecycle ------------------------------------------------------------
 
@@ -138,7 +158,7 @@ class LicenseMachine(StorageMachine):
         self.revoked_passes.discard(key)
         assert done.expires_at == self.ends[key]
         if before is not None and before.key_digest:
-            self.old_digests.add(before.key_digest)
+            self._retire(before)
 
     @rule(product=st.just(0), user=st.sampled_from(USERS), days=st.integers(1, 3),
           absolute=st.booleans())
@@ -159,6 +179,7 @@ class LicenseMachine(StorageMachine):
             return
         self.ends[key] = now + days * DAY if absolute else max(now, end or now) + days * DAY
         assert done.expires_at == self.ends[key] and done.state is self.model[key]
+        assert key not in self.revoked_passes  # a renewal never restores a revoked pass
 
     # Transfers and renewals act on product A only: sequences that reach their rarer rows
     # (a transfer to someone whose license was revoked) come up far more often.
@@ -185,7 +206,7 @@ class LicenseMachine(StorageMachine):
         if done is None:
             return
         assert before is not None and before.key_digest is not None
-        self.old_digests.add(before.key_digest)
+        self._retire(before)
         self.model[old_key], self.model[new_key] = LicenseState.INACTIVE, LicenseState.ACTIVE
         self.ends[new_key] = self.ends.get(old_key)
         self.sources[new_key] = self.sources[old_key]
@@ -193,20 +214,25 @@ class LicenseMachine(StorageMachine):
         # Exactly one of the two holds it now.
         assert [self._in_force(*old_key), self._in_force(*new_key)] == [False, True]
 
-    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS))
-    def trial(self, product: int, user: str) -> None:
+    @rule(product=st.integers(0, 1), user=st.sampled_from(USERS), by_person=st.booleans())
+    def trial(self, product: int, user: str, by_person: bool) -> None:
+        """The seller starts it, or the person takes it on the store (product A is listed,
+        B is a draft, which a person cannot find)."""
         key = (self.products[product], user)
         refused: type[LicoreError] | None = None
         if product == 1:
-            refused = InvalidRequest  # no trial offered
+            refused = NotFound if by_person else InvalidRequest  # no trial offered
         elif self._standing(key) != "none" or self.trials.get(key):
             refused = AlreadyOwned
-        done = self._try(self.life.start_trial(ActingStudio(self.studio.id),
-                                               LicenseTarget(*key)), refused)
+        call = (self.life.take_trial(ActingPerson(self.accounts[user]), lc.TakeTrial(key[0]))
+                if by_person else
+                self.life.start_trial(ActingStudio(self.studio.id), LicenseTarget(*key)))
+        done = self._try(call, refused)
         if done is None:
             return
         self.trials[key] = self.trials.get(key, 0) + 1
-        self.model[key], self.sources[key] = LicenseState.ACTIVE, Source.GRANT
+        self.model[key], self.sources[key] = LicenseState.ACTIVE, Source.TRIAL
+        assert done.source is Source.TRIAL
         self.ends[key] = self.w.clock.now() + 2 * DAY
         assert done.expires_at == self.ends[key]
 
@@ -222,7 +248,7 @@ class LicenseMachine(StorageMachine):
             return
         assert before is not None and before.key_digest is not None
         assert done.key_digest != before.key_digest
-        self.old_digests.add(before.key_digest)
+        self._retire(before)
 
     @rule(product=st.integers(0, 1), user=st.sampled_from(USERS),
           tier=st.sampled_from([None, "pro", "gold"]))
@@ -240,13 +266,25 @@ class LicenseMachine(StorageMachine):
     def sweep(self) -> None:
         self.w.run(self.life.sweep_expiries())
 
+    def _plain(self, license: License) -> str:
+        assert license.key_ciphertext is not None
+        return self.w.deps.vault.decrypt(license.key_ciphertext, license.id)
+
+    def _retire(self, before: License) -> None:
+        """`before`'s key was replaced or cleared: it is dead from now on."""
+        assert before.key_digest is not None
+        self.old_digests.add(before.key_digest)
+        self.dead_keys.add((before.product_id, before.platform_id, self._plain(before)))
+
+    def _passes(self, pid: str, user: str, key: str) -> bool:
+        return self.w.run(self.uc.runtime.check(Check(NumberOrText(user), pid, key),
+                                                "127.0.0.1"))
+
     def _in_force(self, pid: str, user: str) -> bool:
         stored = self._stored(pid, user)
         if stored is None or stored.key_ciphertext is None:
             return False
-        key = self.w.deps.vault.decrypt(stored.key_ciphertext, stored.id)
-        return self.w.run(self.uc.runtime.check(Check(NumberOrText(user), pid, key),
-                                                "127.0.0.1"))
+        return self._passes(pid, user, self._plain(stored))
 
     @invariant()
     def expiry_is_stored_as_modelled(self) -> None:
@@ -261,8 +299,24 @@ class LicenseMachine(StorageMachine):
             assert stored is not None and stored.state is LicenseState.INACTIVE
 
     @invariant()
-    def a_trial_is_granted_at_most_once(self) -> None:
-        assert all(n <= 1 for n in self.trials.values())
+    def a_trial_is_granted_at_most_once_per_person_and_product(self) -> None:
+        # Counted from what the seller was told, not from the model: every trial granted
+        # writes one `license.granted` marked `trial`, whichever door it came through.
+        told = self.w.run(self.uc.webhooks.deliveries(ActingStudio(self.studio.id),
+                                                      MessageKind.WEBHOOK, ListDeliveries()))
+        bodies = [m.payload for m in told.items]
+        assert all(isinstance(b, WebhookBody) for b in bodies)
+        trials = Counter((d["product_id"], d["platform_id"])
+                         for d in (json.loads(b.text)["data"] for b in bodies
+                                   if isinstance(b, WebhookBody))
+                         if d.get("trial"))
+        assert all(n == 1 for n in trials.values())
+        assert set(trials) == {k for k, n in self.trials.items() if n}
+
+    @invariant()
+    def a_rotated_cleared_or_transferred_key_never_authenticates_again(self) -> None:
+        for pid, user, key in self.dead_keys:
+            assert not self._passes(pid, user, key)
 
     def _stored(self, pid: str, user: str) -> License | None:
         async def read() -> License | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,8 +15,10 @@ import attrs
 import httpx
 import pytest
 
+from licore.services.deps import Deps
+from licore.services.wiring import UseCases
 from licore.tokens import LICENSE_KEY_PREFIX
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, core, obtain_key, setup_people
 from tests.support.server import Server, running_server
 from tests.support.standins import ChatStandIn, WebhookReceiver, running
 
@@ -203,3 +206,94 @@ def test_a_hand_out_to_someone_who_left_the_server_is_done(world: World) -> None
     with signed_in(world, "owner55", "owner-password") as web:
         board = web.get(f"/dashboard/{world.people.studio_id}").text
     assert "Chat-role hand-outs" in board and "license.granted" in board
+
+
+def end_a_minute_ago(world: World, product_id: str, user: str) -> None:
+    """Time passing: the stored end set a minute back, as if the clock had reached it."""
+
+    async def age(d: Deps) -> None:
+        async with d.storage.unit_of_work() as uow:
+            held = await uow.licenses.for_user(product_id, user)
+            assert held is not None and held.expires_at is not None
+            past = attrs.evolve(held, expires_at=int(time.time()) - 60)
+            assert await uow.licenses.replace(past, expected=held.state)
+
+    core(world.server.database_url, age)
+
+
+def add_account(world: World, name: str, platform_id: str) -> None:
+    async def add(d: Deps) -> None:
+        await UseCases.of(d).operator.add_account(name, platform_id, "a-password")
+
+    core(world.server.database_url, add)
+
+
+def test_the_lifecycle_events_arrive_signed_and_chat_roles_follow_the_license(
+        world: World) -> None:
+    """Transfer, tier change, renewal, the reminder and the expiry (written by the outbox
+    workers' sweep, not by a request) reach a receiver over HTTP, each verified; the chat
+    role moves with a transfer and goes at expiry."""
+    role = "444555777"
+    product = world.api("POST", "/products", json={"title": "Timed Kit"})["id"]
+    world.api("POST", "/chat-roles", json={"product_id": product,
+                                           "roles": [{"guild_id": GUILD, "role_id": role}]})
+    world.api("POST", "/products/policy", json={
+        "product_id": product, "reminder_days": 5,
+        "tiers": [{"name": "pro", "unlock_data": {"pro": True}}]})
+    for name, platform_id, chat_user in (("giver56", "2561", "90011"),
+                                         ("taker56", "2562", "90012")):
+        add_account(world, name, platform_id)
+        world.chat.members.add(chat_user)
+        link_chat(world, name, "a-password", chat_user)
+    receiver = WebhookReceiver()
+
+    def told(topic: str) -> list[dict[str, Any]]:
+        return [r.data for r in list(receiver.received)
+                if r.completed and r.type == topic and r.data["product_id"] == product]
+
+    with running(receiver):
+        world.hook(receiver, "license.granted", "license.transferred", "license.renewed",
+                   "license.expired", "license.expiring", "license.tier_changed")
+        world.api("POST", "/licenses", json={"product_id": product, "user": "2561",
+                                             "duration_days": 3})
+        wait_for("the giver's role", lambda: (GUILD, "90011", role) in world.chat.roles)
+        # Within the product's 5 days of the end already: the next sweep reminds.
+        wait_for("the reminder", lambda: len(told("license.expiring")) == 1)
+
+        moved = world.api("POST", "/licenses/transfer", json={
+            "product_id": product, "from_user": "2561", "to_user": "2562"})
+        wait_for("the role moves", lambda: (GUILD, "90012", role) in world.chat.roles
+                 and (GUILD, "90011", role) not in world.chat.roles)
+        wait_for("the transfer's webhook", lambda: len(told("license.transferred")) == 1)
+        transferred = told("license.transferred")[0]
+        assert (transferred["platform_id"], transferred["from_platform_id"]) == ("2562", "2561")
+        assert (transferred["license_id"], transferred["from_license_id"]) == (
+            moved["license"]["id"], moved["transferred_from"]["id"])
+
+        world.api("POST", "/licenses/tier", json={"product_id": product, "user": "2562",
+                                                  "tier": "pro"})
+        wait_for("the tier's webhook", lambda: len(told("license.tier_changed")) == 1)
+        assert told("license.tier_changed")[0]["tier"] == "pro"
+
+        renewed = world.api("POST", "/licenses/renew", json={
+            "product_id": product, "user": "2562", "duration_days": 1})
+        wait_for("the renewal's webhook", lambda: len(told("license.renewed")) == 1)
+        assert told("license.renewed")[0]["expires_at"] == renewed["license"]["expires_at"]
+        # A new end is reminded in its turn, once.
+        wait_for("the new end's reminder", lambda: len(told("license.expiring")) == 2)
+        assert [t["expires_at"] for t in told("license.expiring")][-1] == \
+            renewed["license"]["expires_at"]
+
+        end_a_minute_ago(world, product, "2562")
+        wait_for("the expiry's webhook", lambda: len(told("license.expired")) == 1)
+        expired = told("license.expired")[0]
+        assert (expired["platform_id"], expired["status"]) == ("2562", "expired")
+        wait_for("the role goes at expiry",
+                 lambda: (GUILD, "90012", role) not in world.chat.roles)
+        assert receiver.invalid == 0  # every delivery's signature verified
+        mine = Counter(r.id for r in receiver.received if r.completed)
+        assert set(mine.values()) == {1}  # each message once
+        assert Counter(r.type for r in receiver.received
+                       if r.completed and r.data["product_id"] == product) == {
+            "license.granted": 1, "license.expiring": 2, "license.transferred": 1,
+            "license.tier_changed": 1, "license.renewed": 1, "license.expired": 1}

@@ -30,8 +30,12 @@ def server(module_database_url: str) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
-def key(server: Server) -> str:
-    people: People = setup_people(server.database_url, "27")
+def people(server: Server) -> People:
+    return setup_people(server.database_url, "27")
+
+
+@pytest.fixture(scope="module")
+def key(server: Server, people: People) -> str:
     return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
 
 
@@ -270,3 +274,59 @@ def test_the_policy_is_checked_and_scoped(server: Server, key: str) -> None:
     assert trial["trial_days"] == 14
     refusal(call(server, "GET", "/products/policy", key, params={"product_id": "prd_none"}),
             404, "not_found")
+
+
+def test_a_trial_is_taken_once_per_person_and_product_ever(server: Server, people: People,
+                                                           key: str) -> None:
+    pid = product(server, key)
+    trial = {"product_id": pid, "user": "2751"}
+    refusal(call(server, "POST", "/licenses/trial", key, json=trial), 400, "invalid_request")
+    v1(server, "POST", "/products/policy", key, json={"product_id": pid, "trial_days": 2})
+    started = v1(server, "POST", "/licenses/trial", key, json=trial)["license"]
+    assert (started["source"], started["status"], started["is_active"]) == (
+        "trial", "active", True)
+    assert started["expires_at"] is not None
+    lk = license_key(server, pid, "2751")
+    assert check(server, pid, "2751", lk)
+    refusal(call(server, "POST", "/licenses/trial", key, json=trial), 409, "already_owned")
+
+    move_end_into_the_past(server, pid, "2751")  # the trial lapses
+    assert not check(server, pid, "2751", lk)
+    assert listed(server, key, pid, "2751")["status"] == "expired"
+    refusal(call(server, "POST", "/licenses/trial", key, json=trial), 409, "already_owned")
+
+    # Renewed and handed on: neither the giver nor the taker gets a trial, nor does the
+    # taker once the seller revokes it.
+    v1(server, "POST", "/licenses/renew", key, json={**trial, "duration_days": 1})
+    moved = v1(server, "POST", "/licenses/transfer", key,
+               json={"product_id": pid, "from_user": "2751", "to_user": "2752"})
+    assert moved["license"]["source"] == "trial"  # a transfer keeps the source
+    for user in ("2751", "2752"):
+        refusal(call(server, "POST", "/licenses/trial", key,
+                     json={"product_id": pid, "user": user}), 409, "already_owned")
+    v1(server, "DELETE", "/licenses", key, params={"product_id": pid, "user": "2752"})
+    refusal(call(server, "POST", "/licenses/trial", key,
+                 json={"product_id": pid, "user": "2752"}), 409, "already_owned")
+    assert listed(server, key, pid, "2752")["status"] == "inactive"
+
+
+def test_a_person_takes_a_listed_products_trial_through_an_app(server: Server, people: People,
+                                                              key: str) -> None:
+    pid = product(server, key)
+    v1(server, "POST", "/products/policy", key, json={"product_id": pid, "trial_days": 3})
+    lib = obtain_key(server, people, "library:read", people.buyer_id, None)
+    take = {"product_id": pid}
+    # A draft is offered to nobody: as unknown as a product that does not exist.
+    refusal(call(server, "POST", "/library/trial", lib, json=take), 404, "not_found")
+    v1(server, "POST", "/products", key, json={"id": pid, "discoverable": True})
+    taken = v1(server, "POST", "/library/trial", lib, json=take)["license"]
+    assert (taken["platform_id"], taken["source"], taken["is_active"]) == ("227", "trial", True)
+    assert check(server, pid, "227", license_key(server, pid, "227"))
+    mine = v1(server, "GET", "/library", lib)["products"]
+    assert pid in [p["id"] for p in mine]
+    refusal(call(server, "POST", "/library/trial", lib, json=take), 409, "already_owned")
+    refusal(call(server, "POST", "/licenses/trial", key, json={"product_id": pid,
+                                                              "user": "227"}),
+            409, "already_owned")
+    # A studio key is not a person's: the person's door refuses it.
+    refusal(call(server, "POST", "/library/trial", key, json=take), 403, "insufficient_scope")

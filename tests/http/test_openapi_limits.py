@@ -12,6 +12,7 @@ import pytest
 
 from adapters_http.openapi import openapi_document
 from licore import bounds, commands
+from licore import license_commands as lc
 from licore.errors import InvalidRequest
 
 DOC = openapi_document("http://127.0.0.1")
@@ -29,6 +30,7 @@ FIELDS: list[tuple[str, str, str, str, type, str]] = [
     ("/v1/packages/settings", "post", "body", "placeholder", commands.ChangeSettings,
      "placeholder"),
     ("/v1/packages/versions", "post", "query", "version", commands.UploadVersion, "version"),
+    ("/v1/licenses", "post", "body", "purchase_id", lc.GrantLicense, "purchase_id"),
 ]
 
 

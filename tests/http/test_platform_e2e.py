@@ -204,6 +204,17 @@ def test_revoked_is_not_restored_over_http(scene: Scene) -> None:
         assert 'data-result="revoked"' in page.text
         assert "The seller revoked your license" in page.text
         assert "Pass Sword" not in browser.get("/library").text
+    # An app claiming for the person is told no, in the documented error shape: an app
+    # that reads only the status or `ok` must not say it worked (issue 27 item 6).
+    account = account_of(scene, sub)
+    assert account is not None
+    lib = obtain_key(scene.server, scene.people, "library:read", account.id, None)
+    refused = httpx.post(f"{scene.server.url}/v1/library/claim", headers=auth(lib),
+                         json={"product_id": scene.product_id})
+    assert (refused.status_code, refused.json()["error"]) == (409, "license_revoked")
+    assert "ok" not in refused.json() and refused.json()["error_description"]
+    check(httpx.get(f"{scene.server.url}/openapi.json").json(), "POST", "/v1/library/claim",
+          refused)
     licenses = httpx.get(f"{scene.server.url}/v1/licenses", headers=auth(scene.studio_key),
                          params={"product_id": scene.product_id}).json()["licenses"]
     mine = [lc for lc in licenses if lc["platform_id"] == sub]

@@ -159,3 +159,47 @@ def test_a_fresh_server_takes_a_thousand_first_requests_without_a_5xx(server: Se
         got = Counter(a.status_code if isinstance(a, httpx.Response) else repr(a)
                       for a in answers)
         assert got == {200: ATTEMPTS}, (got, fresh.log()[-3000:])
+
+
+def test_a_thousand_transfers_of_one_license_move_it_once(server: Server, key: str) -> None:
+    """Issue 27: a thousand transfers of one license to a thousand different people at
+    once. Exactly one moves it; every other finds it gone (`400`), none is a 5xx, and one
+    person holds it."""
+    product = httpx.post(f"{server.url}/v1/products", json={"title": "Moved"},
+                         headers=auth(key)).json()["id"]
+    httpx.post(f"{server.url}/v1/licenses", headers=auth(key),
+               json={"product_id": product, "user": "9001"}).raise_for_status()
+    old_key = license_key(server, product, "9001")
+    answers = burst(server, "/v1/licenses/transfer",
+                    [{"product_id": product, "from_user": "9001", "to_user": str(30000 + i)}
+                     for i in range(ATTEMPTS)], auth(key))
+    assert statuses(answers) == {200: 1, 400: ATTEMPTS - 1}, statuses(answers)
+    assert {a.json()["error"] for a in answers if a.status_code == 400} == {"invalid_request"}
+    winner = next(a.json() for a in answers if a.status_code == 200)
+    taker = winner["license"]["platform_id"]
+    assert rows(server, "SELECT platform_id, state, transferred_to FROM licenses "
+                "WHERE product_id = ? ORDER BY platform_id", (product,)) == sorted([
+        (taker, "active", None), ("9001", "inactive", taker)])
+    check = httpx.post(f"{server.url}/runtime/check", json={
+        "user_id": "9001", "product_id": product, "key": old_key})
+    assert check.json()["success"] is False  # the old key died with the move
+
+
+def test_a_thousand_renewals_of_one_license_add_a_thousand_terms(server: Server,
+                                                                 key: str) -> None:
+    product = httpx.post(f"{server.url}/v1/products", json={"title": "Renewed"},
+                         headers=auth(key)).json()["id"]
+    httpx.post(f"{server.url}/v1/licenses", headers=auth(key),
+               json={"product_id": product, "user": "9002",
+                     "duration_days": 1}).raise_for_status()
+    [(start,)] = rows(server, "SELECT expires_at FROM licenses WHERE product_id = ?",
+                      (product,))
+    answers = burst(server, "/v1/licenses/renew",
+                    [{"product_id": product, "user": "9002", "duration_days": 1}] * ATTEMPTS,
+                    auth(key))
+    assert statuses(answers) == {200: ATTEMPTS}, statuses(answers)
+    # Each renewal saw the one before it: none of the terms was lost to a race.
+    assert rows(server, "SELECT expires_at FROM licenses WHERE product_id = ?",
+                (product,)) == [(start + ATTEMPTS * 86400,)]
+    ends = sorted(a.json()["license"]["expires_at"] for a in answers)
+    assert len(set(ends)) == ATTEMPTS

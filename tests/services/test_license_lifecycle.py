@@ -17,7 +17,7 @@ from licore import license_commands as lc
 from licore.actors import ActingPerson, ActingStudio
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.events import MessageKind
-from licore.licenses import LicenseEvent, LicenseState, PlacePolicy
+from licore.licenses import LicenseEvent, LicenseState, PlacePolicy, Source
 from licore.model import License, Product, Tier, UnlockData
 from licore.runtime import UNRECOGNISED_PLACE
 from licore.sealing import open_sealed
@@ -70,7 +70,8 @@ async def _shop(storage: Storage, clock: FakeClock | None = None) -> Shop:
     await uc.webhooks.add(studio, c.AddWebhook("https://example.com/h", (
         "license.granted", "license.transferred", "license.expired", "license.expiring",
         "license.renewed", "license.rekeyed", "license.tier_changed", "alert.raised")))
-    life = LicenseLifecycle.of(storage, clock, deps.random, deps.vault, reminder_days=3)
+    life = LicenseLifecycle.of(storage, clock, deps.random, deps.vault)
+    await life.set_policy(studio, lc.SetLicensePolicy(product.id, reminder_days=3))
     return Shop(deps, clock, uc, life, studio, product)
 
 
@@ -226,6 +227,64 @@ async def test_a_trial_is_given_once_per_person_and_product(storage: Storage) ->
     assert not await shop.check(trial)
     with pytest.raises(AlreadyOwned):  # lapsed: still no second trial
         await shop.life.start_trial(shop.studio, _target(shop))
+    assert trial.source is Source.TRIAL
+    assert "license.granted" in await shop.told()
+
+
+async def test_no_second_trial_after_a_transfer_or_a_revoke(storage: Storage) -> None:
+    shop = await _shop(storage)
+    await shop.life.set_policy(shop.studio, lc.SetLicensePolicy(shop.product.id,
+                                                                trial_days=7))
+    await shop.life.start_trial(shop.studio, _target(shop))
+    moved = await shop.life.transfer(shop.studio, lc.TransferLicense(
+        shop.product.id, BUYER, OTHER))
+    assert moved.new.source is Source.TRIAL  # a transfer keeps the source
+    for user in (BUYER, OTHER):  # the giver held one; the taker holds one
+        with pytest.raises(AlreadyOwned):
+            await shop.life.start_trial(shop.studio, _target(shop, user))
+    await shop.uc.licensing.change(shop.studio, c.ChangeLicense(
+        _target(shop, OTHER), LicenseEvent.REVOKE))
+    with pytest.raises(AlreadyOwned):
+        await shop.life.start_trial(shop.studio, _target(shop, OTHER))
+    stored = await shop.stored(OTHER)
+    assert stored is not None and stored.state is LicenseState.INACTIVE
+
+
+async def test_a_person_takes_the_trial_of_a_listed_product_once(storage: Storage) -> None:
+    shop = await _shop(storage)
+    await shop.uc.operator.add_account("buyer", BUYER, None)
+    async with shop.deps.storage.unit_of_work() as uow:
+        account = await uow.accounts.by_platform_id(BUYER)
+    assert account is not None
+    person, take = ActingPerson(account.id), lc.TakeTrial(shop.product.id)
+    await shop.life.set_policy(shop.studio, lc.SetLicensePolicy(shop.product.id,
+                                                                trial_days=3))
+    with pytest.raises(NotFound):  # a draft is not offered to anyone
+        await shop.life.take_trial(person, take)
+    await shop.uc.products.change(shop.studio, c.ChangeProduct(shop.product.id,
+                                                               discoverable=True))
+    trial = await shop.life.take_trial(person, take)
+    assert (trial.platform_id, trial.source) == (BUYER, Source.TRIAL)
+    assert trial.expires_at == shop.clock.t + 3 * DAY and await shop.check(trial)
+    with pytest.raises(AlreadyOwned):
+        await shop.life.take_trial(person, take)
+    with pytest.raises(AlreadyOwned):  # the seller's door knows the same ledger
+        await shop.life.start_trial(shop.studio, _target(shop))
+
+
+async def test_a_reminder_comes_only_from_a_products_window(storage: Storage) -> None:
+    shop = await _shop(storage)
+    await shop.life.set_policy(shop.studio, lc.SetLicensePolicy(shop.product.id,
+                                                                reminder_days=0))
+    assert (await shop.life.policy(shop.studio, shop.product.id)).product.reminder_days is None
+    await shop.life.grant(shop.studio, lc.GrantLicense(_target(shop), lc.Terms(
+        duration_days=2)))
+    assert await shop.life.sweep_expiries() == 0  # no window: no reminder
+    await shop.life.set_policy(shop.studio, lc.SetLicensePolicy(shop.product.id,
+                                                                reminder_days=5))
+    assert await shop.life.sweep_expiries() == 1  # now within 5 days of the end
+    assert await shop.life.sweep_expiries() == 0
+    assert (await shop.told()).count("license.expiring") == 1
 
 
 async def test_unlock_seals_the_tier_data_of_the_license(storage: Storage) -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,9 +20,9 @@ from tests.support.fakes import TEST_KEK
 LICORE = Path(sys.executable).parent / "licore"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -30,6 +31,7 @@ class Server:
         self.database_url = database_url
         self.data_dir = data_dir
         self.workers = extra_env.pop("workers", "1")
+        self.host = extra_env.pop("host", "127.0.0.1")  # another loopback address: a host
         self.extra_env = extra_env
         # Several test workers pick free ports at once; a port another process took between
         # the pick and the bind is picked again rather than failing the test.
@@ -44,8 +46,8 @@ class Server:
                 self._log.close()
 
     def _start(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = free_port(self.host)
+        self.url = f"http://{self.host}:{self.port}"
         self.log_path = self.data_dir / f"server-{self.port}.log"
         # A setting may name the server's own address (its public URL, say) as "{url}".
         extra_env = {k: v.replace("{url}", self.url) for k, v in self.extra_env.items()}
@@ -53,12 +55,16 @@ class Server:
                "LICORE_DATA_DIR": str(self.data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(LICORE), "serve", "--port", str(self.port), "--workers", self.workers],
-            env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT)
+            [str(LICORE), "serve", "--host", self.host, "--port", str(self.port),
+             "--workers", self.workers],
+            env=env, cwd=self.data_dir, stdout=self._log, stderr=subprocess.STDOUT,
+            # A group of its own: the master's workers are stopped with it, even when the
+            # master is killed before it could stop them (they would outlive the test).
+            start_new_session=True)
 
     def _wait_ready(self) -> None:
-        # Workers are spawned processes, each importing the whole application: on a machine
-        # shared by parallel test runs several of them take more than a minute to answer.
+        # Generous: four workers importing everything on a machine that runs the rest of the
+        # suite beside them have taken over a minute to answer; a hang still ends.
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -69,25 +75,27 @@ class Server:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
-        self.process.kill()
-        self.process.wait()
+        self._kill_group()
         raise RuntimeError(f"licore serve did not become ready:\n{self.log()}")
 
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
     def stop(self) -> None:
         self.process.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self._kill_group()  # whatever of the group is left
         self._log.close()
 
 
-@contextmanager
+@contextlib.contextmanager
 def running_server(database_url: str, **extra_env: str) -> Iterator[Server]:
     with tempfile.TemporaryDirectory() as tmp:
         server = Server(database_url, Path(tmp), extra_env)

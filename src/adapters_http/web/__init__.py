@@ -7,13 +7,12 @@ import secrets
 
 import attrs
 from starlette.middleware import Middleware
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import BaseRoute, Mount, Route
 
-from adapters_http.web import approval, dashboard, person_pages, signin_pages
+from adapters_http.web import approval, dashboard, guides, person_pages, signin_pages
 from adapters_http.web.platform_signin import PlatformSignIn, PlatformSignInConfig
 from adapters_http.web.render import PageHeaders, stylesheet
-from adapters_http.web.session import COOKIE, MAX_AGE
+from adapters_http.web.session import COOKIE, MAX_AGE, SiteSessions
 from licore.ports import SignIn
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
@@ -40,15 +39,17 @@ def mount(uc: UseCases, settings: Settings, config: WebConfig) -> Mount:
                 if config.platform_sign_in is not None else None)
     routes: list[BaseRoute] = [
         Route("/assets/web.css", stylesheet),
-        *signin_pages.routes(uc.sessions, settings, method, platform),
+        *signin_pages.routes(uc.sessions, settings, method, platform,
+                             signin_pages.FirstAccount(uc.operator.accounts)),
         *approval.routes(uc),
         *dashboard.routes(uc, settings),
         *person_pages.routes(uc, settings),
+        *guides.routes(uc.sessions),
     ]
     secure = settings.public_url.lower().startswith("https:")
     return Mount("", routes=routes, middleware=[
         Middleware(PageHeaders),
-        Middleware(SessionMiddleware, secret_key=config.session_key.hex(),
+        Middleware(SiteSessions, secret_key=config.session_key.hex(),
                    session_cookie=COOKIE, max_age=MAX_AGE, same_site="lax",
                    https_only=secure),
     ])

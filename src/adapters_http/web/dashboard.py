@@ -127,21 +127,21 @@ async def remove_webhook(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     await board.remove_webhook(here, endpoint_of(ctx))
     session.flash(ctx.request, "Webhook endpoint deleted.")
-    return redirect(studio_url(here, "#events"))
+    return redirect(ctx.request, studio_url(here, "#events"))
 
 
 async def enable_webhook(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     await board.enable_webhook(here, endpoint_of(ctx))
     session.flash(ctx.request, "Webhook endpoint enabled again.")
-    return redirect(studio_url(here, "#events"))
+    return redirect(ctx.request, studio_url(here, "#events"))
 
 
 async def resend(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     await board.resend(here, WebhookTarget(ctx.param("message_id")))
     session.flash(ctx.request, "Queued to be sent again, with the same id.")
-    return redirect(studio_url(here, "#events"))
+    return redirect(ctx.request, studio_url(here, "#events"))
 
 
 async def chat_role(board: Dashboard, ctx: Ctx) -> Response:
@@ -156,14 +156,14 @@ async def chat_role(board: Dashboard, ctx: Ctx) -> Response:
         done = "added; holders with a linked chat account get it"
     session.flash(ctx.request, f"Chat role {role.role_id} in server {role.guild_id} "
                                f"{done}.")
-    return redirect(studio_url(here, f"/products/{product_id}#chat-roles"))
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#chat-roles"))
 
 
 async def create_product(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     created = await board.create_product(here, CreateProduct(**_product_fields(ctx)))
     session.flash(ctx.request, "Product created as a draft.")
-    return redirect(studio_url(here, f"/products/{created.id}"))
+    return redirect(ctx.request, studio_url(here, f"/products/{created.id}"))
 
 
 async def product(board: Dashboard, ctx: Ctx) -> Response:
@@ -180,7 +180,7 @@ async def save_product(board: Dashboard, ctx: Ctx) -> Response:
         id=ctx.param("product_id"), **_product_fields(ctx),
         discoverable=ctx.field("discoverable") == "on"))
     session.flash(ctx.request, "Product saved.")
-    return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
+    return redirect(ctx.request, studio_url(here, f"/products/{ctx.param('product_id')}"))
 
 
 async def save_settings(board: Dashboard, ctx: Ctx) -> Response:
@@ -192,7 +192,7 @@ async def save_settings(board: Dashboard, ctx: Ctx) -> Response:
         protection=_json_field(ctx, "protection"),
         purchase_pass_id=NumberOrText(ctx.field("purchase_pass_id").strip())))
     session.flash(ctx.request, "Settings saved.")
-    return redirect(studio_url(here, f"/products/{ctx.param('product_id')}"))
+    return redirect(ctx.request, studio_url(here, f"/products/{ctx.param('product_id')}"))
 
 
 async def upload(board: Dashboard, ctx: Ctx) -> Response:
@@ -204,7 +204,7 @@ async def upload(board: Dashboard, ctx: Ctx) -> Response:
         product_id, ctx.field("version").strip(), ctx.upload))
     session.flash(ctx.request, f"Version {made.version.label} uploaded as a draft; "
                                "publish it to make it live.")
-    return redirect(studio_url(here, f"/products/{product_id}#versions"))
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
 
 
 async def publish(board: Dashboard, ctx: Ctx) -> Response:
@@ -212,7 +212,7 @@ async def publish(board: Dashboard, ctx: Ctx) -> Response:
     product_id = ctx.param("product_id")
     done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id")))
     session.flash(ctx.request, f"Version {done.version.label} is live.")
-    return redirect(studio_url(here, f"/products/{product_id}#versions"))
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
 
 
 async def trace(board: Dashboard, ctx: Ctx) -> Response:
@@ -334,8 +334,8 @@ async def license_action(board: Dashboard, ctx: Ctx) -> Response:
     session.flash(ctx.request, await action(board, here, ctx, target))
     # Back to the license's own page when the form was there (a transfer leaves it behind).
     if ctx.field("back") == "license" and ctx.field("action") != "transfer":
-        return redirect(license_url(here, product_id, user))
-    return redirect(studio_url(here, f"/products/{product_id}#licenses"))
+        return redirect(ctx.request, license_url(here, product_id, user))
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#licenses"))
 
 
 async def license_page(board: Dashboard, ctx: Ctx) -> Response:
@@ -373,7 +373,7 @@ async def save_policy(board: Dashboard, ctx: Ctx) -> Response:
         product_id, place_limit=_whole(ctx, "place_limit"), place_policy=_place_policy(ctx),
         trial_days=_whole(ctx, "trial_days") or 0, tiers=_tiers(ctx)))
     session.flash(ctx.request, "License policy saved.")
-    return redirect(studio_url(here, f"/products/{product_id}#policy"))
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#policy"))
 
 
 ALERT_DONE = {AlertAction.REVOKE: "License of {} revoked",
@@ -392,7 +392,7 @@ async def alert_action(board: Dashboard, ctx: Ctx) -> Response:
     done = ALERT_DONE[action].format(acted.subject)
     session.flash(ctx.request, f"{done}.")
     session.mark_row(ctx.request, acted.alert.id, done)
-    return redirect(studio_url(here, f"#alert-{acted.alert.id}"))
+    return redirect(ctx.request, studio_url(here, f"#alert-{acted.alert.id}"))
 
 
 async def blacklist(board: Dashboard, ctx: Ctx) -> Response:
@@ -402,14 +402,14 @@ async def blacklist(board: Dashboard, ctx: Ctx) -> Response:
     await board.set_blacklisted(here, platform_id, on)
     session.flash(ctx.request, f"User {platform_id} "
                                f"{'blacklisted' if on else 'taken off the blacklist'}.")
-    return redirect(studio_url(here, "#blacklist"))
+    return redirect(ctx.request, studio_url(here, "#blacklist"))
 
 
 async def revoke_app(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     await board.revoke_app(here, ctx.param("key_id"))
     session.flash(ctx.request, "App disconnected: its key stops working now.")
-    return redirect(studio_url(here, "#apps"))
+    return redirect(ctx.request, studio_url(here, "#apps"))
 
 
 Handler = Callable[[Dashboard, Ctx], Awaitable[Response]]

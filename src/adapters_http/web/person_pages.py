@@ -8,6 +8,7 @@ import secrets
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from adapters_http import site
 from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
@@ -39,15 +40,16 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
     async def revoke_app(ctx: Ctx) -> Response:
         await people.revoke_own_app(ctx.account, ctx.param("key_id"))
         session.flash(ctx.request, "App disconnected: its key stops working now.")
-        return redirect("/apps")
+        return redirect(ctx.request, "/apps")
 
-    callback = f"{settings.public_url.rstrip('/')}/chat/callback"
+    def callback(ctx: Ctx) -> str:
+        return site.absolute(ctx.request.scope, settings.public_url, "/chat/callback")
 
     async def chat_link(ctx: Ctx) -> Response:
         """Off to the chat service's sign-in (OAuth 2.0, scope `identify`); the state ties
         the answer to this session so another site cannot link its account to ours."""
         state = secrets.token_urlsafe(24)
-        url = people.chat_sign_in_url(state, callback)
+        url = people.chat_sign_in_url(state, callback(ctx))
         ctx.request.session["chat_state"] = state
         return RedirectResponse(url, status_code=303)
 
@@ -59,16 +61,16 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
                 or not hmac.compare_digest(str(expected), given)):
             raise InvalidRequest("the chat sign-in did not come back from this page; "
                                  "start again")
-        if not await people.link_chat_code(ctx.account, code, callback):
+        if not await people.link_chat_code(ctx.account, code, callback(ctx)):
             raise InvalidRequest("the chat service did not confirm the account; start again")
         session.flash(ctx.request, "Chat account linked: the roles your products earn are "
                       "on their way.")
-        return redirect("/library")
+        return redirect(ctx.request, "/library")
 
     async def chat_unlink(ctx: Ctx) -> Response:
         await people.link_chat(ctx.account, None)
         session.flash(ctx.request, "Chat account unlinked.")
-        return redirect("/library")
+        return redirect(ctx.request, "/library")
 
     async def store(ctx: Ctx) -> Response:
         listed = await people.storefront()

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters_http import site
 from adapters_http.web.session import Visitor, csrf_token, pop_flash
 from licore import scopes as sc
 from licore.errors import LicoreError, NotFound
@@ -66,8 +67,11 @@ templates.globals["ALERT_WORDS"] = ALERT_WORDS
 def page(request: Request, visitor: Visitor, name: str, status: int = 200,
          headers: dict[str, str] | None = None, **context: Any) -> HTMLResponse:
     """Render a template. The form token is made only when a form asks for it."""
+    # `root` starts every link, form and asset address (the prefix the site is served under);
+    # `path` is the page's own, without it, as the links name pages.
     html = templates.get_template(name).render(
-        visitor=visitor, path=request.url.path, flash=pop_flash(request),
+        visitor=visitor, root=site.root(request.scope), path=site.local_path(request.scope),
+        flash=pop_flash(request),
         csrf=lambda: csrf_token(request), **context)
     return HTMLResponse(html, status_code=status, headers=headers)
 

@@ -13,6 +13,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Message
 
+from adapters_http import site
 from adapters_http.bodies import parse_form, read_bytes
 from adapters_http.decoding import check_text
 from adapters_http.web.render import error_page
@@ -56,8 +57,9 @@ class Ctx:
 Handler = Callable[[Ctx], Awaitable[Response]]
 
 
-def redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303)
+def redirect(request: Request, path: str) -> RedirectResponse:
+    """See other: `path`, a path of this site, under the prefix the site is served at."""
+    return RedirectResponse(site.url(request.scope, path), status_code=303)
 
 
 def safe_next(target: str) -> str:
@@ -122,9 +124,10 @@ def page_route(sessions: Sessions, path: str, handler: Handler, *, method: str =
                     form, upload, upload_name = await read_upload(request, upload_limit)
                 check_csrf(request, form)
             if signed_in and who.account is None:
-                back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                here = site.local_path(request.scope)  # `next` names pages without the prefix
+                back = here + (f"?{request.url.query}" if request.url.query else "")
                 target = back if method == "GET" else "/"
-                return redirect(f"/signin?next={quote(target, safe='')}")
+                return redirect(request, f"/signin?next={quote(target, safe='')}")
             return await handler(Ctx(request, who, form, upload, upload_name))
         except LicoreError as error:
             return error_page(request, who, error)

@@ -1,5 +1,6 @@
 """The web session: a signed cookie (Starlette's session middleware, itsdangerous), HttpOnly,
-SameSite=Lax, and Secure when the public URL is https; the form token every post must carry.
+SameSite=Lax, Secure when the public URL is https, and its Path the prefix the site is served
+under; the form token every post must carry.
 
 What the cookie holds: the session's random id, the account id, when it signed in, the form
 token, which user code the approval page was opened for, and until the next page the flash
@@ -14,8 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from adapters_http import site
 from licore.errors import LicoreError
 from licore.model import Account
 from licore.services.signin import Sessions
@@ -37,6 +41,27 @@ class CsrfRefused(LicoreError):
 class Visitor:
     account: Account | None = None
     session_id: str | None = None
+
+
+class SiteSessions:
+    """Starlette's session middleware with the cookie's `Path` set to the prefix the site is
+    served under (`/` at the top of a host), so a site mounted at `/licensing` neither sends
+    its cookie to the host's other applications nor is shadowed by theirs. The middleware
+    takes its path once, so there is one per prefix; a process sees one or two (the
+    prefix is the server's or the embedder's setting, never the client's)."""
+
+    def __init__(self, app: ASGIApp, /, **options: Any) -> None:
+        self.app = app
+        self.options = options
+        self.by_root: dict[str, SessionMiddleware] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        root = site.root(scope)
+        sessions = self.by_root.get(root)
+        if sessions is None:
+            sessions = SessionMiddleware(self.app, path=root or "/", **self.options)
+            self.by_root[root] = sessions
+        await sessions(scope, receive, send)
 
 
 def session(request: Request) -> dict[str, Any]:

@@ -2,29 +2,53 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
+
 from starlette.responses import Response
 from starlette.routing import Route
 
+from adapters_http import site
 from adapters_http.web import session
 from adapters_http.web.platform_signin import PlatformSignIn
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect, safe_next
+from licore.model import Account
 from licore.ports import SignIn
 from licore.services import signin
+from licore.services.operator import FIRST_ACCOUNT_COMMAND
 from licore.services.settings import Settings
 from licore.services.signin import Sessions
 
 
+class FirstAccount:
+    """Whether the install has no account yet, so the home page says how to make the first
+    (there is no sign-up). Asked until an account exists, never after: accounts are never
+    removed, so the answer cannot turn back."""
+
+    def __init__(self, accounts: Callable[[], Awaitable[Sequence[Account]]]) -> None:
+        self.accounts = accounts
+        self.seen = False
+
+    async def missing(self) -> bool:
+        if not self.seen:
+            self.seen = bool(await self.accounts())
+        return not self.seen
+
+
 def routes(sessions: Sessions, settings: Settings, method: SignIn,
-           platform: PlatformSignIn | None = None) -> list[Route]:
+           platform: PlatformSignIn | None = None,
+           first: FirstAccount | None = None) -> list[Route]:
     label = platform.label if platform else None
+
     async def home(ctx: Ctx) -> Response:
-        return page(ctx.request, ctx.visitor, "home.html")
+        empty = ctx.visitor.account is None and first is not None and await first.missing()
+        return page(ctx.request, ctx.visitor, "home.html",
+                    first_account=FIRST_ACCOUNT_COMMAND if empty else None)
 
     async def signin_form(ctx: Ctx) -> Response:
         target = safe_next(ctx.request.query_params.get("next", "/"))
         if ctx.visitor.account is not None:
-            return redirect(target)
+            return redirect(ctx.request, target)
         return page(ctx.request, ctx.visitor, "signin.html", next=target, username="",
                     error=None, platform=label)
 
@@ -41,23 +65,23 @@ def routes(sessions: Sessions, settings: Settings, method: SignIn,
                         error=refused.description, platform=label)
         session.start(ctx.request, done.account, done.at)
         session.flash(ctx.request, f"Signed in as {done.account.username}.")
-        return redirect(target)
+        return redirect(ctx.request, target)
 
     async def signout(ctx: Ctx) -> Response:
         if ctx.visitor.session_id is not None:
             await sessions.end_session(ctx.visitor.session_id)
         session.session(ctx.request).clear()
         session.flash(ctx.request, "Signed out.")
-        return redirect("/")
+        return redirect(ctx.request, "/")
 
     async def platform_start(ctx: Ctx) -> Response:
         assert platform is not None
         target = safe_next(ctx.request.query_params.get("next", "/"))
         if ctx.visitor.account is not None:
-            return redirect(target)
+            return redirect(ctx.request, target)
         session.session(ctx.request)["signin_next"] = target
-        return await platform.begin(ctx.request,
-                                    f"{settings.public_url}/signin/platform/callback")
+        return await platform.begin(ctx.request, site.absolute(
+            ctx.request.scope, settings.public_url, "/signin/platform/callback"))
 
     def failed(ctx: Ctx, status: int, reason: str) -> Response:
         assert platform is not None
@@ -88,7 +112,7 @@ def routes(sessions: Sessions, settings: Settings, method: SignIn,
             return failed(ctx, 403, "password")
         session.start(ctx.request, done.account, done.at)
         session.flash(ctx.request, f"Signed in as {done.account.username}.")
-        return redirect(target)
+        return redirect(ctx.request, target)
 
     extra = [] if platform is None else [
         page_route(sessions, "/signin/platform", platform_start, signed_in=False),

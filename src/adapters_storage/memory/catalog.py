@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import attrs
 
 from adapters_storage.memory.tables import Repository, first, page, replace_if
-from licore.licenses import LicenseState
+from licore.licenses import DAY, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
@@ -173,12 +173,19 @@ class MemoryLicenses(Repository):
         # One unit of work at a time holds the memory store: nothing can change it meanwhile.
         return await self.for_user(product_id, platform_id)
 
-    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
-        due = [lic for lic in self.t.licenses.values()
-               if lic.expires_at is not None and lic.expires_at <= until
-               and lic.state is not LicenseState.INACTIVE
-               and self.t.told.get((lic.id, notice.value)) != lic.expires_at]
-        return sorted(due, key=lambda lic: (lic.expires_at or 0, lic.id))[:limit]
+    async def due_notices(self, notice: Notice, now: int, limit: int) -> Sequence[License]:
+        def due(lic: License) -> bool:
+            if lic.expires_at is None or lic.state is LicenseState.INACTIVE:
+                return False
+            if notice is Notice.EXPIRED:
+                return lic.expires_at <= now
+            product = self.t.products.get(lic.product_id)
+            days = product.reminder_days if product is not None else None
+            return days is not None and lic.expires_at - days * DAY <= now < lic.expires_at
+
+        found = [lic for lic in self.t.licenses.values()
+                 if due(lic) and self.t.told.get((lic.id, notice.value)) != lic.expires_at]
+        return sorted(found, key=lambda lic: (lic.expires_at or 0, lic.id))[:limit]
 
     async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
         stored = self.t.licenses.get(license_id)

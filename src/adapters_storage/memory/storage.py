@@ -20,6 +20,7 @@ from adapters_storage.memory.catalog import (
     MemoryVersions,
 )
 from adapters_storage.memory.events import MemoryHooks, MemoryOutbox
+from adapters_storage.memory.idempotency import MemoryIdempotencyKeys
 from adapters_storage.memory.people import (
     MemoryAccounts,
     MemoryApiKeys,
@@ -53,6 +54,7 @@ class MemoryUnitOfWork:
         self.counters = MemoryRateCounters(tables)
         self.outbox = MemoryOutbox(tables)
         self.hooks = MemoryHooks(tables)
+        self.idempotency = MemoryIdempotencyKeys(tables)
 
 
 class MemoryStorage:

@@ -17,6 +17,7 @@ from licore.model import (
     ApiKey,
     Client,
     DeviceAuthorization,
+    IdempotencyRecord,
     License,
     Membership,
     Page,
@@ -71,6 +72,8 @@ class Tables:
     chat_roles: dict[str, tuple[ChatRole, ...]] = attrs.Factory(dict)
     # platform id -> chat user id
     chat_links: dict[str, str] = attrs.Factory(dict)
+    # (owner, key) -> the record
+    idempotency: dict[tuple[str, str], IdempotencyRecord] = attrs.Factory(dict)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

@@ -8,7 +8,7 @@ from typing import Any
 
 from adapters_storage.records import column_list, columns, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository, insert, update, without_id
-from licore.licenses import LicenseState
+from licore.licenses import DAY, MAX_REMINDER_DAYS, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
@@ -223,13 +223,25 @@ class SqlLicenses(Repository):
             "AND (l.expires_at IS NULL OR l.expires_at > ?)",
             [platform_id, -1 if now is None else now], limit, cursor, id_column="l.id")
 
-    async def due_notices(self, notice: Notice, until: int, limit: int) -> Sequence[License]:
-        told = notice.value  # a column name from the enum, never from a caller
-        rows = await self.db.rows(
-            f"SELECT {column_list(License)} FROM licenses WHERE expires_at <= ? "
-            "AND state IN ('active', 'paused') "
-            f"AND ({told} IS NULL OR {told} <> expires_at) ORDER BY expires_at, id LIMIT ?",
-            [until, limit])
+    async def due_notices(self, notice: Notice, now: int, limit: int) -> Sequence[License]:
+        if notice is Notice.EXPIRED:
+            rows = await self.db.rows(
+                f"SELECT {column_list(License)} FROM licenses WHERE expires_at <= ? "
+                "AND state IN ('active', 'paused') "
+                "AND (expiry_told IS NULL OR expiry_told <> expires_at) "
+                "ORDER BY expires_at, id LIMIT ?", [now, limit])
+        else:
+            # The first bound keeps the read on the expiry index: no reminder is longer
+            # than the longest window a product may set.
+            rows = await self.db.rows(
+                f"SELECT {column_list(License, 'l.')} FROM licenses l "
+                "JOIN products p ON p.id = l.product_id "
+                "WHERE l.expires_at > ? AND l.expires_at <= ? "
+                "AND p.reminder_days IS NOT NULL AND l.expires_at - p.reminder_days * ? <= ? "
+                "AND l.state IN ('active', 'paused') "
+                "AND (l.reminder_told IS NULL OR l.reminder_told <> l.expires_at) "
+                "ORDER BY l.expires_at, l.id LIMIT ?",
+                [now, now + MAX_REMINDER_DAYS * DAY, DAY, now, limit])
         return [from_row(License, r) for r in rows]
 
     async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:

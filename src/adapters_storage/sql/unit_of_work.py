@@ -12,6 +12,7 @@ from adapters_storage.sql.catalog import (
 )
 from adapters_storage.sql.common import Executor, row_source
 from adapters_storage.sql.events import SqlHooks, SqlOutbox
+from adapters_storage.sql.idempotency import SqlIdempotencyKeys
 from adapters_storage.sql.people import (
     SqlAccounts,
     SqlApiKeys,
@@ -43,3 +44,4 @@ class SqlUnitOfWork:
         self.counters = SqlRateCounters(db, source, 0 if dialect == "postgresql" else None)
         self.outbox = SqlOutbox(db, dialect)
         self.hooks = SqlHooks(db)
+        self.idempotency = SqlIdempotencyKeys(db)

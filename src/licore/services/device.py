@@ -116,8 +116,10 @@ class DeviceFlow:
         self.ids = ids
         self.settings = settings
 
-    async def start(self, client_id: str, scope_text: str, ip: str) -> DeviceCodeResponse:
-        """POST /device/code."""
+    async def start(self, client_id: str, scope_text: str, ip: str,
+                    root_path: str = "") -> DeviceCodeResponse:
+        """POST /device/code. `root_path`: the path prefix the service is served under (the
+        approval page is `{public_url}{root_path}/device`)."""
         requested = sc.parse_scope_string(scope_text)
         async with self.storage.unit_of_work() as uow:
             client = await _active_client(uow, client_id)
@@ -150,7 +152,7 @@ class DeviceFlow:
         else:
             raise LicoreError("could not allocate a user code")
         shown = df.format_user_code(user_code)
-        uri = self.settings.public_url.rstrip("/") + "/device"
+        uri = self.settings.public_url.rstrip("/") + root_path.rstrip("/") + "/device"
         return DeviceCodeResponse(device_code, shown, uri, f"{uri}?code={shown}",
                                   self.settings.lifetime, self.settings.interval)
 

@@ -33,9 +33,11 @@ class Housekeeping:
         return await self.storage.ready()
 
     async def sweep(self) -> int:
-        """Forget used nonces that can no longer be replayed (their payloads have expired)
-        and counters of windows long past. Safe to run from every server process at once."""
+        """Forget used nonces that can no longer be replayed (their payloads have expired),
+        counters of windows long past and idempotency keys past their 24 hours. Safe to run
+        from every server process at once."""
         now = self.clock.now()
         async with self.storage.unit_of_work() as uow:
             return (await uow.runtime.sweep_nonces(now)
-                    + await uow.counters.sweep(now - COUNTER_RETENTION))
+                    + await uow.counters.sweep(now - COUNTER_RETENTION)
+                    + await uow.idempotency.sweep(now))

@@ -24,6 +24,7 @@ from licore.license_commands import (
     RenewLicense,
     SetLicensePolicy,
     SetTier,
+    TakeTrial,
     Terms,
     TransferLicense,
 )
@@ -36,7 +37,7 @@ from licore.services.licensing import Licensing, resolve_user
 from licore.services.products import own_product
 from licore.storage_ports import Notice, Storage, UnitOfWork
 
-DAY = 86400
+DAY = lic.DAY
 Fx = LifecycleEffect
 
 
@@ -66,15 +67,14 @@ class LicenseLifecycle:
     ids: Ids
     announce: Announcer
     licensing: Licensing  # mints keys and applies the specification's grant
-    reminder_days: int | None = None  # `license.expiring` this many days before; None: none
 
     @classmethod
-    def of(cls, storage: Storage, clock: Clock, random: Randomness, vault: KeyVault,
-           reminder_days: int | None = None) -> LicenseLifecycle:
+    def of(cls, storage: Storage, clock: Clock, random: Randomness,
+           vault: KeyVault) -> LicenseLifecycle:
         ids = Ids(clock, random)
         announce = Announcer(clock, ids)
         return cls(storage, clock, ids, announce,
-                   Licensing(storage, clock, ids, random, vault, announce), reminder_days)
+                   Licensing(storage, clock, ids, random, vault, announce))
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -160,8 +160,9 @@ class LicenseLifecycle:
             end = self._end(command.terms, None, now)
             _, granted = await self.licensing.apply(
                 uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
-                Source.GRANT)
-            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier)
+                command.source)
+            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier,
+                                  purchase_id=command.purchase_id)
             if shaped != granted and not await uow.licenses.replace(
                     shaped, expected=granted.state):
                 raise NotFound("the license changed while this request ran; try again")
@@ -200,7 +201,8 @@ class LicenseLifecycle:
             for effect in into.effects:
                 if effect is Fx.COPY_TERMS:
                     new = attrs.evolve(new, source=old.source, expires_at=old.expires_at,
-                                       tier=old.tier, verified_at=old.verified_at)
+                                       tier=old.tier, verified_at=old.verified_at,
+                                       purchase_id=old.purchase_id)
                 elif effect is Fx.MINT_KEY:
                     new = self.licensing.mint(new)
             if not await uow.licenses.add(new):
@@ -237,10 +239,10 @@ class LicenseLifecycle:
             platform_id = await resolve_user(uow, target.user)
             return await self._trial(uow, product, platform_id)
 
-    async def take_trial(self, person: ActingPerson, product_id: str) -> License:
+    async def take_trial(self, person: ActingPerson, command: TakeTrial) -> License:
         """A person starts their own trial of a listed product."""
         async with self.storage.unit_of_work() as uow:
-            product = await uow.products.by_id(product_id)
+            product = await uow.products.by_id(command.product_id)
             account = await uow.accounts.by_id(person.account_id)
             if product is None or not product.discoverable or account is None:
                 raise NotFound("no such product")
@@ -253,7 +255,7 @@ class LicenseLifecycle:
         current = await uow.licenses.hold(product.id, platform_id)
         row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.START_TRIAL)
         trial = License(id=self.ids.new("lic"), product_id=product.id,
-                        platform_id=platform_id, source=Source.GRANT,
+                        platform_id=platform_id, source=Source.TRIAL,
                         state=LicenseState.ACTIVE, verified_at=now, created_at=now,
                         expires_at=now + product.trial_days * DAY)
         for effect in row.effects:
@@ -334,7 +336,7 @@ class LicenseLifecycle:
 
     async def set_policy(self, studio: ActingStudio,
                          command: SetLicensePolicy) -> LicensePolicy:
-        """A product's place limit and policy, trial length and tiers."""
+        """A product's place limit and policy, trial length, reminder and tiers."""
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
             changes: dict[str, Any] = {}
@@ -344,6 +346,8 @@ class LicenseLifecycle:
                 changes["place_policy"] = command.place_policy
             if command.trial_days is not None:
                 changes["trial_days"] = command.trial_days or None
+            if command.reminder_days is not None:
+                changes["reminder_days"] = command.reminder_days or None
             if changes:
                 product = attrs.evolve(product, updated_at=self.clock.now(), **changes)
                 await uow.products.save(product)
@@ -357,24 +361,19 @@ class LicenseLifecycle:
 
     async def sweep_expiries(self, limit: int = 100) -> int:
         """Write `license.expired` (and remove chat roles) for licenses past their end, and
-        `license.expiring` for those within `reminder_days` of it: each once per end, in the
-        unit of work that marks it told, so that any number of processes sweeping at once
-        write it exactly once. How many events were written."""
+        `license.expiring` for those within their product's `reminder_days` of it: each once
+        per end, in the unit of work that marks it told, so that any number of processes
+        sweeping at once write it exactly once. How many events were written."""
         now = self.clock.now()
-        written = await self._sweep(Notice.EXPIRED, now, now, limit)
-        if self.reminder_days is not None:
-            written += await self._sweep(Notice.EXPIRING, now + self.reminder_days * DAY,
-                                         now, limit)
-        return written
+        return (await self._sweep(Notice.EXPIRED, now, limit)
+                + await self._sweep(Notice.EXPIRING, now, limit))
 
-    async def _sweep(self, notice: Notice, until: int, now: int, limit: int) -> int:
+    async def _sweep(self, notice: Notice, now: int, limit: int) -> int:
         async with self.storage.unit_of_work() as uow:
-            due = await uow.licenses.due_notices(notice, until, limit)
+            due = await uow.licenses.due_notices(notice, now, limit)
             written = 0
             for license in due:
                 assert license.expires_at is not None
-                if notice is Notice.EXPIRING and license.expires_at <= now:
-                    continue  # past already: the expiry itself is told, not a reminder
                 if not await uow.licenses.mark_told(license.id, notice, license.expires_at):
                     continue  # another process told it first
                 product = await uow.products.by_id(license.product_id)
@@ -389,4 +388,3 @@ class LicenseLifecycle:
                     await self._effects(uow, product.studio_id, license, row.effects, data)
                 written += 1
             return written
-

@@ -16,6 +16,9 @@ from licore.services.ids import Ids
 from licore.storage_ports import Storage, UnitOfWork
 
 DEFAULT_PLACE_LIMIT = 3
+# There is no sign-up: how an empty install's operator makes the first account, in the first
+# log line of `licore serve` and on the home page alike.
+FIRST_ACCOUNT_COMMAND = "licore account add NAME --platform-id YOUR_ROBLOX_USER_ID"
 
 
 @attrs.frozen

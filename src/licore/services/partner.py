@@ -18,12 +18,14 @@ import attrs
 
 from licore import commands as c
 from licore import license_commands as lc
+from licore.errors import LicenseRevoked
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.licenses import LicenseEvent
 from licore.model import Alert, License, Page, Place, Product
 from licore.ports import LibraryEntry
 from licore.services.builds import Download
-from licore.services.claims import Claim, Claims
+from licore.services.claims import Claim, ClaimResult, Claims
+from licore.services.idempotency import Idempotency, Once, Outcome
 from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
@@ -63,6 +65,7 @@ class Partner:
     packages: Packages
     webhooks: Webhooks
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
+    once: Idempotency  # calls sent with an Idempotency-Key (docs/api.md)
 
     def as_of(self, value: T) -> AsOf[T]:
         return AsOf(value, self.lifecycle.clock.now())
@@ -73,6 +76,25 @@ class Partner:
         command, run the use case."""
         caller = await self.keys.authenticate(bearer, operation.scope, note)
         return await operation.run(self, caller, await command())
+
+    async def call_once(self, operation: Operation[C, R], bearer: str | None,
+                        command: Callable[[], Awaitable[C]], note: Note,
+                        once: Once) -> Outcome:
+        """`call` sent with an Idempotency-Key: the answer of the call's one run, kept for
+        the key (`services.idempotency`). The key belongs to the caller's studio (a library
+        key's: its person), whichever of its API keys sends it, so a retry survives a key
+        rotation and two studios' keys never meet."""
+        caller = await self.keys.authenticate(bearer, operation.scope, note)
+        key = once.checked_key()
+        cmd = await command()
+        owner = (f"studio:{caller.key.studio_id}" if caller.key.studio_id is not None
+                 else f"person:{caller.key.account_id}")
+        return await self.once.run(owner, key, once.fingerprint(),
+                                   lambda: operation.run(self, caller, cmd), once.answer)
+
+
+async def _as_of(p: Partner, running: Awaitable[T]) -> AsOf[T]:
+    return p.as_of(await running)
 
 
 # The operations, in the order of the specification's sections ----------------------------
@@ -135,8 +157,24 @@ LIBRARY = Operation[c.ListLibrary | c.ListLibraryVersions, Page[LibraryEntry] | 
     "library:read", _library)
 # Claiming adds only what the platform says the person already bought, so the person's read
 # scope covers it (docs/platform.md): no new scope in the specification's table.
-CLAIM = Operation[c.ClaimPurchase, Claim](
-    "library:read", lambda p, who, cmd: p.claims.claim(who.person, cmd))
+
+
+async def _claim(p: Partner, who: Caller, cmd: c.ClaimPurchase) -> Claim:
+    """A claim the seller's revoke refuses is an error, never `ok: true` (issue 27 item 6):
+    nothing changed, and an app that reads only the status must not tell the buyer it
+    worked. The person's own store page says the same in words."""
+    done = await p.claims.claim(who.person, cmd)
+    if done.result is ClaimResult.REVOKED:
+        raise LicenseRevoked("the seller revoked your license of this product; owning the "
+                             "pass does not bring it back")
+    return done
+
+
+CLAIM = Operation[c.ClaimPurchase, Claim]("library:read", _claim)
+# A person takes a listed product's trial with the same scope as a claim: it adds to their
+# library only what the seller offers anyone, once (docs/licenses.md, "Trials").
+TAKE_TRIAL = Operation[lc.TakeTrial, AsOf[License]](
+    "library:read", lambda p, who, cmd: _as_of(p, p.lifecycle.take_trial(who.person, cmd)))
 DOWNLOAD = Operation[c.DownloadCopy, Download](
     "library:download", lambda p, who, cmd: p.library.download(who.person, cmd))
 LIST_PACKAGES = Operation[c.ListPackages, Page[Package]](
@@ -191,6 +229,8 @@ TRANSFER = Operation[lc.TransferLicense, AsOf[Transferred]](
     "licenses:write", _timed(lambda life, who, cmd: life.transfer(who.studio, cmd)))
 RENEW = Operation[lc.RenewLicense, AsOf[License]](
     "licenses:write", _timed(lambda life, who, cmd: life.renew(who.studio, cmd)))
+START_TRIAL = Operation[c.LicenseTarget, AsOf[License]](
+    "licenses:write", _timed(lambda life, who, cmd: life.start_trial(who.studio, cmd)))
 REKEY = Operation[c.LicenseTarget, AsOf[License]](
     "licenses:write", _timed(lambda life, who, cmd: life.rekey(who.studio, cmd)))
 SET_TIER = Operation[lc.SetTier, AsOf[License]](

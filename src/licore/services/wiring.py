@@ -14,6 +14,7 @@ from licore.services.delivery import Delivery
 from licore.services.deps import Deps
 from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.housekeeping import Housekeeping
+from licore.services.idempotency import Idempotency, Joining
 from licore.services.ids import Ids
 from licore.services.keys import Keys
 from licore.services.library import Library
@@ -52,7 +53,10 @@ class UseCases:
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
-        storage, clock, settings = deps.storage, deps.clock, deps.settings
+        clock, settings = deps.clock, deps.settings
+        # Every use case gets the joining storage: inside a call sent with an
+        # Idempotency-Key its units of work are the call's one transaction.
+        storage = Joining(deps.storage)
         ids = Ids(clock, deps.random)
         copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
         announce = Announcer(clock, ids)
@@ -69,7 +73,7 @@ class UseCases:
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
-        lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing, None)
+        lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
                              keys, lifecycle),
@@ -83,7 +87,7 @@ class UseCases:
                             announce, settings.outbox),
                    keys,
                    Partner(keys, products, licensing, library, claims, packages, webhooks,
-                           lifecycle),
+                           lifecycle, Idempotency(deps.storage, clock)),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
                    Housekeeping(storage, clock), lifecycle)
