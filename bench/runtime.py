@@ -1,7 +1,8 @@
 """Runtime API throughput and latency against a bare Starlette app, in the same run.
 
     .venv/bin/python bench/runtime.py [--duration 10] [--connections 32] [--only sqlite]
-        [--paths /runtime/unlock ...] [--runs 3]
+        [--paths /runtime/unlock ...] [--runs 3] [--licenses 100000]
+    .venv/bin/python bench/runtime.py --workers 1 2 4 --only postgres --duration 5
 
 Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn worker) and
 the bare app under the same Hypercorn settings, drives each with wrk (Debian's `wrk`; one
@@ -11,6 +12,12 @@ with the one-minute load average when each measurement began, and the server pro
 time per request (bare's over licore's: the throughput ratio each would have with a core to
 itself, which moves less than req/s on a shared machine). With `--runs N` the bare app and
 licore are measured in turn N times per endpoint and the median ratios are printed too.
+
+With `--workers 1 2 4` it measures how throughput grows with server processes instead: for
+each count in turn, licore (`licore serve --workers N`) and the bare app (Hypercorn
+`--workers N`) on the same data, each call driven against both, and prints req/s with the
+ratio to the first count's, for licore and the bare app side by side (the bare app's ratio is
+what the machine itself gives another worker).
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ from licore.tokens import make_license_key  # noqa: E402
 
 PG = os.environ.get("LICORE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 KEK = secrets.token_bytes(32)
-PRODUCTS, LICENSES, SAMPLE = 100, 100_000, 2000
+PRODUCTS, SAMPLE = 100, 2000
+LICENSES = 100_000  # `--licenses` changes it
 PATHS = ["/runtime/check", "/runtime/unlock", "/runtime/version"]
 BIN = Path(sys.executable).parent
 
@@ -120,16 +128,29 @@ async def load(url: str) -> list[tuple[str, str, str]]:
     return sample
 
 
-def start(argv: list[str], env: dict[str, str], port: int, cwd: Path) -> subprocess.Popen[bytes]:
+def start(argv: list[str], env: dict[str, str], port: int, cwd: Path,
+          workers: int = 1) -> subprocess.Popen[bytes]:
+    """Start a server and return once it answers and all its `workers` have started: one
+    worker answering says nothing of the others, still importing on a loaded machine, so
+    also until no process of the server used more than a twentieth of a second of CPU in
+    the last second."""
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60 + 30 * workers
+    answered = False
+    before: dict[int, float] = {}
     while time.monotonic() < deadline:
         try:
             httpx.post(f"http://127.0.0.1:{port}/runtime/check", json={}, timeout=1)
-            return proc
+            answered = True
         except httpx.HTTPError:
-            time.sleep(0.2)
+            pass
+        now = {p: cpu_seconds(p, alone=True) for p in _tree(proc.pid)}
+        idle = all(now[p] - before.get(p, 0.0) < 0.05 for p in now)
+        if answered and idle and len(now) >= workers:
+            return proc
+        before = now
+        time.sleep(1)
     proc.kill()
     raise RuntimeError(f"{argv} did not start")
 
@@ -145,12 +166,13 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of the server's processes so far. On a loaded machine the
-    server gets less than a core, so its requests a second fall, but the CPU time a request
-    costs moves much less: the steadier ratio to the bare app."""
+def cpu_seconds(pid: int, alone: bool = False) -> float:
+    """User and system CPU time of the server's processes so far (of `pid` alone with
+    `alone`). On a loaded machine the server gets less than a core, so its requests a second
+    fall, but the CPU time a request costs moves much less: the steadier ratio to the bare
+    app."""
     ticks = 0
-    for p in _tree(pid):
+    for p in [pid] if alone else _tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except FileNotFoundError:
@@ -173,26 +195,44 @@ def drive(port: int, path: str, script: Path, args: argparse.Namespace,
             "cpu_ms": 1000 * cpu / max(1, r["requests"])}
 
 
-def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
-    t0 = time.perf_counter()
-    sample = asyncio.run(load(url))
-    loaded = time.perf_counter() - t0
+def servers(url: str, tmp: Path, workers: int = 1
+            ) -> tuple[int, subprocess.Popen[bytes], int, subprocess.Popen[bytes]]:
+    """licore and the bare app, each with `workers` Hypercorn workers: (port, process) each."""
     env = {**os.environ, "LICORE_DATABASE_URL": url, "LICORE_KEK": KEK.hex(),
            "LICORE_DATA_DIR": str(tmp), "LICORE_RUNTIME_KEY_RATE_LIMIT": "1000000000",
            "LICORE_RUNTIME_IP_RATE_LIMIT": "1000000000"}
     lp, bp = free_port(), free_port()
-    licore = start([str(BIN / "licore"), "serve", "--port", str(lp), "--only", "runtime"],
-                   env, lp, tmp)
-    bare = start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{bp}", "bare_app:app"],
-                 {**os.environ, "PYTHONPATH": str(ROOT / "bench")}, bp, tmp)
-    notes = [f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
-             f"{loaded:.1f} s"]
+    licore = start([str(BIN / "licore"), "serve", "--port", str(lp), "--only", "runtime",
+                    "--workers", str(workers)], env, lp, tmp, workers)
+    bare = start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{bp}", "--workers",
+                  str(workers), "bare_app:app"],
+                 {**os.environ, "PYTHONPATH": str(ROOT / "bench")}, bp, tmp, workers)
+    return lp, licore, bp, bare
+
+
+def scripts(sample: list[tuple[str, str, str]], paths: list[str], tmp: Path) -> dict[str, Path]:
+    entries = ",".join(f'{{"{u}","{p}","{k}"}}' for u, p, k in sample)
+    found = {}
+    for path in paths:
+        found[path] = tmp / f"{path.rsplit('/', 1)[1]}.lua"
+        found[path].write_text(LUA % {"entries": entries, "path": path})
+    return found
+
+
+def loaded(name: str, url: str) -> tuple[list[tuple[str, str, str]], str]:
+    t0 = time.perf_counter()
+    sample = asyncio.run(load(url))
+    return sample, (f"{name}: loaded {LICENSES:,} licenses across {PRODUCTS} products in "
+                    f"{time.perf_counter() - t0:.1f} s")
+
+
+def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
+    sample, note = loaded(name, url)
+    lp, licore, bp, bare = servers(url, tmp)
+    notes = [note]
     rows: list[str] = []
     try:
-        entries = ",".join(f'{{"{u}","{p}","{k}"}}' for u, p, k in sample)
-        for path in args.paths:
-            script = tmp / f"{path.rsplit('/', 1)[1]}.lua"
-            script.write_text(LUA % {"entries": entries, "path": path})
+        for path, script in scripts(sample, args.paths, tmp).items():
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
             ratios: list[float] = []
             cpu_ratios: list[float] = []
@@ -222,6 +262,41 @@ def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> l
     return notes + rows
 
 
+def bench_workers(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
+    """Each worker count in turn: licore and the bare app, every call against both."""
+    sample, note = loaded(name, url)
+    lua = scripts(sample, args.paths, tmp)
+    first: dict[tuple[str, str], float] = {}
+    rows: list[str] = []
+    for n in args.workers:
+        lp, licore, bp, bare = servers(url, tmp, n)
+        try:
+            for path, script in lua.items():
+                # Every worker warmed up: connections spread over the workers as they come.
+                drive(lp, path, script, argparse.Namespace(duration=2, connections=8 * n))
+                load_avg = os.getloadavg()[0]
+                base = drive(bp, path, script, args, bare.pid)
+                mine = drive(lp, path, script, args, licore.pid)
+                first.setdefault((path, "licore"), mine["rps"])
+                first.setdefault((path, "bare"), base["rps"])
+                rows.append(
+                    f"{name:<10} {path:<16} {n:>7} {mine['rps']:>9.0f} "
+                    f"{mine['rps'] / first[(path, 'licore')]:>6.2f}   {base['rps']:>9.0f} "
+                    f"{base['rps'] / first[(path, 'bare')]:>6.2f}   {mine['p50']:>6.2f} "
+                    f"{mine['p99']:>7.2f}   {int(mine['errors']):>6}   {load_avg:>4.1f}   "
+                    f"{mine['cpu_ms']:>6.3f} {base['cpu_ms']:>6.3f}")
+        finally:
+            for proc in (licore, bare):
+                proc.terminate()
+                proc.wait(30)
+    return [note, *rows]
+
+
+WORKERS_HEADER = (f"{'backend':<10} {'endpoint':<16} {'workers':>7} {'rps':>9} {'x':>6}   "
+                  f"{'bare rps':>9} {'x':>6}   {'p50 ms':>6} {'p99 ms':>7}   errors   load   "
+                  f"{'cpu ms':>6} {'bare':>6}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--duration", type=int, default=10)
@@ -230,24 +305,29 @@ def main() -> None:
     parser.add_argument("--paths", nargs="*", default=PATHS, choices=PATHS)
     parser.add_argument("--runs", type=int, default=1,
                         help="bare and licore measured in turn this many times per endpoint")
+    parser.add_argument("--licenses", type=int, default=LICENSES)
+    parser.add_argument("--workers", type=int, nargs="*",
+                        help="compare these worker counts (ratios to the first) instead")
     args = parser.parse_args()
+    globals()["LICENSES"] = args.licenses
     if shutil.which("wrk") is None:
         sys.exit("bench/runtime.py needs wrk: apt-get install wrk")
-    header = (f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
-              f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
-              f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}")
+    run = bench_workers if args.workers else bench_backend
+    header = WORKERS_HEADER if args.workers else (
+        f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
+        f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
+        f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}")
     results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         if args.only in (None, "sqlite"):
-            results += bench_backend("sqlite", f"sqlite:///{tmp / 'bench.db'}", args, tmp)
+            results += run("sqlite", f"sqlite:///{tmp / 'bench.db'}", args, tmp)
         if args.only in (None, "postgres"):
             schema = "bench_" + secrets.token_hex(4)
             with psycopg.connect(PG, autocommit=True) as conn:
                 conn.execute(f"CREATE SCHEMA {schema}")
             try:
-                results += bench_backend(
-                    "postgres", f"{PG}?options=-csearch_path%3D{schema}", args, tmp)
+                results += run("postgres", f"{PG}?options=-csearch_path%3D{schema}", args, tmp)
             finally:
                 with psycopg.connect(PG, autocommit=True) as conn:
                     conn.execute(f"DROP SCHEMA {schema} CASCADE")

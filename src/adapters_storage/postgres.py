@@ -107,8 +107,12 @@ class PostgresStorage:
             raise Unavailable(RETRY_AFTER) from exc
         except psycopg.OperationalError as exc:
             # Connection lost, server shutting down: the database is away. Whatever the
-            # transaction wrote was rolled back with it.
-            self._down = True
+            # transaction wrote was rolled back with it. A transaction the server rolled back
+            # itself (SQLSTATE class 40: a deadlock, a serialization failure) says nothing of
+            # the database's health, so the requests after it still wait their turn for a
+            # connection instead of failing fast as in an outage.
+            if not (exc.sqlstate or "").startswith("40"):
+                self._down = True
             raise Unavailable(RETRY_AFTER) from exc
         self._down = False
 

@@ -324,6 +324,21 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE licenses ADD COLUMN purchase_id TEXT",
     ],
     [
+        # Rate counters in shards (docs/runtime.md, "Several processes"): each server
+        # process on PostgreSQL counts in a row of its own and reads the sum, so processes
+        # never wait on one another's row. Counts so far move to shard 0.
+        """CREATE TABLE rate_counters_sharded (
+            bucket TEXT NOT NULL,
+            window_start {bigint} NOT NULL,
+            shard INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            CONSTRAINT rate_counters_shard_key PRIMARY KEY (bucket, window_start, shard))""",
+        "INSERT INTO rate_counters_sharded (bucket, window_start, shard, count) "
+        "SELECT bucket, window_start, 0, count FROM rate_counters",
+        "DROP TABLE rate_counters",
+        "ALTER TABLE rate_counters_sharded RENAME TO rate_counters",
+    ],
+    [
         # The store's product page links to the seller's hub place (docs/selling.md).
         "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
     ],

@@ -8,6 +8,7 @@ decides how a batch's rows are passed to a statement (see `row_source`).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
@@ -17,14 +18,25 @@ from adapters_storage.sql.runtime import runtime_batch, use_nonces
 from licore.runtime import Facts as RuntimeFacts
 
 Autocommit = Callable[[], AbstractAsyncContextManager[Executor]]
+SHARDS_FROM = 1 << 16  # shard 0 is the units of work's; every shard a 4-byte int to psycopg
+
+
+def process_shard() -> int:
+    """A random shard for this process's runtime counters: distinct across processes and
+    hosts but for a one-in-a-billion clash, which only costs the two processes a shared row.
+    Each server worker is a spawned process that opens its own storage, so each draws its
+    own."""
+    return SHARDS_FROM + secrets.randbelow((1 << 31) - SHARDS_FROM)
 
 
 class HotPath:
     def __init__(self, autocommit: Autocommit, dialect: str) -> None:
         """`autocommit()`: a connection whose statements are committed when the block
-        ends. `dialect`: the database, which decides how a batch's rows are passed."""
+        ends. `dialect`: the database, which decides how a batch's rows are passed and
+        whether this process counts in a rate-counter shard of its own (see `add_hits`)."""
         self.autocommit = autocommit
         self.source = row_source(dialect)
+        self.shard = process_shard() if dialect == "postgresql" else None
         self._batcher: Batcher[int, RuntimeRequest, Answer] = Batcher(self._runtime_batch)
         self._nonces: Batcher[int, NonceRequest, bool] = Batcher(self._nonce_batch)
 
@@ -36,7 +48,7 @@ class HotPath:
     async def _runtime_batch(self, window_start: int,
                              requests: Sequence[RuntimeRequest]) -> list[Answer]:
         async with self.autocommit() as db:
-            return await runtime_batch(db, self.source, window_start, requests)
+            return await runtime_batch(db, self.source, window_start, requests, self.shard)
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return await self._nonces.read(now, NonceRequest(license_id, nonce, expires_at))

@@ -44,21 +44,23 @@ class SqlRuntimeRecords(Repository):
 
 
 class SqlRateCounters(Repository):
-    def __init__(self, db: Executor, source: RowSource) -> None:
+    def __init__(self, db: Executor, source: RowSource, shard: int | None = None) -> None:
+        """`shard`: see `add_hits`."""
         super().__init__(db)
         self.source = source
+        self.shard = shard
 
     async def hit(self, buckets: Sequence[str], window_start: int) -> list[int]:
         increments: dict[str, int] = {}
         for bucket in buckets:
             increments[bucket] = increments.get(bucket, 0) + 1
-        totals = await add_hits(self.db, self.source, increments, window_start)
+        totals = await add_hits(self.db, self.source, increments, window_start, self.shard)
         return [totals[b] for b in buckets]
 
     async def count(self, bucket: str, window_start: int) -> int:
-        rows = await self.db.rows("SELECT count FROM rate_counters WHERE bucket = ? "
+        rows = await self.db.rows("SELECT SUM(count) FROM rate_counters WHERE bucket = ? "
                                   "AND window_start = ?", [bucket, window_start])
-        return int(rows[0][0]) if rows else 0
+        return int(rows[0][0] or 0)
 
     async def sweep(self, before: int) -> int:
         # Window 0 marks a counter that never expires (a web session's sign-out, say).
@@ -71,18 +73,38 @@ class SqlRateCounters(Repository):
 
 
 async def add_hits(db: Executor, source: RowSource, increments: dict[str, int],
-                   window_start: int) -> dict[str, int]:
-    # One statement for every bucket: on the hot path each statement is a round trip.
-    # A row may appear once per statement, hence the increments; RETURNING order is
-    # unspecified, hence the bucket comes back too.
+                   window_start: int, shard: int | None = None) -> dict[str, int]:
+    """Add each bucket's increment and return its new count. One statement for every bucket:
+    on the hot path each statement is a round trip.
+
+    `shard` None: one writer at a time (SQLite's lock is the file's), every count is in shard
+    0 and the row's count is the total. A number (PostgreSQL): this process's own row, the
+    one it adds to, so no process waits on another's row lock; the total is that row plus the
+    other shards as the statement's snapshot saw them (docs/runtime.md states what that
+    costs a limit: the other processes' increments in flight at that moment).
+
+    Rows go in one order, by bucket, whoever sends them: two statements locking the same
+    rows in opposite orders would deadlock. A row may appear once per statement, hence the
+    increments; RETURNING order is unspecified, hence the bucket comes back too.
+    """
     if not increments:
         return {}  # `VALUES` with no rows is not SQL
-    rows_sql, params = source(("TEXT", "BIGINT", "INTEGER"),
-                              [(b, window_start, n) for b, n in increments.items()])
-    rows = await db.rows(
-        f"INSERT INTO rate_counters (bucket, window_start, count) {rows_sql} "
-        "ON CONFLICT (bucket, window_start) DO UPDATE "
-        "SET count = rate_counters.count + excluded.count RETURNING bucket, count", params)
+    rows_sql, params = source(("TEXT", "BIGINT", "INTEGER", "INTEGER"),
+                              [(b, window_start, shard or 0, increments[b])
+                               for b in sorted(increments)])
+    upsert = (f"INSERT INTO rate_counters (bucket, window_start, shard, count) {rows_sql} "
+              "ON CONFLICT (bucket, window_start, shard) DO UPDATE "
+              "SET count = rate_counters.count + excluded.count RETURNING bucket, count")
+    if shard is None:
+        rows = await db.rows(upsert, params)
+    else:
+        # The outer SELECT reads the snapshot the statement began with: the other shards as
+        # committed then, and not this shard's update, which `mine` carries.
+        rows = await db.rows(
+            f"WITH mine AS ({upsert}) SELECT mine.bucket, mine.count + COALESCE(("
+            "SELECT SUM(o.count) FROM rate_counters o WHERE o.bucket = mine.bucket "
+            "AND o.window_start = ? AND o.shard <> ?), 0) FROM mine",
+            [*params, window_start, shard])
     return {r[0]: int(r[1]) for r in rows}
 
 
@@ -96,7 +118,9 @@ async def use_nonces(db: Executor, source: RowSource, now: int,
     first: dict[tuple[str, str], int] = {}
     for i, r in enumerate(requests):
         first.setdefault((r.license_id, r.nonce), i)
-    unique = [requests[i] for i in first.values()]
+    # In one order whoever sends them, as `add_hits`: a replayed nonce sent by two
+    # processes at once must not lock two rows in opposite orders.
+    unique = [requests[first[k]] for k in sorted(first)]
     rows_sql, params = source(("TEXT", "TEXT", "BIGINT"),
                               [(r.license_id, r.nonce, r.expires_at) for r in unique])
     rows = await db.rows(
@@ -109,13 +133,15 @@ async def use_nonces(db: Executor, source: RowSource, now: int,
 
 
 async def runtime_batch(db: Executor, source: RowSource, window_start: int,
-                        requests: Sequence[RuntimeRequest]) -> list[Answer]:
-    """Count every request and load every request's facts: two statements in all."""
+                        requests: Sequence[RuntimeRequest],
+                        shard: int | None = None) -> list[Answer]:
+    """Count every request (in `shard`, see `add_hits`) and load every request's facts: two
+    statements in all."""
     increments: dict[str, int] = {}
     for r in requests:
         for bucket in r.buckets:
             increments[bucket] = increments.get(bucket, 0) + 1
-    totals = await add_hits(db, source, increments, window_start)
+    totals = await add_hits(db, source, increments, window_start, shard)
     # Each request sees the count as it stood when it arrived in the batch.
     seen: dict[str, int] = {}
     counts: list[list[int]] = []

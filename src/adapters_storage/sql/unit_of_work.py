@@ -39,7 +39,9 @@ class SqlUnitOfWork:
         self.blacklist = SqlBlacklist(db)
         source = row_source(dialect)
         self.runtime = SqlRuntimeRecords(db, source)
-        self.counters = SqlRateCounters(db, source)
+        # Shard 0 for every process: the limits counted in a unit of work (sign-in, partner
+        # calls) stay exact; only the runtime hot path counts in shards of its own.
+        self.counters = SqlRateCounters(db, source, 0 if dialect == "postgresql" else None)
         self.outbox = SqlOutbox(db, dialect)
         self.hooks = SqlHooks(db)
         self.idempotency = SqlIdempotencyKeys(db)
