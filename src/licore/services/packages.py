@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -34,6 +35,16 @@ from licore.services.library import VersionList
 from licore.services.products import own_product
 from licore.storage_ports import Storage, UnitOfWork
 
+# Each setting `ChangeSettings` may send (None: not sent), and the value the product keeps.
+_SETTINGS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("placeholder", lambda sent: sent),
+    ("verify_scripts", lambda sent: sent),
+    ("unlock_data", lambda sent: UnlockData.of(sent.value)),
+    ("purchase_pass_id", lambda sent: sent or None),  # "" clears it
+    ("hub_place_id", lambda sent: sent or None),  # "" clears it
+    # the command checked the rules against their schema already
+    ("protection", lambda sent: parse_protection_settings(sent.value)),
+)
 
 @attrs.frozen
 class Package:
@@ -165,20 +176,8 @@ class Packages:
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:
         """Placeholder, "Verify scripts", unlock data and protection rules; new rules are
         first tried on every script of the live build."""
-        changes: dict[str, Any] = {}
-        if command.placeholder is not None:
-            changes["placeholder"] = command.placeholder
-        if command.verify_scripts is not None:
-            changes["verify_scripts"] = command.verify_scripts
-        if command.unlock_data is not None:
-            changes["unlock_data"] = UnlockData.of(command.unlock_data.value)
-        if command.purchase_pass_id is not None:
-            changes["purchase_pass_id"] = command.purchase_pass_id or None  # "" clears it
-        if command.hub_place_id is not None:
-            changes["hub_place_id"] = command.hub_place_id or None
-        if command.protection is not None:
-            # The command checked it against the rule schema already.
-            changes["protection"] = parse_protection_settings(command.protection.value)
+        changes = {name: kept(getattr(command, name)) for name, kept in _SETTINGS
+                   if getattr(command, name) is not None}
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
             live = await _live_data(uow, product) if "protection" in changes else None
