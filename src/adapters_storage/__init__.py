@@ -1,21 +1,43 @@
 """Storage adapters: SQLite (embedded default) and PostgreSQL, one schema, one SQL; and an
-in-memory store for tests and embedders that keep nothing."""
+in-memory store for tests and embedders that keep nothing.
+
+Each is imported when first named: a process on SQLite never loads the PostgreSQL driver
+(about a quarter of a worker's start-up import time)."""
 
 from __future__ import annotations
 
-from adapters_storage.memory.storage import MemoryStorage
-from adapters_storage.postgres import BUSY_WAIT, PostgresStorage
-from adapters_storage.sqlite import SqliteStorage
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from adapters_storage.memory.storage import MemoryStorage
+    from adapters_storage.postgres import PostgresStorage
+    from adapters_storage.sqlite import SqliteStorage
+
+# Seconds a request waits for a pooled PostgreSQL connection while the database answers.
+BUSY_WAIT = 30.0
+
+_WHERE = {"MemoryStorage": "adapters_storage.memory.storage",
+          "PostgresStorage": "adapters_storage.postgres",
+          "SqliteStorage": "adapters_storage.sqlite"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'adapters_storage' has no attribute {name!r}")
 
 
 def open_storage(url: str, busy_wait: float = BUSY_WAIT) -> SqliteStorage | PostgresStorage:
     """`busy_wait`: seconds a request waits for a PostgreSQL connection while the database
     answers but every pooled connection is in use (docs/operators.md)."""
     if url.startswith(("postgresql://", "postgres://")):
+        from adapters_storage.postgres import PostgresStorage
         return PostgresStorage(url, busy_wait=busy_wait)
     if url.startswith("sqlite:"):
+        from adapters_storage.sqlite import SqliteStorage
         return SqliteStorage.from_url(url)
     raise ValueError("the database URL must start with sqlite:/// or postgresql://")
 
 
-__all__ = ["MemoryStorage", "PostgresStorage", "SqliteStorage", "open_storage"]
+__all__ = ["BUSY_WAIT", "MemoryStorage", "PostgresStorage", "SqliteStorage", "open_storage"]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from adapters_storage.postgres import PostgresStorage
-from adapters_storage.sqlite import SqliteStorage
+if TYPE_CHECKING:
+    from adapters_storage.postgres import PostgresStorage
+    from adapters_storage.sqlite import SqliteStorage
 
 FACT = "kek_fingerprint"
 

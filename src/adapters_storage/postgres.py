@@ -13,6 +13,7 @@ import psycopg
 from psycopg import pq
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from adapters_storage import BUSY_WAIT
 from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
@@ -20,10 +21,9 @@ from licore.errors import Unavailable
 from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
-# How long a request waits for a connection. While the database answers, a burst queues
-# patiently (a fresh server taking a thousand first requests must not fail them); once it has
-# stopped answering, requests fail fast with 503 and Retry-After instead of hanging.
-BUSY_WAIT = 30.0
+# How long a request waits for a connection (BUSY_WAIT): while the database answers, a burst
+# queues patiently (a fresh server taking a thousand first requests must not fail them); once
+# it has stopped answering, requests fail fast with 503 and Retry-After instead of hanging.
 OUTAGE_WAIT = 0.5
 OPEN_WAIT = 10.0  # at start: connect before serving; past this, serve and keep trying
 CONNECT_TIMEOUT = 3  # seconds for one connection attempt (a host that drops packets)

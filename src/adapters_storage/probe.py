@@ -7,8 +7,6 @@ from __future__ import annotations
 import sqlite3
 from urllib.parse import urlsplit
 
-import psycopg
-
 CONNECT_TIMEOUT = 5
 
 
@@ -28,6 +26,8 @@ async def problem(url: str) -> str | None:
         except sqlite3.Error as exc:
             return f"cannot open the SQLite file {path!r}: {exc}"
         return None
+    import psycopg  # only here: a process on SQLite never loads the driver
+
     try:
         conn = await psycopg.AsyncConnection.connect(url, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.OperationalError as exc:

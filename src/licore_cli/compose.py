@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
-from adapters_events import ChatClient, ChatConfig, SignedSender
-from adapters_formats.codec import RobloxModelCodec
 from adapters_http.app import FAMILIES, LicoreApp, create_app
 from adapters_http.web import PlatformSignInConfig, WebConfig
-from adapters_platform import Retry, RobloxPlatform
-from adapters_protection.luau_protector import LuauProtector
 from adapters_storage import open_storage
+from licore.ports import ChatService, ModelCodec, Platform, WebhookSender
+from licore.protection import Protector
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore_cli import settings
+from licore_cli.deferred import deferred
 
 
 def secret(name: str, size: int) -> bytes:
@@ -50,28 +49,57 @@ def secret(name: str, size: int) -> bytes:
 
 def deps_from_env() -> Deps:
     loaded = settings.load()
-    platform = loaded.platform
-    assert platform is not None  # load() always reads them
+    # Secrets are read (or made) now, in the process that starts first, not at first use.
+    watermark = secret("watermark", 32)
     return Deps(
         storage=open_storage(loaded.database_url, busy_wait=loaded.database_busy_wait),
         clock=SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
-        models=RobloxModelCodec(),
-        protector=LuauProtector(secret("watermark", 32)),
+        models=deferred(_codec),
+        protector=deferred(lambda: _protector(watermark)),
         settings=loaded.core,
         offload=asyncio.to_thread,
-        platform=RobloxPlatform(inventory_url=platform.inventory_url,
-                                users_url=platform.users_url,
-                                retry=Retry(timeout=float(platform.timeout))),
-        chat=ChatClient(ChatConfig(
-            api_url=loaded.events.chat_api_url, authorize_url=loaded.events.chat_authorize_url,
-            bot_token=loaded.events.chat_bot_token, client_id=loaded.events.chat_client_id,
-            client_secret=loaded.events.chat_client_secret)),
-        webhooks=SignedSender(allow_private=loaded.events.webhook_allow_private,
-                              timeout=loaded.events.webhook_timeout),
+        platform=deferred(lambda: _platform(loaded)),
+        chat=deferred(lambda: _chat(loaded)),
+        webhooks=deferred(lambda: _webhooks(loaded)),
     )
+
+
+# The adapters below import what most processes never use (see licore_cli.deferred).
+
+def _codec() -> ModelCodec:
+    from adapters_formats.codec import RobloxModelCodec
+    return RobloxModelCodec()
+
+
+def _protector(watermark: bytes) -> Protector:
+    from adapters_protection.luau_protector import LuauProtector
+    return LuauProtector(watermark)
+
+
+def _platform(loaded: settings.ServerSettings) -> Platform:
+    from adapters_platform import Retry, RobloxPlatform
+    platform = loaded.platform
+    assert platform is not None  # load() always reads them
+    return RobloxPlatform(inventory_url=platform.inventory_url, users_url=platform.users_url,
+                          retry=Retry(timeout=float(platform.timeout)))
+
+
+def _chat(loaded: settings.ServerSettings) -> ChatService:
+    from adapters_events import ChatClient, ChatConfig
+    events = loaded.events
+    return ChatClient(ChatConfig(
+        api_url=events.chat_api_url, authorize_url=events.chat_authorize_url,
+        bot_token=events.chat_bot_token, client_id=events.chat_client_id,
+        client_secret=events.chat_client_secret))
+
+
+def _webhooks(loaded: settings.ServerSettings) -> WebhookSender:
+    from adapters_events import SignedSender
+    return SignedSender(allow_private=loaded.events.webhook_allow_private,
+                        timeout=loaded.events.webhook_timeout)
 
 
 def app_of(deps: Deps, only: tuple[str, ...] = FAMILIES, web: WebConfig | None = None,

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from adapters_crypto import AesGcmKeyVault
-from adapters_storage import PostgresStorage, SqliteStorage
 from adapters_storage.key_fingerprint import Verdict, settle
 from adapters_storage.probe import problem
 from licore.services.deps import Deps
 from licore_cli import settings
+
+if TYPE_CHECKING:
+    from adapters_storage.postgres import PostgresStorage
+    from adapters_storage.sqlite import SqliteStorage
 
 
 class KeyMismatch(Exception):
@@ -27,12 +32,21 @@ def source() -> str:
     return f"the file {where} (LICORE_KEK is unset)"
 
 
+def _databases() -> tuple[type, ...]:
+    """The database adapters this process has loaded: a storage made by one that was never
+    imported is none of them, and naming them here must not import the PostgreSQL driver
+    into a process on SQLite."""
+    return tuple(getattr(sys.modules[module], name) for module, name in (
+        ("adapters_storage.sqlite", "SqliteStorage"),
+        ("adapters_storage.postgres", "PostgresStorage")) if module in sys.modules)
+
+
 async def check(deps: Deps) -> None:
     vault, storage = deps.vault, deps.storage
-    if not isinstance(vault, AesGcmKeyVault) or not isinstance(
-            storage, (SqliteStorage, PostgresStorage)):
+    if not isinstance(vault, AesGcmKeyVault) or not isinstance(storage, _databases()):
         return  # an embedder's own vault, or a database that outlives nothing
-    verdict = await settle(storage, vault.fingerprint(), vault.opens)
+    database = cast("SqliteStorage | PostgresStorage", storage)
+    verdict = await settle(database, vault.fingerprint(), vault.opens)
     if verdict is Verdict.DIFFERS:
         raise KeyMismatch(
             f"the key-encryption key from {source()} is not the one this database was "
