@@ -17,7 +17,7 @@ from adapters_storage import BUSY_WAIT
 from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
-from licore.errors import Unavailable
+from licore.errors import Contended, Unavailable
 from licore.runtime import Facts as RuntimeFacts
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
@@ -111,8 +111,9 @@ class PostgresStorage:
             # itself (SQLSTATE class 40: a deadlock, a serialization failure) says nothing of
             # the database's health, so the requests after it still wait their turn for a
             # connection instead of failing fast as in an outage.
-            if not (exc.sqlstate or "").startswith("40"):
-                self._down = True
+            if (exc.sqlstate or "").startswith("40"):
+                raise Contended() from exc
+            self._down = True
             raise Unavailable(RETRY_AFTER) from exc
         self._down = False
 

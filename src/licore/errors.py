@@ -148,6 +148,18 @@ class Unavailable(LicoreError):
         self.retry_after = retry_after
 
 
+class Contended(Unavailable):
+    """The database rolled the request's transaction back because a concurrent one held
+    what it needed (a deadlock, a serialization failure). The database is well and nothing
+    was done: a retry soon succeeds."""
+
+    def __init__(self, retry_after: int = 1) -> None:
+        super().__init__(retry_after)
+        self.description = (f"the database turned this request back because a concurrent "
+                            f"request held what it needed; nothing was done; retry in "
+                            f"{retry_after} seconds")
+
+
 class KeyUnreadable(Unavailable):
     """A stored key (a license key, a webhook secret, a prepared copy) does not open under
     this process's key-encryption key: the server is misconfigured (another `LICORE_KEK`,

@@ -14,6 +14,7 @@ import pytest
 from adapters_storage import PostgresStorage, open_storage
 from adapters_storage.schema import MIGRATIONS, statements
 from adapters_storage.sql.common import Executor
+from licore.errors import Contended
 from licore.storage_ports import UnitOfWork
 
 W = 600  # a window start
@@ -143,3 +144,37 @@ async def test_counters_going_into_shards_keep_every_count(before_shards: str) -
     finally:
         await store.close()
     assert kept == (1, 7) and per_key == 8
+
+
+@pytest.mark.postgres
+async def test_a_deadlock_is_told_as_contention_not_as_an_outage(pg_schema_url: str) -> None:
+    """Two transactions that lock two rows in opposite orders: PostgreSQL fails one. Its
+    caller is told the truth (a concurrent request; retry in a second), not that the
+    database cannot be reached, and the next request is served at once."""
+    store = PostgresStorage(pg_schema_url, min_size=2, max_size=3)
+    await store.migrate()
+    first_held, second_held = asyncio.Event(), asyncio.Event()
+
+    async def cross(mine: str, theirs: str, held: asyncio.Event, other: asyncio.Event) -> None:
+        async with store.unit_of_work() as uow:
+            await uow.counters.hit([mine], W)
+            held.set()
+            await other.wait()
+            await uow.counters.hit([theirs], W)
+
+    try:
+        outcomes = await asyncio.gather(cross("a", "b", first_held, second_held),
+                                        cross("b", "a", second_held, first_held),
+                                        return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(failed) == 1, outcomes
+        assert isinstance(failed[0], Contended) and failed[0].status == 503
+        assert failed[0].retry_after == 1
+        assert "concurrent request" in failed[0].description
+        assert "cannot reach" not in failed[0].description
+        async with asyncio.timeout(2):  # not the half-second fail-fast of an outage
+            async with store.unit_of_work() as uow:
+                # The turned-back transaction left nothing: one hit on each row, the winner's.
+                assert [await uow.counters.count(row, W) for row in "ab"] == [1, 1]
+    finally:
+        await store.close()
