@@ -129,7 +129,7 @@ async def load(url: str) -> list[tuple[str, str, str]]:
 
 
 def start(argv: list[str], env: dict[str, str], port: int, cwd: Path,
-          workers: int = 1) -> subprocess.Popen[bytes]:
+          workers: int = 1, host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
     """Start a server and return once it answers and all its `workers` have started: one
     worker answering says nothing of the others, still importing on a loaded machine, so
     also until no process of the server used more than a twentieth of a second of CPU in
@@ -141,7 +141,7 @@ def start(argv: list[str], env: dict[str, str], port: int, cwd: Path,
     before: dict[int, float] = {}
     while time.monotonic() < deadline:
         try:
-            httpx.post(f"http://127.0.0.1:{port}/runtime/check", json={}, timeout=1)
+            httpx.post(f"http://{host}:{port}/runtime/check", json={}, timeout=1)
             answered = True
         except httpx.HTTPError:
             pass
@@ -182,11 +182,11 @@ def cpu_seconds(pid: int, alone: bool = False) -> float:
 
 
 def drive(port: int, path: str, script: Path, args: argparse.Namespace,
-          pid: int = 0) -> dict[str, float]:
+          pid: int = 0, host: str = "127.0.0.1") -> dict[str, float]:
     cpu = cpu_seconds(pid) if pid else 0.0
     out = subprocess.run(
         ["wrk", "-t1", f"-c{args.connections}", f"-d{args.duration}s", "-s", str(script),
-         f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True).stdout
+         f"http://{host}:{port}{path}"], capture_output=True, text=True, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
     r = json.loads(line[7:])
     cpu = cpu_seconds(pid) - cpu if pid else 0.0
