@@ -5,7 +5,7 @@ adapter reaches the core through the built use cases (an import-linter contract)
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -200,6 +200,9 @@ class Licenses(Protocol):
         ...
     async def for_user(self, product_id: str, platform_id: str) -> License | None: ...
     async def by_id(self, license_id: str) -> License | None: ...
+    async def by_ids(self, license_ids: Collection[str]) -> Mapping[str, License]:
+        """The licenses of these ids that exist, by id: one read for a page's worth."""
+        ...
     async def by_key_digest(self, digest: str) -> License | None: ...
     async def replace(self, license: License, expected: LicenseState) -> bool:
         """Store `license` only if the stored state is still `expected` (compare and set)."""

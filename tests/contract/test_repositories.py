@@ -145,6 +145,9 @@ async def test_licenses_one_per_user_compare_and_set_and_library_of_active(
         assert await uow.licenses.by_key_digest("digest1") == revoked
         assert await uow.licenses.for_user("prd_2", "7") == license(3, "prd_2", "7")
         assert await uow.licenses.by_id("lic_9") is None
+        assert await uow.licenses.by_ids([]) == {}
+        assert await uow.licenses.by_ids(["lic_3", "lic_9", "lic_1", "lic_3"]) == {
+            "lic_1": revoked, "lic_3": license(3, "prd_2", "7")}
         assert [lic.id for lic in (await uow.licenses.of_product("prd_2", None, None)).items
                 ] == ["lic_2", "lic_3"]
         assert await uow.licenses.replace(license(2, "prd_2"), LicenseState.INACTIVE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 
@@ -145,6 +145,9 @@ class MemoryLicenses(Repository):
 
     async def by_id(self, license_id: str) -> License | None:
         return self.t.licenses.get(license_id)
+
+    async def by_ids(self, license_ids: Collection[str]) -> dict[str, License]:
+        return {i: self.t.licenses[i] for i in license_ids if i in self.t.licenses}
 
     async def by_key_digest(self, digest: str) -> License | None:
         return first(self.t.licenses.values(), lambda lic: lic.key_digest == digest)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -191,6 +191,16 @@ class SqlLicenses(Repository):
     async def by_id(self, license_id: str) -> License | None:
         return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
                                "WHERE id = ?", [license_id])
+
+    async def by_ids(self, license_ids: Collection[str]) -> dict[str, License]:
+        found: dict[str, License] = {}
+        ids = sorted(set(license_ids))
+        for at in range(0, len(ids), 500):  # within every database's parameter limit
+            chunk = ids[at:at + 500]
+            rows = await self.db.rows(f"SELECT {column_list(License)} FROM licenses WHERE id "
+                                      f"IN ({', '.join('?' * len(chunk))})", chunk)
+            found |= {lic.id: lic for lic in (from_row(License, r) for r in rows)}
+        return found
 
     async def by_key_digest(self, digest: str) -> License | None:
         return await self._one(License, f"SELECT {column_list(License)} FROM licenses "

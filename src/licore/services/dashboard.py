@@ -202,12 +202,10 @@ class Dashboard:
 
     async def _statuses_of(self, uow: UnitOfWork, alerts: tuple[Alert, ...]
                            ) -> dict[str, str]:
-        now, found = self.clock.now(), {}
-        for license_id in {a.license_id for a in alerts if a.license_id is not None}:
-            license = await uow.licenses.by_id(license_id)
-            if license is not None:
-                found[license_id] = lic.status(license, now)
-        return found
+        now = self.clock.now()
+        held = await uow.licenses.by_ids({a.license_id for a in alerts
+                                          if a.license_id is not None})
+        return {license_id: lic.status(license, now) for license_id, license in held.items()}
 
     async def product_detail(self, seat: Seat, product_id: str) -> ProductDetail:
         async with self.storage.unit_of_work() as uow:
