@@ -19,7 +19,10 @@ import pytest_asyncio
 
 from adapters_storage import MemoryStorage, open_storage
 from licore.storage_ports import Storage
+from tests.support import tls_once
 from tests.support.ordering import longest_first, recorder
+
+tls_once.install()
 
 PG_URL = os.environ.get("LICORE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() == "true"
