@@ -118,8 +118,9 @@ class UsageOf:
         if self.end <= self.start:
             raise InvalidRequest("to must be after from", "to")
         if len(self.points()) > MAX_POINTS:
-            raise InvalidRequest(f"at most {MAX_POINTS} points a call: a shorter range or "
-                                 "granularity=day", "to")
+            raise InvalidRequest(f"from to to spans {len(self.points()):,} points of a "
+                                 f"{self.granularity.value}; at most {MAX_POINTS:,} a call "
+                                 "(ask a shorter range, or granularity=day)", "to")
 
     @property
     def step(self) -> int:

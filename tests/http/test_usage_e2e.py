@@ -37,16 +37,17 @@ def made(server: Server, shop: Shop) -> dict[str, int]:
         assert check(server, shop, key="lk_" + "Z" * 40).json() == {"success": False}
     body = {"user_id": shop.buyer, "product_id": shop.product, "key": shop.buyer_key}
     for _ in range(2):
-        assert rt(server, "/unlock", {**body, "nonce": nonce()}).json()["success"] is True
+        assert rt(server, "/unlock", {**body, "nonce": nonce()}).json()["ok"] is True
     spent = nonce()
-    assert rt(server, "/unlock", {**body, "nonce": spent}).json()["success"] is True
-    assert rt(server, "/unlock", {**body, "nonce": spent}).json() == {"success": False}
+    assert rt(server, "/unlock", {**body, "nonce": spent}).json()["ok"] is True
+    assert rt(server, "/unlock", {**body, "nonce": spent}).json() == {"ok": False}
     return {"check_ok": 5, "check_denied": 3, "unlock_ok": 3, "unlock_denied": 1}
 
 
 def usage(server: Server, shop: Shop, **params: Any) -> httpx.Response:
-    now = int(time.time())
-    asked = {"product_id": shop.product, "from": now - 2 * HOUR, "to": now + HOUR, **params}
+    hour = int(time.time()) // HOUR * HOUR
+    asked = {"product_id": shop.product, "from": hour - 2 * HOUR, "to": hour + HOUR,
+             **params}
     return httpx.get(f"{server.url}/v1/usage", headers=auth(shop.key),
                      params={k: v for k, v in asked.items() if v is not None})
 
