@@ -83,11 +83,12 @@ def api_points(site: Server, shop: Shop, page: Any, product: str | None) -> list
     return points
 
 
-def bars(page: Any) -> list[dict[str, int]]:
-    return page.eval_on_selector_all(
+def bars(page: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = page.eval_on_selector_all(
         "#calls-chart g.bar",
         "gs => gs.map(g => ({ok: +g.dataset.ok, denied: +g.dataset.denied,"
         " limited: +g.dataset.rateLimited, text: g.getAttribute('aria-label')}))")
+    return found
 
 
 def outcome_sum(p: dict[str, Any], outcome: str) -> int:
