@@ -17,7 +17,15 @@ from adapters_http.decoding import check_text
 from licore import bounds
 from licore.errors import InvalidRequest
 from licore.services.settings import Settings
-from licore.usage import MAX_POINTS, Endpoint, Outcome, Point, Series, UsageOf
+from licore.usage import (
+    LICENSE_EVENTS,
+    MAX_POINTS,
+    Endpoint,
+    Outcome,
+    Point,
+    Series,
+    UsageOf,
+)
 
 MAX_TIME_DIGITS = 12  # unix seconds up to the year 33658
 
@@ -56,7 +64,8 @@ def iso(t: int) -> str:
 
 def point(p: Point) -> dict[str, Any]:
     return {"start": p.start, "calls": p.calls, "total": p.total, "users": p.users,
-            "places": p.places, "new_places": p.new_places}
+            "places": p.places, "new_places": p.new_places, "licenses": p.licenses,
+            "downloads": p.downloads}
 
 
 COLUMNS = [f"{e.value}_{o.value}" for e in Endpoint for o in Outcome]
@@ -64,15 +73,19 @@ COLUMNS = [f"{e.value}_{o.value}" for e in Endpoint for o in Outcome]
 
 def csv_text(found: Series) -> str:
     """One row a point: its start (unix seconds and UTC), each endpoint's calls by outcome,
-    the total, distinct users and places, and new places."""
+    the total, distinct users and places, new places, the licenses granted, claimed,
+    expired and revoked, and downloads (all versions; the JSON has them by version)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")  # RFC 4180
     writer.writerow(["start", "start_utc", *COLUMNS, "total", "users", "places",
-                     "new_places"])
+                     "new_places", *(f"licenses_{k.value}" for k in LICENSE_EVENTS),
+                     "downloads"])
     for p in found.points:
         writer.writerow([p.start, iso(p.start),
                          *(p.calls[e][o] for e in Endpoint for o in Outcome),
-                         p.total, p.users, p.places, p.new_places])
+                         p.total, p.users, p.places, p.new_places,
+                         *(p.licenses[k] for k in LICENSE_EVENTS),
+                         sum(p.downloads.values())])
     return out.getvalue()
 
 
@@ -87,10 +100,15 @@ def usage_answer(command: UsageOf, found: Series) -> dict[str, Any] | Response:
 
 
 _BY_OUTCOME = d.obj([o.value for o in Outcome], **{o.value: d.INT for o in Outcome})
-POINT = d.obj(["start", "calls", "total", "users", "places", "new_places"],
+POINT = d.obj(["start", "calls", "total", "users", "places", "new_places", "licenses",
+               "downloads"],
               start=d.INT, calls=d.obj([e.value for e in Endpoint],
                                        **{e.value: _BY_OUTCOME for e in Endpoint}),
-              total=d.INT, users=d.INT, places=d.INT, new_places=d.INT)
+              total=d.INT, users=d.INT, places=d.INT, new_places=d.INT,
+              licenses=d.obj([k.value for k in LICENSE_EVENTS],
+                             **{k.value: d.INT for k in LICENSE_EVENTS}),
+              downloads={"type": "object", "additionalProperties": d.INT,
+                         "description": "downloads of buyers' copies, by version label"})
 SERIES = d.obj(["product_id", "from", "to", "granularity", "points"],
                product_id=d.NSTR, to=d.INT, granularity={"enum": ["hour", "day"]},
                points=d.array(POINT), **{"from": d.INT})

@@ -367,6 +367,16 @@ MIGRATIONS: list[list[str]] = [
             game_id TEXT NOT NULL,
             PRIMARY KEY (product_id, hour, game_id))""",
         "CREATE INDEX usage_places_hour ON usage_places(hour)",
+        # What happened to a product's licenses and downloads each hour, counted at the
+        # change in its unit of work (`subject`: a download's version label).
+        """CREATE TABLE usage_events (
+            product_id {id} NOT NULL,
+            hour {bigint} NOT NULL,
+            kind TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            count {bigint} NOT NULL,
+            PRIMARY KEY (product_id, hour, kind, subject))""",
+        "CREATE INDEX usage_events_hour ON usage_events(hour)",
     ],
 ]
 

@@ -33,7 +33,7 @@ from licore.model import (
 )
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.runtime import Facts as RuntimeFacts
-from licore.usage import Call, CallCount, Reach, Tally
+from licore.usage import Call, CallCount, EventCount, Reach, Tally
 
 # Storage, one port per aggregate. Conflicts are answered, not raised as driver errors: an
 # `add` that would break a uniqueness rule returns False (or None) so the caller can raise
@@ -382,6 +382,11 @@ class UsageRecords(Protocol):
                     step: int) -> Sequence[Reach]:
         """Distinct users and places of each point that has any, and places first seen."""
         ...
+    async def count(self, product_id: str, hour: int, kind: str, subject: str = "") -> None:
+        """Add one to what happened to the product in the hour (`licore.usage.Happened`)."""
+        ...
+    async def events(self, studio_id: str, product_id: str | None, start: int, end: int,
+                     step: int) -> Sequence[EventCount]: ...
     async def sweep(self, before: int) -> int:
         """Forget the hours before `before`; how many rows went."""
         ...

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -139,6 +139,26 @@ class UsageOf:
         return range(self.first, self.last, self.step)
 
 
+class Happened(enum.StrEnum):
+    """What is counted at a state change, in its unit of work (not on the hot path)."""
+
+    GRANTED = "granted"  # a license granted by the seller (or reactivated), trials too
+    CLAIMED = "claimed"  # a license a buyer claimed (the platform confirmed the purchase)
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+    DOWNLOAD = "download"  # a buyer's copy downloaded; `subject` is the version's label
+
+
+LICENSE_EVENTS = (Happened.GRANTED, Happened.CLAIMED, Happened.EXPIRED, Happened.REVOKED)
+
+
+class EventCount(NamedTuple):
+    start: int
+    kind: str
+    subject: str  # the version label of a download; "" otherwise
+    times: int
+
+
 class CallCount(NamedTuple):
     start: int  # the point's start
     endpoint: str
@@ -160,6 +180,8 @@ class Point:
     users: int
     places: int
     new_places: int
+    licenses: dict[str, int] = attrs.field(factory=dict)  # Happened -> count, each present
+    downloads: dict[str, int] = attrs.field(factory=dict)  # version label -> count
 
     @property
     def total(self) -> int:
@@ -172,8 +194,16 @@ class Series:
     points: tuple[Point, ...]
 
 
-def series(query: UsageOf, calls: Sequence[CallCount], reach: Sequence[Reach]) -> Series:
+def series(query: UsageOf, calls: Sequence[CallCount], reach: Sequence[Reach],
+           events: Sequence[EventCount] = ()) -> Series:
     """Every point of the range, empty ones too (a chart needs its zeros)."""
+    happened: dict[int, dict[str, int]] = {}
+    downloads: dict[int, dict[str, int]] = {}
+    for e in events:
+        into = downloads if e.kind == Happened.DOWNLOAD else happened
+        key = e.subject if e.kind == Happened.DOWNLOAD else e.kind
+        by_kind = into.setdefault(e.start, {})
+        by_kind[key] = by_kind.get(key, 0) + e.times
     counted: dict[int, dict[str, dict[str, int]]] = {}
     for start, endpoint, outcome, count in calls:
         by = counted.setdefault(start, {})
@@ -185,7 +215,10 @@ def series(query: UsageOf, calls: Sequence[CallCount], reach: Sequence[Reach]) -
         r = reached.get(start, Reach(start, 0, 0, 0))
         points.append(Point(start, {e.value: {o.value: by.get(e, {}).get(o, 0)
                                               for o in Outcome} for e in Endpoint},
-                            r.users, r.places, r.new_places))
+                            r.users, r.places, r.new_places,
+                            {k.value: happened.get(start, {}).get(k, 0)
+                             for k in LICENSE_EVENTS},
+                            dict(sorted(downloads.get(start, {}).items()))))
     return Series(query, tuple(points))
 
 
@@ -199,3 +232,14 @@ def recent(now: int, days: int, product_id: str | None) -> UsageOf:
     granularity = Granularity.HOUR if days <= 7 else Granularity.DAY
     end = hour_of(now) + HOUR
     return UsageOf(end - days * DAY, end, product_id, granularity)
+
+
+def license_event(topic: str, data: Mapping[str, Any]) -> Happened | None:
+    """What an announced license event counts as: a grant whose license came from a
+    confirmed purchase is a claim."""
+    if "product_id" not in data:
+        return None
+    if topic == "license.granted":
+        return Happened.CLAIMED if data.get("source") == "purchase_pass" else Happened.GRANTED
+    return {"license.expired": Happened.EXPIRED,
+            "license.revoked": Happened.REVOKED}.get(topic)

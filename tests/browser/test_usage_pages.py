@@ -110,8 +110,11 @@ def check_page_matches_api(site: Server, shop: Shop, page: Any, product: str | N
         cells = rows.nth(i).locator("td").all_text_contents()  # in a closed <details>
         assert [int(c) for c in cells] == [outcome_sum(p, "ok"), outcome_sum(p, "denied"),
                                            outcome_sum(p, "rate_limited"), p["total"],
-                                           p["users"], p["places"], p["new_places"]]
+                                           p["users"], p["places"], p["new_places"],
+                                           *p["licenses"].values(),
+                                           sum(p["downloads"].values())]
     assert sum(b["ok"] for b in shown) == 4 and sum(b["denied"] for b in shown) == 2
+    assert sum(p["licenses"]["granted"] for p in points) == 1  # the buyer's
 
 
 def test_the_product_chart_shows_the_apis_numbers_for_each_period(

@@ -9,7 +9,7 @@ import psycopg
 
 from adapters_storage import open_storage
 from licore.storage_ports import Storage
-from licore.usage import DAY, HOUR, Call, CallCount, Reach
+from licore.usage import DAY, HOUR, Call, CallCount, EventCount, Reach
 from tests.support import records as r
 
 H = 1000 * DAY  # an hour, well after zero
@@ -125,3 +125,24 @@ async def test_calls_kept_at_close_are_written(database_url: str) -> None:
     finally:
         await reader.close()
     assert calls == [CallCount(H, "version", "ok", 1)]
+
+
+async def test_what_happened_is_counted_per_product_hour_kind_and_subject(
+        storage: Storage) -> None:
+    await _seed(storage)
+    async with storage.unit_of_work() as uow:
+        for product, hour, kind, subject in [
+                ("prd_1", H, "granted", ""), ("prd_1", H, "granted", ""),
+                ("prd_1", H + 60, "download", "1.0"), ("prd_1", H, "download", "1.1"),
+                ("prd_2", H + HOUR, "revoked", ""), ("prd_3", H, "granted", "")]:
+            await uow.usage.count(product, hour, kind, subject)
+    async with storage.unit_of_work() as uow:
+        one = sorted(await uow.usage.events("std_1", "prd_1", H - DAY, H + DAY, HOUR))
+        studio = sorted(await uow.usage.events("std_1", None, H - DAY, H + DAY, DAY))
+        assert await uow.usage.sweep(H + HOUR) == 4  # three rows of prd_1 and one of prd_3
+    assert one == [EventCount(H, "download", "1.0", 1), EventCount(H, "download", "1.1", 1),
+                   EventCount(H, "granted", "", 2)]
+    day = H - H % DAY
+    assert studio == [EventCount(day, "download", "1.0", 1),
+                      EventCount(day, "download", "1.1", 1), EventCount(day, "granted", "", 2),
+                      EventCount(day, "revoked", "", 1)]

@@ -18,11 +18,14 @@ from licore.usage import (
     Call,
     CallCount,
     Endpoint,
+    EventCount,
     Granularity,
+    Happened,
     Outcome,
     Reach,
     Tally,
     UsageOf,
+    license_event,
     recent,
     series,
     tally,
@@ -105,3 +108,24 @@ def test_the_dashboards_periods() -> None:
     assert recent(now, 90, None).granularity is Granularity.DAY
     with pytest.raises(InvalidRequest):
         recent(now, 8, None)
+
+
+def test_license_events_count_as_granted_claimed_expired_or_revoked() -> None:
+    data = {"product_id": "prd_1", "source": "grant"}
+    assert license_event("license.granted", data) is Happened.GRANTED
+    assert license_event("license.granted", {**data, "source": "purchase_pass"}) is (
+        Happened.CLAIMED)
+    assert license_event("license.expired", data) is Happened.EXPIRED
+    assert license_event("license.revoked", data) is Happened.REVOKED
+    assert license_event("license.paused", data) is None
+    assert license_event("product.changed", {}) is None
+
+
+def test_events_fill_every_point_by_kind_and_downloads_by_version() -> None:
+    found = series(UsageOf(0, 2 * HOUR), [], [], [
+        EventCount(0, "granted", "", 2), EventCount(0, "download", "1.0", 3),
+        EventCount(HOUR, "revoked", "", 1)])
+    first, second = found.points
+    assert first.licenses == {"granted": 2, "claimed": 0, "expired": 0, "revoked": 0}
+    assert first.downloads == {"1.0": 3} and second.downloads == {}
+    assert second.licenses["revoked"] == 1

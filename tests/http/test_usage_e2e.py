@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.http.e2e import People, auth, setup_people
-from tests.http.test_runtime_e2e import Shop, check, new_shop, nonce, rt
+from tests.http.test_runtime_e2e import Shop, check, new_shop, nonce, rt, v1
 from tests.support.server import Server
 
 HOUR = 3600
@@ -41,6 +41,10 @@ def made(server: Server, shop: Shop) -> dict[str, int]:
     spent = nonce()
     assert rt(server, "/unlock", {**body, "nonce": spent}).json()["ok"] is True
     assert rt(server, "/unlock", {**body, "nonce": spent}).json() == {"ok": False}
+    # A second license granted and revoked: with the buyer's, two grants and a revocation.
+    other = {"product_id": shop.product, "user": "52"}
+    v1(server, "POST", "/licenses", shop.key, json=other)
+    v1(server, "DELETE", "/licenses", shop.key, params=other)
     return {"check_ok": 5, "check_denied": 3, "unlock_ok": 3, "unlock_denied": 1}
 
 
@@ -69,6 +73,8 @@ def test_the_series_counts_every_call_by_endpoint_and_outcome(
     assert sum(p["total"] for p in busy) == 12
     assert max(p["users"] for p in busy) == 1  # the one buyer
     assert sum(p["new_places"] for p in busy) == 2  # g1 and g2
+    granted = {k: sum(p["licenses"][k] for p in body["points"]) for k in p["licenses"]}
+    assert granted == {"granted": 2, "claimed": 0, "expired": 0, "revoked": 1}
 
 
 def test_csv_has_the_same_numbers(server: Server, shop: Shop, made: dict[str, int]) -> None:
@@ -84,6 +90,8 @@ def test_csv_has_the_same_numbers(server: Server, shop: Shop, made: dict[str, in
             assert int(row["total"]) == p["total"]
             assert int(row["check_denied"]) == p["calls"]["check"]["denied"]
             assert int(row["unlock_ok"]) == p["calls"]["unlock"]["ok"]
+            assert int(row["licenses_granted"]) == p["licenses"]["granted"]
+            assert int(row["licenses_revoked"]) == p["licenses"]["revoked"]
 
 
 def test_the_studio_wide_series_and_days(server: Server, shop: Shop,

@@ -11,7 +11,7 @@ from adapters_http.web.routing import Ctx
 from adapters_http.web.usage_chart import by_outcome, calls_chart, people_chart, when
 from licore.errors import InvalidRequest
 from licore.services.dashboard import Dashboard
-from licore.usage import PERIODS, Outcome
+from licore.usage import LICENSE_EVENTS, PERIODS, Outcome
 
 
 def _days(ctx: Ctx) -> int:
@@ -31,7 +31,7 @@ async def _usage(board: Dashboard, ctx: Ctx, product_id: str | None) -> Response
                 product_id=product_id, title=title, days=days, periods=PERIODS,
                 found=found, products=products, calls=calls_chart(found, title),
                 people=people_chart(found, title), when=when, by_outcome=by_outcome,
-                Outcome=Outcome)
+                Outcome=Outcome, license_events=LICENSE_EVENTS)
 
 
 async def studio_usage(board: Dashboard, ctx: Ctx) -> Response:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from adapters_storage.memory.tables import Repository
-from licore.usage import CallCount, Reach, Tally
+from licore.usage import CallCount, EventCount, Reach, Tally
 
 
 class MemoryUsage(Repository):
@@ -55,11 +55,27 @@ class MemoryUsage(Repository):
         return [Reach(t, users[t], places[t], new[t])
                 for t in sorted(users.keys() | places.keys() | new.keys())]
 
+    async def count(self, product_id: str, hour: int, kind: str, subject: str = "") -> None:
+        key = (product_id, hour, kind, subject)
+        self.t.usage_events[key] = self.t.usage_events.get(key, 0) + 1
+
+    async def events(self, studio_id: str, product_id: str | None, start: int, end: int,
+                     step: int) -> Sequence[EventCount]:
+        mine = self._products(studio_id, product_id)
+        summed: Counter[tuple[int, str, str]] = Counter()
+        for (product, hour, kind, subject), n in self.t.usage_events.items():
+            if product in mine and start <= hour < end:
+                summed[(hour - hour % step, kind, subject)] += n
+        return [EventCount(*k, n) for k, n in summed.items()]
+
     async def sweep(self, before: int) -> int:
         calls = {k: n for k, n in self.t.usage_calls.items() if k[1] >= before}
         users = {k: n for k, n in self.t.usage_users.items() if k[1] >= before}
         places = {k: n for k, n in self.t.usage_places.items() if k[1] >= before}
+        events = {k: n for k, n in self.t.usage_events.items() if k[1] >= before}
         gone = (len(self.t.usage_calls) - len(calls) + len(self.t.usage_users) - len(users)
-                + len(self.t.usage_places) - len(places))
+                + len(self.t.usage_places) - len(places)
+                + len(self.t.usage_events) - len(events))
         self.t.usage_calls, self.t.usage_users, self.t.usage_places = calls, users, places
+        self.t.usage_events = events
         return gone

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters_storage.sql.common import Executor, Repository, RowSource
-from licore.usage import CallCount, Reach, Tally
+from licore.usage import CallCount, EventCount, Reach, Tally
 
 
 def _scope(product_id: str | None, studio_id: str, column: str) -> tuple[str, list[Any]]:
@@ -69,9 +69,24 @@ class SqlUsage(Repository):
         return [Reach(t, users.get(t, 0), places.get(t, 0), new.get(t, 0))
                 for t in sorted(users.keys() | places.keys() | new.keys())]
 
+    async def count(self, product_id: str, hour: int, kind: str, subject: str = "") -> None:
+        await self.db.run(
+            "INSERT INTO usage_events (product_id, hour, kind, subject, count) "
+            "VALUES (?, ?, ?, ?, 1) ON CONFLICT (product_id, hour, kind, subject) "
+            "DO UPDATE SET count = usage_events.count + 1", [product_id, hour, kind, subject])
+
+    async def events(self, studio_id: str, product_id: str | None, start: int, end: int,
+                     step: int) -> Sequence[EventCount]:
+        where, params = _scope(product_id, studio_id, "product_id")
+        rows = await self.db.rows(
+            "SELECT hour - hour % ? AS t, kind, subject, SUM(count) FROM usage_events "
+            f"WHERE {where} AND hour >= ? AND hour < ? GROUP BY t, kind, subject",
+            [step, *params, start, end])
+        return [EventCount(int(t), str(k), str(s), int(n)) for t, k, s, n in rows]
+
     async def sweep(self, before: int) -> int:
         gone = 0
-        for table in ("usage_calls", "usage_users", "usage_places"):
+        for table in ("usage_calls", "usage_users", "usage_places", "usage_events"):
             gone += await self.db.run(f"DELETE FROM {table} WHERE hour < ?", [before])
         return gone
 

@@ -27,4 +27,5 @@ class Usage:
                 await own_product(uow, studio, query.product_id)
             calls = await uow.usage.calls(*asked)
             reach = await uow.usage.reach(*asked)
-        return series(query, calls, reach)
+            events = await uow.usage.events(*asked)
+        return series(query, calls, reach, events)
