@@ -24,6 +24,7 @@ from adapters_http.api_doc import Doc
 from adapters_http.bodies import bearer, read_bytes, read_json
 from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
+from adapters_http.usage_api import GET_USAGE, usage_answer, usage_query
 from licore import commands as c
 from licore import license_commands as lc
 from licore import scopes as sc
@@ -263,6 +264,7 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
     Endpoint("POST", "/products/policy", op.SET_POLICY, body(lc.SetLicensePolicy),
              lambda _, policy: {"ok": True, **wire.license_policy(policy)},
              doc=d.SET_LICENSE_POLICY),
+    Endpoint("GET", "/usage", op.USAGE, usage_query, usage_answer, doc=GET_USAGE),
 ]
 
 

@@ -19,6 +19,7 @@ from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Contended, Unavailable
 from licore.runtime import Facts as RuntimeFacts
+from licore.usage import Call
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
 # How long a request waits for a connection (BUSY_WAIT): while the database answers, a burst
@@ -144,6 +145,12 @@ class PostgresStorage:
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return await self._hot.use_nonce(license_id, nonce, expires_at, now)
 
+    def note_call(self, call: Call) -> None:
+        self._hot.note_call(call)
+
+    async def flush_usage(self) -> None:
+        await self._hot.flush_usage()
+
     async def migrate(self) -> None:
         async with self.unit_of_work() as uow:
             # The advisory lock serialises migrators from several processes.
@@ -152,5 +159,6 @@ class PostgresStorage:
 
     async def close(self) -> None:
         if self._opened:
+            await self._hot.close()
             await self.pool.close()
             self._opened = False

@@ -342,6 +342,42 @@ MIGRATIONS: list[list[str]] = [
         # The store's product page links to the seller's hub place (docs/selling.md).
         "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
     ],
+    [
+        # Usage over time (docs/api.md, "Usage"): runtime calls per product and hour, in
+        # shards as the rate counters (each server process on PostgreSQL adds to rows of
+        # its own; reads sum them), and the users and places seen each hour.
+        """CREATE TABLE usage_calls (
+            product_id {id} NOT NULL,
+            hour {bigint} NOT NULL,
+            endpoint TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            shard INTEGER NOT NULL,
+            count {bigint} NOT NULL,
+            PRIMARY KEY (product_id, hour, endpoint, outcome, shard))""",
+        "CREATE INDEX usage_calls_hour ON usage_calls(hour)",
+        """CREATE TABLE usage_users (
+            product_id {id} NOT NULL,
+            hour {bigint} NOT NULL,
+            user_id TEXT NOT NULL,
+            PRIMARY KEY (product_id, hour, user_id))""",
+        "CREATE INDEX usage_users_hour ON usage_users(hour)",
+        """CREATE TABLE usage_places (
+            product_id {id} NOT NULL,
+            hour {bigint} NOT NULL,
+            game_id TEXT NOT NULL,
+            PRIMARY KEY (product_id, hour, game_id))""",
+        "CREATE INDEX usage_places_hour ON usage_places(hour)",
+        # What happened to a product's licenses and downloads each hour, counted at the
+        # change in its unit of work (`subject`: a download's version label).
+        """CREATE TABLE usage_events (
+            product_id {id} NOT NULL,
+            hour {bigint} NOT NULL,
+            kind TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            count {bigint} NOT NULL,
+            PRIMARY KEY (product_id, hour, kind, subject))""",
+        "CREATE INDEX usage_events_hour ON usage_events(hour)",
+    ],
 ]
 
 

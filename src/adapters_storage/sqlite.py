@@ -21,6 +21,7 @@ from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Unavailable
 from licore.runtime import Facts as RuntimeFacts
+from licore.usage import Call
 
 BUSY_TIMEOUT_MS = 30_000
 RETRY_AFTER = 2  # seconds, told to callers when the file stayed locked past the timeout
@@ -130,6 +131,12 @@ class SqliteStorage:
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return await self._hot.use_nonce(license_id, nonce, expires_at, now)
 
+    def note_call(self, call: Call) -> None:
+        self._hot.note_call(call)
+
+    async def flush_usage(self) -> None:
+        await self._hot.flush_usage()
+
     async def migrate(self) -> None:
         async with self.unit_of_work() as uow:
             await apply_migrations(uow.db, "sqlite")
@@ -147,6 +154,8 @@ class SqliteStorage:
         return True
 
     async def close(self) -> None:
+        if self._all:
+            await self._hot.close()
         for conn in self._all:
             await conn.close()
         self._all.clear()

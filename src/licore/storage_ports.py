@@ -33,6 +33,7 @@ from licore.model import (
 )
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.runtime import Facts as RuntimeFacts
+from licore.usage import Call, CallCount, EventCount, Reach, Tally
 
 # Storage, one port per aggregate. Conflicts are answered, not raised as driver errors: an
 # `add` that would break a uniqueness rule returns False (or None) so the caller can raise
@@ -369,6 +370,31 @@ class IdempotencyKeys(Protocol):
         ...
 
 
+class UsageRecords(Protocol):
+    """Usage over time (`licore.usage`): calls rolled up per product and hour, and the
+    users and places seen. Reads scope to one product, or with `product_id` None to every
+    product of the studio; points start at multiples of `step` seconds (UTC)."""
+
+    async def add(self, tally: Tally, shard: int = 0) -> None:
+        """Add a batch's rollup, kept only for products that exist; `shard`: see
+        `add_hits` (the reads sum the shards)."""
+        ...
+    async def calls(self, studio_id: str, product_id: str | None, start: int, end: int,
+                    step: int) -> Sequence[CallCount]: ...
+    async def reach(self, studio_id: str, product_id: str | None, start: int, end: int,
+                    step: int) -> Sequence[Reach]:
+        """Distinct users and places of each point that has any, and places first seen."""
+        ...
+    async def count(self, product_id: str, hour: int, kind: str, subject: str = "") -> None:
+        """Add one to what happened to the product in the hour (`licore.usage.Happened`)."""
+        ...
+    async def events(self, studio_id: str, product_id: str | None, start: int, end: int,
+                     step: int) -> Sequence[EventCount]: ...
+    async def sweep(self, before: int) -> int:
+        """Forget the hours before `before`; how many rows went."""
+        ...
+
+
 class RequestRecords(Protocol):
     """What requests leave behind for a while, beside the things they change: the runtime's
     nonces and places, rate counters, idempotency keys. Part of every unit of work."""
@@ -379,6 +405,8 @@ class RequestRecords(Protocol):
     def counters(self) -> RateCounters: ...
     @property
     def idempotency(self) -> IdempotencyKeys: ...
+    @property
+    def usage(self) -> UsageRecords: ...
 
 
 class UnitOfWork(RequestRecords, Protocol):
@@ -431,6 +459,16 @@ class Storage(Protocol):
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         """`RuntimeRecords.use_nonce` on the hot path, committed before it returns; concurrent
         calls share one statement."""
+        ...
+
+    def note_call(self, call: Call) -> None:
+        """Keep a runtime call for the usage rollup. It reaches the database with a later
+        runtime batch (within about a second), never with a trip of
+        its own per call."""
+        ...
+
+    async def flush_usage(self) -> None:
+        """Write the calls this process kept and has not written yet."""
         ...
 
     async def migrate(self) -> None: ...

@@ -19,6 +19,7 @@ from adapters_http.decoding import parse_json
 from adapters_http.web import session
 from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
+from adapters_http.web.usage_pages import product_usage, studio_usage
 from licore import bounds
 from licore.commands import (
     AddWebhook,
@@ -448,6 +449,8 @@ PAGES = [
     DashboardPage("POST", BASE + "/blacklist", blacklist),
     DashboardPage("POST", BASE + "/alerts/{alert_id}", alert_action),
     DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
+    DashboardPage("GET", BASE + "/usage", studio_usage),
+    DashboardPage("GET", PRODUCT + "/usage", product_usage),
 ]
 
 

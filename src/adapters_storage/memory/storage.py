@@ -34,7 +34,9 @@ from adapters_storage.memory.runtime import (
     runtime_facts,
 )
 from adapters_storage.memory.tables import Tables
+from adapters_storage.memory.usage import MemoryUsage
 from licore.runtime import Facts as RuntimeFacts
+from licore.usage import Call, tally
 
 
 class MemoryUnitOfWork:
@@ -55,12 +57,14 @@ class MemoryUnitOfWork:
         self.outbox = MemoryOutbox(tables)
         self.hooks = MemoryHooks(tables)
         self.idempotency = MemoryIdempotencyKeys(tables)
+        self.usage = MemoryUsage(tables)
 
 
 class MemoryStorage:
     def __init__(self) -> None:
         self.tables = Tables()
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._calls: list[Call] = []  # kept for the usage rollup, written with the next read
 
     def _lock(self) -> asyncio.Lock:
         # An asyncio lock belongs to one event loop; tests may drive a store from several.
@@ -83,6 +87,7 @@ class MemoryStorage:
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
         async with self._lock():
+            await self._write_calls()
             counters = self.tables.counters
             counts: list[int] = []
             for bucket in buckets:  # a bucket named twice counts twice, as in the SQL batch
@@ -94,6 +99,18 @@ class MemoryStorage:
         async with self._lock():
             return await MemoryRuntimeRecords(self.tables).use_nonce(license_id, nonce,
                                                                      expires_at, now)
+
+    def note_call(self, call: Call) -> None:
+        self._calls.append(call)
+
+    async def _write_calls(self) -> None:
+        taken, self._calls = self._calls, []
+        if taken:
+            await MemoryUsage(self.tables).add(tally(taken))
+
+    async def flush_usage(self) -> None:
+        async with self._lock():
+            await self._write_calls()
 
     async def migrate(self) -> None:
         """Nothing to migrate: the tables are made with the store."""

@@ -74,6 +74,13 @@ class Tables:
     chat_links: dict[str, str] = attrs.Factory(dict)
     # (owner, key) -> the record
     idempotency: dict[tuple[str, str], IdempotencyRecord] = attrs.Factory(dict)
+    # (product id, hour, endpoint, outcome) -> calls
+    usage_calls: dict[tuple[str, int, str, str], int] = attrs.Factory(dict)
+    # (product id, hour, user id or game id) -> 1: the users and places seen that hour
+    usage_users: dict[tuple[str, int, str], int] = attrs.Factory(dict)
+    usage_places: dict[tuple[str, int, str], int] = attrs.Factory(dict)
+    # (product id, hour, kind, subject) -> count
+    usage_events: dict[tuple[str, int, str, str], int] = attrs.Factory(dict)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

@@ -21,6 +21,7 @@ from adapters_storage.sql.people import (
     SqlStudios,
 )
 from adapters_storage.sql.runtime import SqlRateCounters, SqlRuntimeRecords
+from adapters_storage.sql.usage import SqlUsage
 
 
 class SqlUnitOfWork:
@@ -45,3 +46,4 @@ class SqlUnitOfWork:
         self.outbox = SqlOutbox(db, dialect)
         self.hooks = SqlHooks(db)
         self.idempotency = SqlIdempotencyKeys(db)
+        self.usage = SqlUsage(db, source)

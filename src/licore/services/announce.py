@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from licore import usage
 from licore.events import (
     ChatRole,
     FanOut,
@@ -67,8 +68,13 @@ class Announcer:
 
     async def event(self, uow: UnitOfWork, studio_id: str, topic: Topic,
                     data: dict[str, Any]) -> None:
-        """One webhook message per enabled endpoint of the studio that wants `topic`."""
+        """One webhook message per enabled endpoint of the studio that wants `topic`; a
+        license's grant, claim, expiry or revocation is counted for the usage series
+        (docs/api.md, "Usage") in the same unit of work."""
         now = self.clock.now()
+        happened = usage.license_event(topic.value, data)
+        if happened is not None:
+            await uow.usage.count(str(data["product_id"]), usage.hour_of(now), happened)
         messages = []
         for endpoint in await uow.hooks.endpoints_of(studio_id):
             if endpoint.disabled_at is not None or topic.value not in endpoint.topics:

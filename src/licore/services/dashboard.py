@@ -12,6 +12,7 @@ import attrs
 
 from licore import licenses as lic
 from licore import scopes as sc
+from licore import usage
 from licore.actors import ActingStudio
 from licore.commands import (
     AddWebhook,
@@ -48,8 +49,10 @@ from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, T
 from licore.services.licensing import Licensing, resolve_user
 from licore.services.packages import Packages, ProductVersion
 from licore.services.products import Products, own_product
+from licore.services.usage import Usage
 from licore.services.webhooks import Shown, Webhooks
 from licore.storage_ports import Storage, UnitOfWork
+from licore.usage import Series
 
 ALERTS_SHOWN = 200
 DELIVERIES_SHOWN = 20
@@ -183,6 +186,16 @@ class Dashboard:
         return Seat(studio, account_id, membership.permissions)
 
     # reading -------------------------------------------------------------------------------
+
+    async def usage(self, seat: Seat, product_id: str | None,
+                    days: int) -> tuple[Series, tuple[Product, ...]]:
+        """The last `days` days of one product's usage, or the studio's, and the studio's
+        products (to name them). Any member sees it, as they see the products."""
+        query = usage.recent(self.clock.now(), days, product_id)
+        found = await Usage(self.storage).series(ActingStudio(seat.studio.id), query)
+        async with self.storage.unit_of_work() as uow:
+            products = (await uow.products.of_studio(seat.studio.id, None, None)).items
+        return found, tuple(products)
 
     async def overview(self, seat: Seat) -> StudioOverview:
         sees_licenses = seat.may(Permission.MANAGE_LICENSES)

@@ -12,6 +12,7 @@ SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 # Counters outlive their window by a margin: the longest window in use is the web sign-in
 # limit's 15 minutes; a day covers it and anything a future limit is likely to need.
 COUNTER_RETENTION = 24 * 3600
+DAY = 24 * 3600
 
 
 @attrs.frozen
@@ -19,6 +20,7 @@ class Housekeeping:
     storage: Storage
     clock: Clock
     every: int = SWEEP_EVERY  # seconds between sweeps
+    usage_retention_days: int = 400  # the usage rollup's hours kept (docs/operators.md)
 
     async def open(self) -> None:
         """Connect now, before serving: the first requests of a fresh worker must not race
@@ -40,4 +42,5 @@ class Housekeeping:
         async with self.storage.unit_of_work() as uow:
             return (await uow.runtime.sweep_nonces(now)
                     + await uow.counters.sweep(now - COUNTER_RETENTION)
-                    + await uow.idempotency.sweep(now))
+                    + await uow.idempotency.sweep(now)
+                    + await uow.usage.sweep(now - self.usage_retention_days * DAY))

@@ -36,6 +36,7 @@ from licore.model import IdempotencyRecord, KeptAnswer
 from licore.ports import Clock
 from licore.runtime import Facts as RuntimeFacts
 from licore.storage_ports import Storage, UnitOfWork
+from licore.usage import Call
 
 R = TypeVar("R")
 HEADER = "Idempotency-Key"
@@ -126,6 +127,12 @@ class Joining:
 
     async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
         return await self.inner.use_nonce(license_id, nonce, expires_at, now)
+
+    def note_call(self, call: Call) -> None:
+        self.inner.note_call(call)
+
+    async def flush_usage(self) -> None:
+        await self.inner.flush_usage()
 
     async def migrate(self) -> None:
         await self.inner.migrate()

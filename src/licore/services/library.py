@@ -16,6 +16,7 @@ from licore.model import License, Page, Product, Version
 from licore.ports import Clock, KeyVault, LibraryEntry, ModelCodec, Offload
 from licore.services.builds import Copies, Download
 from licore.storage_ports import Storage, UnitOfWork
+from licore.usage import Happened, hour_of
 
 NODES_FORMAT = "nodes"  # a Download holding the copy's nodes as JSON, not a model file
 
@@ -93,6 +94,11 @@ class Library:
             raise NotFound("no such product in your library")
         license_key = self.vault.decrypt(license.key_ciphertext, license.id)
         data = await self.copies.prepared(license, product, version, license_key)
+        now = self._now()
+        if now is not None:  # counted for the usage series (an embedder without a clock: not)
+            async with self.storage.unit_of_work() as uow:
+                await uow.usage.count(product.id, hour_of(now), Happened.DOWNLOAD,
+                                      version.label)
         if command.nodes is None:
             return Download(data, version.label, version.format)
         return Download(await self._as_nodes(data, version.label, command.nodes == "compact"),

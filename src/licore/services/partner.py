@@ -32,7 +32,9 @@ from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, T
 from licore.services.licensing import Licensing
 from licore.services.packages import Package, Packages, ProductVersion
 from licore.services.products import Products
+from licore.services.usage import Usage
 from licore.services.webhooks import Shown, Webhooks
+from licore.usage import Series, UsageOf
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -66,6 +68,7 @@ class Partner:
     webhooks: Webhooks
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
     once: Idempotency  # calls sent with an Idempotency-Key (docs/api.md)
+    usage: Usage  # usage over time (docs/api.md, "Usage")
 
     def as_of(self, value: T) -> AsOf[T]:
         return AsOf(value, self.lifecycle.clock.now())
@@ -243,3 +246,7 @@ POLICY = Operation[lc.PolicyOf, LicensePolicy](
     "products:read", lambda p, who, cmd: p.lifecycle.policy(who.studio, cmd.product_id))
 SET_POLICY = Operation[lc.SetLicensePolicy, LicensePolicy](
     "products:write", lambda p, who, cmd: p.lifecycle.set_policy(who.studio, cmd))
+# Usage over time (docs/api.md, "Usage"): what the studio's products are, read with the
+# scope that reads them.
+USAGE = Operation[UsageOf, Series](
+    "products:read", lambda p, who, cmd: p.usage.series(who.studio, cmd))

@@ -28,6 +28,7 @@ from licore.services.builds import Copies, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 from licore.storage_ports import Storage, UnitOfWork
+from licore.usage import Call, Endpoint, Outcome, hour_of
 
 
 @attrs.frozen
@@ -107,7 +108,12 @@ class Runtime:
                 await self.announce.event(uow, stored.studio_id, Topic.ALERT_RAISED,
                                           alert_data(stored))
 
-    async def _count_and_read(self, caller: Caller, ip: str) -> Facts:
+    def _note(self, caller: Caller, endpoint: Endpoint, outcome: Outcome) -> None:
+        """Keep the call for the usage rollup (`licore.usage`); it costs no trip of its own."""
+        self.storage.note_call(Call(caller.product_id, hour_of(self.clock.now()), endpoint,
+                                    outcome, caller.user_id, caller.game_id))
+
+    async def _count_and_read(self, caller: Caller, ip: str, endpoint: Endpoint) -> Facts:
         """Count the request against the per-key and per-IP limits and load the key's
         facts."""
         digest = self.vault.lookup_digest(caller.key)
@@ -116,16 +122,20 @@ class Runtime:
         (per_key, per_ip), facts = await self.storage.runtime_read(
             [f"rk:{digest}", f"rip:{ip}"], start, digest, caller.user_id, caller.game_id)
         if per_key > self.limits.key_rate_limit or per_ip > self.limits.ip_rate_limit:
+            self._note(caller, endpoint, Outcome.RATE_LIMITED)
             raise RateLimited(max(1, start + WINDOW - now))
         return facts
 
-    async def _judge(self, caller: Caller, ip: str, nonce: str | None = None) -> _Judged:
+    async def _judge(self, caller: Caller, ip: str, endpoint: Endpoint,
+                     nonce: str | None = None) -> _Judged:
         """The license check every call carrying a key shares: count and load, decide
         (pure, `licore.runtime.effects`), store what the decision leaves behind."""
-        facts = await self._count_and_read(caller, ip)
+        facts = await self._count_and_read(caller, ip, endpoint)
         decided = rt.effects(caller, facts, nonce, self.clock.now())
         fresh = await self._store(decided, facts)  # a denial's alerts are stored too
-        return _Judged(decided.ok and fresh, facts)
+        ok = decided.ok and fresh
+        self._note(caller, endpoint, Outcome.OK if ok else Outcome.DENIED)
+        return _Judged(ok, facts)
 
     async def _store(self, decided: rt.Effects, facts: Facts) -> bool:
         """Store a decision's effects; False when its nonce was spent before."""
@@ -147,11 +157,11 @@ class Runtime:
 
     async def check(self, command: Check, ip: str) -> bool:
         """POST /check: whether the license passes (forgeable; non-critical checks only)."""
-        return (await self._judge(command.caller, ip)).ok
+        return (await self._judge(command.caller, ip, Endpoint.CHECK)).ok
 
     async def unlock(self, command: Unlock, ip: str) -> Unlocked | None:
         """POST /unlock: the seller's unlock payload sealed under the buyer's key."""
-        judged = await self._judge(command.caller, ip, command.nonce)
+        judged = await self._judge(command.caller, ip, Endpoint.UNLOCK, command.nonce)
         lic, product = judged.facts.license, judged.facts.product
         if not judged.ok or lic is None or product is None or lic.key_ciphertext is None:
             return None
@@ -163,7 +173,7 @@ class Runtime:
 
     async def version(self, command: AskVersion, ip: str) -> LatestVersion | None:
         """POST /version: the newest published label, and whether the caller should update."""
-        judged = await self._judge(command.caller, ip)
+        judged = await self._judge(command.caller, ip, Endpoint.VERSION)
         product = judged.facts.product
         if not judged.ok or product is None:
             return None
@@ -174,7 +184,7 @@ class Runtime:
     async def update(self, command: Update, ip: str) -> Updated | None:
         """POST /update: the buyer's protected copy of the live build as Instance nodes,
         sealed; `update` false (and no instances) when the caller holds the live version."""
-        judged = await self._judge(command.caller, ip, command.nonce)
+        judged = await self._judge(command.caller, ip, Endpoint.UPDATE, command.nonce)
         lic, product = judged.facts.license, judged.facts.product
         if not judged.ok or lic is None or product is None or (
                 product.current_version_id is None):
@@ -222,7 +232,7 @@ class Runtime:
     async def verify_source(self, command: VerifySource, ip: str) -> bool:
         """POST /verify-source: true only when all five conditions of spec 4.5 hold."""
         caller, name = command.caller, command.script_name
-        key_facts = await self._count_and_read(caller, ip)
+        key_facts = await self._count_and_read(caller, ip, Endpoint.VERIFY_SOURCE)
         async with self.storage.unit_of_work() as uow:
             product = await uow.products.by_id(caller.product_id)
             mine = (await uow.licenses.for_user(caller.product_id, caller.user_id)
@@ -240,4 +250,5 @@ class Runtime:
         if verdict.alerts and product is not None:
             async with self.storage.unit_of_work() as uow:
                 await self._store_alerts(uow, Facts(None, product, 0, False), verdict.alerts)
+        self._note(caller, Endpoint.VERIFY_SOURCE, Outcome.OK if verdict.ok else Outcome.DENIED)
         return verdict.ok

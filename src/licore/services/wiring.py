@@ -27,6 +27,7 @@ from licore.services.person import People
 from licore.services.products import Products
 from licore.services.runtime import Runtime, RuntimeLimits
 from licore.services.signin import LocalAccounts, Sessions
+from licore.services.usage import Usage
 from licore.services.webhooks import Webhooks
 
 
@@ -50,6 +51,7 @@ class UseCases:
     sessions: Sessions
     housekeeping: Housekeeping
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
+    usage: Usage  # usage over time (docs/api.md, "Usage")
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -74,6 +76,7 @@ class UseCases:
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
         lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing)
+        usage = Usage(storage)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
                              keys, lifecycle),
@@ -87,7 +90,9 @@ class UseCases:
                             announce, settings.outbox),
                    keys,
                    Partner(keys, products, licensing, library, claims, packages, webhooks,
-                           lifecycle, Idempotency(deps.storage, clock)),
+                           lifecycle, Idempotency(deps.storage, clock), usage),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
-                   Housekeeping(storage, clock), lifecycle)
+                   Housekeeping(storage, clock,
+                                usage_retention_days=settings.usage_retention_days),
+                   lifecycle, usage)
