@@ -342,6 +342,16 @@ MIGRATIONS: list[list[str]] = [
         # The store's product page links to the seller's hub place (docs/selling.md).
         "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
     ],
+    [
+        # A version's `/update` nodes with the scripts' sources cut out, one per form
+        # ("compact", "tagged"), made once and spliced with each buyer's sources
+        # (licore.builds.template, docs/performance.md). No buyer's key is in it.
+        """CREATE TABLE node_templates (
+            version_id {id} NOT NULL REFERENCES versions(id) ON DELETE CASCADE,
+            form TEXT NOT NULL,
+            data {blob} NOT NULL,
+            PRIMARY KEY (version_id, form))""",
+    ],
 ]
 
 

@@ -21,6 +21,7 @@ from adapters_storage import open_storage
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore_cli import settings
+from licore_cli.single_flight import AsyncSingleFlight
 
 
 def secret(name: str, size: int) -> bytes:
@@ -62,6 +63,7 @@ def deps_from_env() -> Deps:
         protector=LuauProtector(secret("watermark", 32)),
         settings=loaded.core,
         offload=asyncio.to_thread,
+        once=AsyncSingleFlight(),
         platform=RobloxPlatform(inventory_url=platform.inventory_url,
                                 users_url=platform.users_url,
                                 retry=Retry(timeout=float(platform.timeout))),
