@@ -57,6 +57,10 @@ async def _cpu(work: Callable[[], Awaitable[object]]) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
+async def _call_cpu(call: Callable[[Buyer], Awaitable[None]], buyer: Buyer) -> float:
+    return (await _cpu(lambda: call(buyer)))[0]
+
+
 async def _buyers(w: download.World, count: int) -> list[Buyer]:
     async with w.storage.unit_of_work() as uow:
         product = await uow.products.by_id(w.product_id)
@@ -108,8 +112,8 @@ async def one(mib: float, buyers: int, sample: int, form: str, concurrency: int)
             make_template(codec, data, compact, digest).to_bytes()
 
         build_cpu, _ = await _cpu(build)
-        cold = [(await _cpu(lambda b=b: call(b)))[0] for b in alone]
-        cached = [(await _cpu(lambda b=b: call(b)))[0] for b in alone]
+        cold = [await _call_cpu(call, b) for b in alone]
+        cached = [await _call_cpu(call, b) for b in alone]
         before = await _whole_copy_cold(w, alone[0], compact)
         await w.storage.close()
     floor = build_cpu + cached_cpu

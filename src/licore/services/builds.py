@@ -7,7 +7,7 @@ import attrs
 
 from licore import licenses as lic
 from licore.builds.errors import ModelFormatError
-from licore.builds.prepare import buyer_sources, script_texts
+from licore.builds.prepare import SameForEveryone, buyer_sources, script_texts
 from licore.builds.tree import ScriptSource
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import License, Product, Version
@@ -74,6 +74,8 @@ class Copies:
     models: ModelCodec
     protector: Protector
     offload: Offload
+    # Scripts protected alike for every buyer, protected once (per process).
+    same: SameForEveryone = attrs.field(factory=SameForEveryone)
 
     def license_secret(self, license: License) -> bytes:
         """What makes one buyer's protected copy differ from another's: stable for the
@@ -104,7 +106,7 @@ class Copies:
             # the bytes it was stored as.
             build = self.models.read_sources(data)
             buyer_sources(build, product.placeholder, license_key, settings, self.protector,
-                          self.license_secret(license))
+                          self.license_secret(license), self.same)
             return self.models.write_sources(build), build.scripts
 
         try:
