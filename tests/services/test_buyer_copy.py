@@ -3,7 +3,7 @@ leaves no copy at all (never a half-protected one)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import pytest
@@ -176,8 +176,10 @@ def test_scripts_protected_alike_for_every_buyer_are_protected_once() -> None:
 
 def test_what_is_kept_for_every_buyer_stays_within_its_bound() -> None:
     same = SameForEveryone(limit=10)
-    made = [same.get(f"p{i}", frozenset({"strip"}), b"x", lambda i=i: b"%04d" % i)
-            for i in range(5)]
+    def numbered(i: int) -> Callable[[], bytes]:
+        return lambda: b"%04d" % i
+
+    made = [same.get(f"p{i}", frozenset({"strip"}), b"x", numbered(i)) for i in range(5)]
     assert made == [b"0000", b"0001", b"0002", b"0003", b"0004"]
     # Only the last two (8 bytes) are still kept: an older one is made again.
     again = [same.get(f"p{i}", frozenset({"strip"}), b"x", lambda: b"new!")
