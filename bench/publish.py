@@ -12,7 +12,7 @@ in-process through the use case (as `bench.update`), with the server's single fl
 3. the version build alone: making the template once (what step 1 shares);
 4. one at a time, for `--sample` more buyers: a cold call (template made) and a cached call,
    and a cold call the way every buyer paid before templates (the copy made, read whole
-   into nodes, sealed).
+   into nodes, sealed; every script protected for the buyer).
 
 Ratios: the storm's CPU over (version build + the cached calls' CPU), and a cold call over
 a cached one. Run from the repository root:
@@ -38,6 +38,7 @@ from bench import download
 from licore import commands as c
 from licore.actors import ActingStudio
 from licore.builds.nodes import nodes_json
+from licore.builds.prepare import SameForEveryone
 from licore.builds.template import make_template
 from licore.licenses import LicenseEvent
 from licore.sealing import seal
@@ -144,9 +145,11 @@ async def _whole_copy_cold(w: download.World, buyer: Buyer, compact: bool) -> fl
         version = await uow.versions.by_id(product.current_version_id)
     assert version is not None
     codec = w.uc.runtime.models
+    # Every script protected for this buyer, as before any was reused across buyers.
+    copies = attrs.evolve(w.uc.copies, same=SameForEveryone())
 
     async def whole() -> None:
-        copy = await w.uc.copies.prepared(lic, product, version, buyer.key)
+        copy = await copies.prepared(lic, product, version, buyer.key)
         seal(buyer.key, secrets.token_hex(16), nodes_json(codec.read(copy), compact))
 
     return (await _cpu(whole))[0]
