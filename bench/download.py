@@ -34,6 +34,7 @@ from licore.actors import ActingPerson, ActingStudio
 from licore.builds.tree import Instance, Model, Prop
 from licore.licenses import LicenseEvent
 from licore.ports import KeyVault
+from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
 from licore_cli.memory import return_large_buffers
@@ -131,12 +132,13 @@ class World:
     product_id: str
 
 
-async def published(data: bytes, db: Path) -> World:
+async def published(data: bytes, db: Path,
+                    adjust: Callable[[Deps], Deps] = lambda deps: deps) -> World:
     """A fresh SQLite database with `data` published under a `minify` rule, granted to one
-    buyer."""
+    buyer; `adjust` changes the parts the use cases are built from."""
     storage = open_storage(f"sqlite:///{db}")
     await storage.migrate()
-    deps = make_deps(storage)
+    deps = adjust(make_deps(storage))
     world = await build_world(deps)
     uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
     product = await uc.products.create(studio, c.CreateProduct("Bench"))

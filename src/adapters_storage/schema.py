@@ -378,6 +378,16 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (product_id, hour, kind, subject))""",
         "CREATE INDEX usage_events_hour ON usage_events(hour)",
     ],
+    [
+        # A version's `/update` nodes with the scripts' sources cut out, one per form
+        # ("compact", "tagged"), made once and spliced with each buyer's sources
+        # (licore.builds.template, docs/performance.md). No buyer's key is in it.
+        """CREATE TABLE node_templates (
+            version_id {id} NOT NULL REFERENCES versions(id) ON DELETE CASCADE,
+            form TEXT NOT NULL,
+            data {blob} NOT NULL,
+            PRIMARY KEY (version_id, form))""",
+    ],
 ]
 
 

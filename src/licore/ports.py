@@ -160,6 +160,19 @@ async def run_inline(fn: Callable[[], T], /) -> T:
     return fn()
 
 
+class SingleFlight(Protocol):
+    """Runs `fn` once for every caller that asks under the same `key` while it runs: they all
+    get its result (or its exception). Work that every caller would otherwise repeat, such as
+    a version's node template wanted by many buyers at once, is done once per process."""
+
+    def __call__(self, key: str, fn: Callable[[], Awaitable[T]], /) -> Awaitable[T]: ...
+
+
+async def run_alone(key: str, fn: Callable[[], Awaitable[T]], /) -> T:
+    """The SingleFlight for embedders that make one call at a time."""
+    return await fn()
+
+
 class ModelCodec(Protocol):
     """Roblox model files, binary or XML, told apart by content."""
 

@@ -11,6 +11,10 @@ import attrs
 TRANSFORMS: frozenset[str] = frozenset(
     {"strip", "rename_locals", "encrypt_strings", "hoist_constants", "flatten", "watermark"}
 )
+# Transforms whose output is a function of the text alone, the same for every license (the
+# Protector contract below): a script under these only, without the key in it, comes out
+# the same in every buyer's copy, so it is protected once (licore.builds.prepare).
+SAME_FOR_EVERY_LICENSE: frozenset[str] = frozenset({"strip"})
 PRESETS: Mapping[str, frozenset[str]] = {
     "none": frozenset(),
     "minify": frozenset({"strip"}),
@@ -134,9 +138,11 @@ class Protector(Protocol):
     def protect(
         self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
     ) -> str:
-        """The copy of `source` for one license: a function of exactly these arguments.
-        `license_secret` is the license's protection secret, which also marks the copy for
-        tracing. Raises ProtectionFailed rather than return a partly transformed copy."""
+        """The copy of `source` for one license: a function of exactly these arguments, and
+        not of `license_secret` when the script's transforms are all in
+        `SAME_FOR_EVERY_LICENSE`. `license_secret` is the license's protection secret,
+        which also marks the copy for tracing. Raises ProtectionFailed rather than return a
+        partly transformed copy."""
         ...
 
     def trace(self, scripts: Sequence[tuple[str, str]],

@@ -186,6 +186,13 @@ class PreparedCopies(Protocol):
         ...
     async def drop(self, *, license_id: str | None = None,
                    product_id: str | None = None) -> None: ...
+    async def template(self, version_id: str, compact: bool) -> bytes | None:
+        """The version's node template in one form (licore.builds.template), when made."""
+        ...
+    async def put_template(self, version_id: str, compact: bool, data: bytes) -> None:
+        """Keep it (replacing one kept before): it depends on the build alone, so no
+        change of settings or licenses drops it."""
+        ...
 
 
 class Notice(enum.Enum):

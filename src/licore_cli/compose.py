@@ -20,6 +20,7 @@ from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore_cli import settings
 from licore_cli.deferred import deferred
+from licore_cli.single_flight import AsyncSingleFlight
 
 
 def secret(name: str, size: int) -> bytes:
@@ -61,6 +62,7 @@ def deps_from_env() -> Deps:
         protector=deferred(lambda: _protector(watermark)),
         settings=loaded.core,
         offload=asyncio.to_thread,
+        once=AsyncSingleFlight(),
         platform=deferred(lambda: _platform(loaded)),
         chat=deferred(lambda: _chat(loaded)),
         webhooks=deferred(lambda: _webhooks(loaded)),

@@ -392,6 +392,26 @@ async def test_a_copys_nodes_are_kept_beside_that_copy_only(storage: Storage) ->
         assert await uow.copies.nodes(v, lic.id, g, True) is None
 
 
+async def test_a_versions_node_templates_are_kept_per_form_and_outlive_its_copies(
+        storage: Storage) -> None:
+    _, _, product, version = await _uploaded(storage)
+    async with storage.unit_of_work() as uow:
+        assert await uow.copies.template(version.id, True) is None
+        await uow.copies.put_template(version.id, True, b"compact one")
+        await uow.copies.put_template(version.id, False, b"tagged")
+        await uow.copies.put_template(version.id, True, b"compact two")  # remade: replaced
+    async with storage.unit_of_work() as uow:
+        await uow.copies.drop(product_id=product.id)  # new rules drop copies, not templates
+        assert await uow.copies.template(version.id, True) == b"compact two"
+        assert await uow.copies.template(version.id, False) == b"tagged"
+    with pytest.raises(RuntimeError):
+        async with storage.unit_of_work() as uow:
+            await uow.copies.put_template(version.id, False, b"rolled back")
+            raise RuntimeError("boom")
+    async with storage.unit_of_work() as uow:
+        assert await uow.copies.template(version.id, False) == b"tagged"
+
+
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         storage: Storage) -> None:
     async with storage.unit_of_work() as uow:

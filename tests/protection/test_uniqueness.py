@@ -8,7 +8,7 @@ import string
 import pytest
 
 from adapters_protection.luau_protector import LuauProtector
-from licore.protection import parse_protection_settings
+from licore.protection import SAME_FOR_EVERY_LICENSE, TRANSFORMS, parse_protection_settings
 from tests.protection.vm import run
 
 PLACEHOLDER = "LICORE_LICENSE_KEY"
@@ -85,3 +85,14 @@ def test_minify_alone_depends_only_on_the_source() -> None:
     source = TEMPLATE.replace(PLACEHOLDER, "x")
     assert _protect({"preset": "minify"}, source, b"one") == _protect(
         {"preset": "minify"}, source, b"two")
+
+
+def test_the_transforms_said_to_be_the_same_for_every_license_are_and_no_other() -> None:
+    """Copies reuse a script protected under `SAME_FOR_EVERY_LICENSE` alone for every
+    buyer (licore.builds.prepare): each of those must ignore the license, and every other
+    transform is keyed by it (or the reuse would be needlessly narrow, or wrong)."""
+    source = TEMPLATE.replace(PLACEHOLDER, "same-text-for-both")
+    alike = {t for t in TRANSFORMS
+             if _protect({"transforms": [t]}, source, b"license-one")
+             == _protect({"transforms": [t]}, source, b"license-two")}
+    assert alike == SAME_FOR_EVERY_LICENSE

@@ -3,7 +3,7 @@ leaves no copy at all (never a half-protected one)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import pytest
@@ -11,11 +11,12 @@ import pytest
 from adapters_formats.codec import RobloxModelCodec
 from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
-from licore.builds.prepare import buyer_copy
+from licore.builds.prepare import SameForEveryone, buyer_copy, buyer_sources
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.licenses import LicenseEvent
 from licore.protection import (
+    PRESETS,
     Candidate,
     ProtectionFailed,
     ProtectionProblem,
@@ -123,3 +124,64 @@ async def test_publishing_is_refused_when_a_rule_cannot_apply_naming_script_and_
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
     with pytest.raises(InvalidRequest, match="Broken"):
         await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=rules))
+
+
+class CountingLuau:
+    """The real protector, counting what it is asked to protect, by path."""
+
+    def __init__(self) -> None:
+        from adapters_protection.luau_protector import LuauProtector
+
+        self.inner = LuauProtector()
+        self.asked: list[str] = []
+
+    def check(self, scripts: Sequence[tuple[str, str]],
+              settings: ProtectionSettings) -> list[ProtectionProblem]:
+        return self.inner.check(scripts, settings)
+
+    def trace(self, scripts: Sequence[tuple[str, str]],
+              candidates: Sequence[Candidate]) -> Trace:
+        return self.inner.trace(scripts, candidates)
+
+    def protect(self, path: str, source: str, settings: ProtectionSettings,
+                license_secret: bytes) -> str:
+        self.asked.append(path)
+        return self.inner.protect(path, source, settings, license_secret)
+
+
+def test_scripts_protected_alike_for_every_buyer_are_protected_once() -> None:
+    """Under `minify` alone and without the key, a script is the same in every copy: made
+    for the first buyer, reused for the next; the key's script and `light` ones are made
+    for each buyer. Every copy is what it would be without the reuse."""
+    codec = RobloxModelCodec()
+    data = codec.write(product_model(extra=2))
+    rules = ProtectionSettings((
+        ProtectionRule(PRESETS["minify"], names=("Extra0", "Extra1", "LicenseCheck")),
+        ProtectionRule(PRESETS["light"], names=("Greeter",))))
+    counting, same = CountingLuau(), SameForEveryone()
+    copies = []
+    for n, key in enumerate(("lk_first0000000000000", "lk_second000000000000")):
+        secret = f"secret-{n}".encode()
+        reused = buyer_sources(codec.read_sources(data), PLACEHOLDER, key, rules, counting,
+                               secret, same)
+        fresh = buyer_sources(codec.read_sources(data), PLACEHOLDER, key, rules,
+                              counting.inner, secret)
+        assert [s.source for s in reused.scripts] == [s.source for s in fresh.scripts]
+        copies.append({s.path: s.source for s in reused.scripts})
+    assert sorted(counting.asked) == sorted(
+        ["Product/Extra0", "Product/Extra1"] + ["Product/LicenseCheck", "Product/Greeter"] * 2)
+    assert copies[0]["Product/Extra0"] == copies[1]["Product/Extra0"]
+    assert b"lk_second" in copies[1]["Product/LicenseCheck"]
+
+
+def test_what_is_kept_for_every_buyer_stays_within_its_bound() -> None:
+    same = SameForEveryone(limit=10)
+    def numbered(i: int) -> Callable[[], bytes]:
+        return lambda: b"%04d" % i
+
+    made = [same.get(f"p{i}", frozenset({"strip"}), b"x", numbered(i)) for i in range(5)]
+    assert made == [b"0000", b"0001", b"0002", b"0003", b"0004"]
+    # Only the last two (8 bytes) are still kept: an older one is made again.
+    again = [same.get(f"p{i}", frozenset({"strip"}), b"x", lambda: b"new!")
+             for i in (4, 3, 2)]
+    assert again == [b"0004", b"0003", b"new!"]

@@ -126,6 +126,12 @@ class MemoryPreparedCopies(Repository):
             del self.t.copies[key]
             self._forget_nodes(key)
 
+    async def template(self, version_id: str, compact: bool) -> bytes | None:
+        return self.t.templates.get((version_id, compact))
+
+    async def put_template(self, version_id: str, compact: bool, data: bytes) -> None:
+        self.t.templates[(version_id, compact)] = bytes(data)
+
     def _forget_nodes(self, key: tuple[str, str]) -> None:
         for compact in (True, False):
             self.t.copy_nodes.pop((*key, compact), None)

@@ -47,6 +47,7 @@ class Tables:
     # (version id, license id) -> (key generation, file)
     copies: dict[tuple[str, str], tuple[int, bytes]] = attrs.Factory(dict)
     copy_nodes: dict[tuple[str, str, bool], tuple[int, bytes]] = attrs.Factory(dict)
+    templates: dict[tuple[str, bool], bytes] = attrs.Factory(dict)  # (version, compact)
     licenses: dict[str, License] = attrs.Factory(dict)
     alerts: dict[str, Alert] = attrs.Factory(dict)
     # (studio id, platform id) -> when it was added

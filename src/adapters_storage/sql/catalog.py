@@ -164,6 +164,22 @@ class SqlPreparedCopies(Repository):
                 "DELETE FROM prepared_copies WHERE version_id IN "
                 "(SELECT id FROM versions WHERE product_id = ?)", [product_id])
 
+    async def template(self, version_id: str, compact: bool) -> bytes | None:
+        rows = await self.db.rows(
+            "SELECT data FROM node_templates WHERE version_id = ? AND form = ?",
+            [version_id, _form(compact)])
+        return bytes(rows[0][0]) if rows else None
+
+    async def put_template(self, version_id: str, compact: bool, data: bytes) -> None:
+        await self.db.run(
+            "INSERT INTO node_templates (version_id, form, data) VALUES (?, ?, ?) "
+            "ON CONFLICT (version_id, form) DO UPDATE SET data = excluded.data",
+            [version_id, _form(compact), data])
+
+
+def _form(compact: bool) -> str:
+    return "compact" if compact else "tagged"
+
 
 class SqlLicenses(Repository):
     def __init__(self, db: Executor, dialect: str = "sqlite") -> None:

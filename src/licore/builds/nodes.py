@@ -11,6 +11,7 @@ property is tagged for that reason).
 from __future__ import annotations
 
 import base64
+import json
 import math
 import struct
 from collections.abc import Callable
@@ -18,6 +19,11 @@ from typing import Any
 
 from licore.builds.defaults import is_class_default
 from licore.builds.tree import Instance, Model, Prop, Raw
+
+# The revision of what `to_nodes` writes. Stored templates (licore.builds.template) carry it
+# and are made again under another, so change it with any change to the nodes' text
+# (tests/formats/test_node_templates.py pins the text of a fixed model to it).
+NODES_REVISION = "1"
 
 _PLAIN_NUMBERS = frozenset({"Int32", "Int64", "Float32", "Float64"})
 _STRINGS = frozenset({"String", "ProtectedString", "ContentId"})
@@ -215,3 +221,14 @@ def to_nodes(model: Model, *, compact: bool = False) -> list[dict[str, Any]]:
     for siblings, node in pending:
         siblings.append(node)
     return out
+
+
+def nodes_json(model: Model, compact: bool) -> bytes:
+    """`to_nodes` as the JSON text `/update` seals and keeps."""
+    return json.dumps(to_nodes(model, compact=compact), separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def value_of(prop: Prop, compact: bool) -> Any:
+    """One property's value as `to_nodes` writes it, for a type no Ref or Content is."""
+    return _compact(prop, {}) if compact else _tagged(prop, {})

@@ -6,11 +6,14 @@ codec's job, and the obfuscator sits behind the `Protector` port.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import threading
+from collections.abc import Callable, Iterator
 
 from licore.builds.tree import CheckedModel, Instance, Model, Sources, set_source, source_of
 from licore.model import VersionScript
 from licore.protection import (
+    SAME_FOR_EVERY_LICENSE,
     ProtectionFailed,
     ProtectionProblem,
     ProtectionSettings,
@@ -48,23 +51,60 @@ def check_protection(model: Model, settings: ProtectionSettings,
     return problems + protector.check(scripts, settings)
 
 
+class SameForEveryone:
+    """Protected sources that are the same in every buyer's copy (no key in the script, and
+    only transforms of `SAME_FOR_EVERY_LICENSE`), made once and kept, in this process, up to
+    `limit` bytes of them (the oldest go first). Shared by the threads that make copies."""
+
+    def __init__(self, limit: int = 64 << 20) -> None:
+        self.limit = limit
+        self._kept: dict[tuple[str, frozenset[str], bytes], bytes] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, path: str, transforms: frozenset[str], source: bytes,
+            make: Callable[[], bytes]) -> bytes:
+        key = (path, transforms, hashlib.sha256(source).digest())
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None:
+            return kept
+        made = make()
+        with self._lock:
+            if key not in self._kept and len(made) <= self.limit:
+                self._kept[key] = made
+                self._size += len(made)
+                while self._size > self.limit:
+                    self._size -= len(self._kept.pop(next(iter(self._kept))))
+        return made
+
+
 def buyer_source(path: str, source: bytes, placeholder: str, license_key: str,
                  settings: ProtectionSettings, protector: Protector,
-                 license_secret: bytes) -> bytes:
+                 license_secret: bytes, same: SameForEveryone | None = None) -> bytes:
     """One script's source in the buyer's copy: the key injected, then the rules applied."""
     token = placeholder.encode()
-    if token in source:
+    keyed = token in source
+    if keyed:
         source = source.replace(token, license_key.encode())
-    if not settings.transforms_for(path):
+    transforms = settings.transforms_for(path)
+    if not transforms:
         return source
-    try:
-        text = source.decode("utf-8")
-        protected = protector.protect(path, text, settings, license_secret)
-    except ProtectionFailed:
-        raise
-    except Exception as err:  # any failure: no copy rather than a half-protected one
-        raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
-    return protected.encode("utf-8")
+    text = source
+
+    def protect() -> bytes:
+        try:
+            protected = protector.protect(path, text.decode("utf-8"), settings,
+                                          license_secret)
+        except ProtectionFailed:
+            raise
+        except Exception as err:  # any failure: no copy rather than a half-protected one
+            raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
+        return protected.encode("utf-8")
+
+    if same is None or keyed or not transforms <= SAME_FOR_EVERY_LICENSE:
+        return protect()
+    return same.get(path, transforms, source, protect)
 
 
 def buyer_copy(model: Model, placeholder: str, license_key: str, settings: ProtectionSettings,
@@ -81,9 +121,9 @@ def buyer_copy(model: Model, placeholder: str, license_key: str, settings: Prote
 
 def buyer_sources(build: Sources, placeholder: str, license_key: str,
                   settings: ProtectionSettings, protector: Protector,
-                  license_secret: bytes) -> Sources:
+                  license_secret: bytes, same: SameForEveryone | None = None) -> Sources:
     """`buyer_copy` over a build read as its sources only; changes `build`."""
     for script in build.scripts:
         script.source = buyer_source(script.path, script.source, placeholder, license_key,
-                                     settings, protector, license_secret)
+                                     settings, protector, license_secret, same)
     return build

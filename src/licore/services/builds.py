@@ -7,7 +7,8 @@ import attrs
 
 from licore import licenses as lic
 from licore.builds.errors import ModelFormatError
-from licore.builds.prepare import buyer_sources, script_texts
+from licore.builds.prepare import SameForEveryone, buyer_sources, script_texts
+from licore.builds.tree import ScriptSource
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.model import License, Product, Version
 from licore.ports import KeyVault, ModelCodec, Offload
@@ -53,6 +54,17 @@ def nodes_context(version_id: str, license_id: str, key_generation: int,
 
 
 @attrs.frozen
+class Prepared:
+    """A buyer's copy, as made or read from the cache."""
+
+    copy: bytes = attrs.field(repr=False)
+    stored: bytes = attrs.field(repr=False)  # the copy encrypted, as kept
+    # The copy's script sources in the codec's `read_sources` order of the stored build,
+    # when this call made the copy (None: it came from the cache).
+    sources: tuple[ScriptSource, ...] | None = attrs.field(repr=False)
+
+
+@attrs.frozen
 class Copies:
     """Per-buyer copies: made from the stored build (key injected, the seller's rules
     applied), kept while the license's key stands, and traced back when one leaks."""
@@ -62,6 +74,8 @@ class Copies:
     models: ModelCodec
     protector: Protector
     offload: Offload
+    # Scripts protected alike for every buyer, protected once (per process).
+    same: SameForEveryone = attrs.field(factory=SameForEveryone)
 
     def license_secret(self, license: License) -> bytes:
         """What makes one buyer's protected copy differ from another's: stable for the
@@ -71,12 +85,12 @@ class Copies:
     async def prepared(self, license: License, product: Product, version: Version,
                        license_key: str) -> bytes:
         """The buyer's own copy of `version`, made once and then served from the cache."""
-        return (await self.prepared_and_stored(license, product, version, license_key))[0]
+        return (await self.prepared_and_stored(license, product, version, license_key)).copy
 
     async def prepared_and_stored(self, license: License, product: Product, version: Version,
-                                  license_key: str) -> tuple[bytes, bytes]:
-        """The copy, and the encrypted bytes it is stored as (what the nodes kept beside it
-        name as the copy they were made from)."""
+                                  license_key: str) -> Prepared:
+        """The copy, the encrypted bytes it is stored as (what the nodes kept beside it
+        name as the copy they were made from), and its sources when made by this call."""
         where = copy_context(version.id, license.id, license.key_generation)
         data = b""
         async with self.storage.unit_of_work() as uow:
@@ -84,19 +98,19 @@ class Copies:
             if cached is None:
                 data = await uow.versions.data(version)
         if cached is not None:
-            return await self.decrypt(cached, where), cached
+            return Prepared(await self.decrypt(cached, where), cached, None)
         settings = product.protection
 
-        def prepare() -> bytes:
+        def prepare() -> tuple[bytes, list[ScriptSource]]:
             # Only the scripts' sources are read and rewritten; the rest goes through as
             # the bytes it was stored as.
             build = self.models.read_sources(data)
             buyer_sources(build, product.placeholder, license_key, settings, self.protector,
-                          self.license_secret(license))
-            return self.models.write_sources(build)
+                          self.license_secret(license), self.same)
+            return self.models.write_sources(build), build.scripts
 
         try:
-            copy = await self.offload(prepare)
+            copy, sources = await self.offload(prepare)
         except ProtectionFailed:
             raise PreparationFailed("the build could not be prepared; the seller has been "
                                     "asked to republish it") from None
@@ -108,7 +122,7 @@ class Copies:
                     lic.passes_runtime(now.state)):
                 await uow.copies.put(version.id, license.id, license.key_generation,
                                      stored)
-        return copy, stored
+        return Prepared(copy, stored, tuple(sources))
 
     # A copy holds its buyer's key, so it is stored encrypted (and its nodes too): one
     # AES-GCM call over the blob, here where it meets storage. Big blobs are encrypted off

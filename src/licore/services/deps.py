@@ -16,7 +16,9 @@ from licore.ports import (
     PasswordHasher,
     Platform,
     Randomness,
+    SingleFlight,
     WebhookSender,
+    run_alone,
     run_inline,
 )
 from licore.protection import Protector
@@ -38,6 +40,7 @@ class Deps:
     protector: Protector
     settings: Settings = attrs.field(factory=Settings)
     offload: Offload = run_inline
+    once: SingleFlight = run_alone  # concurrent callers wanting one piece of work share it
     platform: Platform | None = None  # None: purchase-pass claims answer "not set up"
     chat: ChatService | None = None  # None: no chat bot configured, hand-outs wait
     webhooks: WebhookSender | None = None  # None: webhooks are kept, not sent

@@ -15,16 +15,17 @@ from typing import Any
 import attrs
 
 from licore import runtime as rt
-from licore.builds.nodes import to_nodes
+from licore.builds.nodes import nodes_json
+from licore.builds.template import NodesTemplate, TemplateUnusable, make_template
 from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.events import Topic
 from licore.model import Alert, License, Product, UnlockData, Version
-from licore.ports import Clock, KeyVault, ModelCodec, Offload
+from licore.ports import Clock, KeyVault, ModelCodec, Offload, SingleFlight, run_alone
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal
 from licore.services.announce import Announcer, alert_data
-from licore.services.builds import Copies, nodes_context
+from licore.services.builds import Copies, Prepared, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 from licore.storage_ports import Storage, UnitOfWork
@@ -90,6 +91,7 @@ class Runtime:
     offload: Offload
     announce: Announcer
     limits: RuntimeLimits = RuntimeLimits()
+    once: SingleFlight = run_alone
 
     async def _store_alerts(self, uow: UnitOfWork, facts: Facts,
                             drafts: Sequence[AlertDraft]) -> None:
@@ -210,24 +212,70 @@ class Runtime:
                           compact: bool) -> bytes:
         """The copy's nodes as JSON text, in the form asked for, made once per copy and
         form and kept (encrypted, like the copy) beside the copy, so a repeat `/update` only
-        decrypts and seals."""
+        decrypts and seals. Made from the version's node template and the copy's sources,
+        so a buyer's first call costs the copy and the splice, not the whole tree."""
         where = nodes_context(version.id, lic.id, lic.key_generation, compact)
         async with self.storage.unit_of_work() as uow:
             kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation, compact)
         if kept is not None:
             return await self.copies.decrypt(kept, where)
-        copy, stored = await self.copies.prepared_and_stored(lic, product, version, key)
-
-        def make() -> bytes:
-            nodes = to_nodes(self.models.read(copy), compact=compact)
-            return json.dumps(nodes, separators=(",", ":"), ensure_ascii=False).encode()
-
-        made = await self.offload(make)
+        prepared = await self.copies.prepared_and_stored(lic, product, version, key)
+        template = await self._template(version, compact)
+        made = await self.offload(lambda: self._spliced(template, prepared, compact))
         sealed = await self.copies.encrypt(made, where)
         async with self.storage.unit_of_work() as uow:
-            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact, stored,
-                                       sealed)
+            await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact,
+                                       prepared.stored, sealed)
         return made
+
+    def _spliced(self, template: NodesTemplate | None, prepared: Prepared,
+                 compact: bool) -> bytes:
+        """The copy's sources spliced into the template; the whole copy read into nodes
+        when there is no template or its scripts do not line up with it."""
+        if template is not None:
+            spliced = (
+                template.splice(prepared.sources, from_build=True)
+                if prepared.sources is not None else
+                template.splice(self.models.read_sources(prepared.copy).scripts,
+                                from_build=False))
+            if spliced is not None:
+                return spliced
+        return nodes_json(self.models.read(prepared.copy), compact)
+
+    async def _template(self, version: Version, compact: bool) -> NodesTemplate | None:
+        """The version's node template in one form: read from storage, or made once and
+        stored. Concurrent first calls in this process share one making (`once`); another
+        process may make its own at the same time, and the last one stored stays (they are
+        the same)."""
+        form = "compact" if compact else "tagged"
+        return await self.once(f"nodes-template|{version.id}|{form}",
+                               lambda: self._stored_or_made_template(version, compact))
+
+    async def _stored_or_made_template(self, version: Version,
+                                       compact: bool) -> NodesTemplate | None:
+        async with self.storage.unit_of_work() as uow:
+            stored = await uow.copies.template(version.id, compact)
+            data = None if stored is not None else await uow.versions.data(version)
+        found = NodesTemplate.from_bytes(stored) if stored is not None else None
+        if found is not None:
+            return found
+        if data is None:  # stored by an older revision of the node code
+            async with self.storage.unit_of_work() as uow:
+                data = await uow.versions.data(version)
+        build = data
+
+        def make() -> bytes | None:
+            try:
+                return make_template(self.models, build, compact, version.sha256).to_bytes()
+            except TemplateUnusable:
+                return None
+
+        made = await self.offload(make)
+        if made is None:
+            return None
+        async with self.storage.unit_of_work() as uow:
+            await uow.copies.put_template(version.id, compact, made)
+        return NodesTemplate.from_bytes(made)
 
     async def verify_source(self, command: VerifySource, ip: str) -> bool:
         """POST /verify-source: true only when all five conditions of spec 4.5 hold."""

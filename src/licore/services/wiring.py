@@ -71,7 +71,8 @@ class UseCases:
         runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
                           announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
-                                        settings.runtime_ip_rate_limit, settings.alert_window))
+                                        settings.runtime_ip_rate_limit, settings.alert_window),
+                          deps.once)
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
