@@ -22,7 +22,7 @@ import pytest
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from tests.conftest import PG_URL
-from tests.http.e2e import People, auth, core, obtain_key
+from tests.http.e2e import People, auth, core, owner_key
 from tests.support.fakes import TEST_KEK
 from tests.support.server import LICORE, Server, running_server
 from tests.support.spec_verifier import verify
@@ -120,7 +120,7 @@ async def _people(d: Deps) -> People:
 def shop(server: Server) -> tuple[str, str, str, str]:
     """A studio key, a product with unlock data, and one buyer's license key."""
     people = core(server.database_url, _people)  # in this process: quicker than the CLI
-    key = obtain_key(server, people, STUDIO, people.owner_id, people.studio_id)
+    key = owner_key(server, people, STUDIO)
     product = v1(server, key, "/products", {"title": "Backed up"})["id"]
     v1(server, key, "/packages/settings", {"product_id": product, "unlock_data": DATA})
     v1(server, key, "/licenses", {"product_id": product, "user": "77"})

@@ -19,7 +19,7 @@ from adapters_storage.key_fingerprint import Verdict, settle
 from licore.errors import KeyUnreadable
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
-from tests.http.e2e import People, auth, core, license_key, obtain_key
+from tests.http.e2e import People, auth, core, license_key, obtain_key, owner_key
 from tests.support.models import product_model
 from tests.support.records import license, seed
 from tests.support.server import LICORE, free_port, running_server
@@ -123,7 +123,7 @@ def test_a_stored_key_that_does_not_open_answers_503_never_500(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'licore.db'}"
     with running_server(url) as server:
         people = core(url, _seller_and_buyer)
-        seller = auth(obtain_key(server, people, STUDIO, people.owner_id, people.studio_id))
+        seller = auth(owner_key(server, people, STUDIO))
         product = httpx.post(f"{server.url}/v1/products", headers=seller,
                              json={"title": "Kit"}).json()["id"]
         version = httpx.post(f"{server.url}/v1/packages/versions", headers=seller,

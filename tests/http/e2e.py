@@ -124,6 +124,11 @@ def obtain_key(server: Server, people: People, scope: str, approver_id: str,
     return token
 
 
+def owner_key(server: Server, people: People, scope: str) -> str:
+    """An API key for the studio, approved by its owner, with `scope`."""
+    return obtain_key(server, people, scope, people.owner_id, people.studio_id)
+
+
 def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, owner_key, setup_people
 from tests.support.dbdump import tables_and_rows
 from tests.support.server import Server
 
@@ -24,7 +24,7 @@ VOLATILE = ("rate_counters", "api_keys")
 @pytest.fixture(scope="module")
 def ctx(server: Server) -> dict[str, str]:
     people: People = setup_people(server.database_url, "2")
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = httpx.post(f"{server.url}/v1/products", headers=auth(key),
                          json={"title": "Target"}).json()["id"]
     return {"key": key, "product": product, "client": people.client_id}

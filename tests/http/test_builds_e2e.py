@@ -16,7 +16,16 @@ from licore.builds.nodes import to_nodes
 from licore.builds.tree import Model, set_source, source_of
 from licore.services import operator
 from tests.formats.test_xml import LAUGHS
-from tests.http.e2e import People, altered, auth, core, license_key, obtain_key, setup_people
+from tests.http.e2e import (
+    People,
+    altered,
+    auth,
+    core,
+    license_key,
+    obtain_key,
+    owner_key,
+    setup_people,
+)
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.support.dbdump import tables_and_rows
 from tests.support.hostile_models import deep_chain, referent_cycle, zstd_bomb
@@ -53,7 +62,7 @@ def people(server: Server) -> People:
 
 @pytest.fixture(scope="module")
 def store(server: Server, people: People) -> Store:
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "Builds"}).json()["id"]
     # Scripts checked by /verify-source stay as written: the seller says so (rules {}), and
     # the copies then show each buyer's key where the placeholder was.

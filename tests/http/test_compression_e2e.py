@@ -17,7 +17,7 @@ import pytest
 
 from adapters_http.compression import GZIP_ABOVE
 from licore.builds.tree import Model
-from tests.http.e2e import People, auth, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, license_key, obtain_key, owner_key, setup_people
 from tests.http.test_builds_e2e import file_of, upload
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.support.models import product_model, script
@@ -52,7 +52,7 @@ def big_model() -> Model:
 
 @pytest.fixture(scope="module")
 def shop(server: Server, people: People) -> Shop:
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "Gzip"}).json()["id"]
     r = upload(server, key, product, "1.0.0", file_of(big_model()))
     assert r.status_code == 200, r.text

@@ -18,7 +18,7 @@ import pytest
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.tokens import LICENSE_KEY_PREFIX
-from tests.http.e2e import People, auth, core, obtain_key, setup_people
+from tests.http.e2e import People, auth, core, owner_key, setup_people
 from tests.support.server import Server, running_server
 from tests.support.standins import ChatStandIn, WebhookReceiver, running
 
@@ -77,7 +77,7 @@ class World:
 
 def make_world(server: Server, chat: ChatStandIn, tag: str) -> World:
     people = setup_people(server.database_url, tag)
-    key = obtain_key(server, people, SCOPES, people.owner_id, people.studio_id)
+    key = owner_key(server, people, SCOPES)
     r = httpx.post(f"{server.url}/v1/products", headers=auth(key), json={"title": "Gun Kit"})
     assert r.status_code == 200, r.text
     world = World(server, chat, people, key, r.json()["id"])

@@ -25,7 +25,7 @@ import psycopg
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
-from tests.http.e2e import auth, obtain_key, setup_people
+from tests.http.e2e import auth, owner_key, setup_people
 from tests.support.models import product_model
 from tests.support.server import Server, free_port, running_server
 
@@ -171,7 +171,7 @@ def test_a_killed_worker_is_replaced_and_the_others_keep_answering(
     with running_server(module_database_url, workers="3",
                         LICORE_PARTNER_RATE_LIMIT="100000") as server:
         people = setup_people(server.database_url, "6")
-        key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+        key = owner_key(server, people, ALL)
         assert wait_until(lambda: len(workers_of(server)) == 3, 30)
         before = workers_of(server)
         with Load(server, key) as load, uploading(server, key) as uploads:
@@ -252,7 +252,7 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
     with private_postgres() as cluster, running_server(
             cluster.url, workers="2", LICORE_PARTNER_RATE_LIMIT="100000") as server:
         people = setup_people(server.database_url, "8")
-        key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+        key = owner_key(server, people, ALL)
         with Load(server, key) as load, uploading(server, key) as uploads:
             time.sleep(2)
             cluster.ctl("-m", "fast", "-w", "stop")

@@ -24,7 +24,7 @@ from urllib.parse import quote, quote_from_bytes
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, obtain_key, owner_key, setup_people
 from tests.support.server import Server, running_server
 
 STUDIO_SCOPES = ("products:read products:write licenses:read licenses:write packages:read "
@@ -112,7 +112,7 @@ def server(module_database_url: str) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def ctx(server: Server) -> dict[str, str]:
     people: People = setup_people(server.database_url, "8")
-    key = obtain_key(server, people, STUDIO_SCOPES, people.owner_id, people.studio_id)
+    key = owner_key(server, people, STUDIO_SCOPES)
     library = obtain_key(server, people, "library:read library:download", people.buyer_id,
                          None)
     product = httpx.post(f"{server.url}/v1/products", headers=auth(key),

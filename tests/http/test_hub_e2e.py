@@ -17,7 +17,7 @@ import attrs
 import httpx
 import pytest
 
-from tests.http.e2e import auth, obtain_key, setup_people
+from tests.http.e2e import auth, owner_key, setup_people
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.sdk.hub_vm import SECRET_NAME, Gate, HubVM, running_gate
 from tests.sdk.installed import Inst, rojo_tree
@@ -45,7 +45,7 @@ class Shop:
 @pytest.fixture(scope="module")
 def shop(server: Server) -> Shop:
     people = setup_people(server.database_url, "8")
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     ids = [v1(server, "POST", "/products", key, json={"title": t}).json()["id"]
            for t in ("Hub sword", "Hub pass", "Hub monthly")]
     return Shop(key, *ids)

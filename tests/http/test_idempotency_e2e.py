@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, owner_key, setup_people
 from tests.support.server import Server, running_server
 
 ALL = "products:read products:write licenses:read licenses:write"
@@ -29,14 +29,14 @@ def server(module_database_url: str) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def key(server: Server) -> str:
     people: People = setup_people(server.database_url, "28")
-    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    return owner_key(server, people, ALL)
 
 
 @pytest.fixture(scope="module")
 def other_key(server: Server) -> str:
     """A key of another studio."""
     people: People = setup_people(server.database_url, "29")
-    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    return owner_key(server, people, ALL)
 
 
 def post(server: Server, path: str, key: str, body: Any, idem: str | None = None,

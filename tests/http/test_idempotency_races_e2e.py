@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, owner_key, setup_people
 from tests.http.test_races_e2e import ALL, PATIENT, burst, rows
 from tests.support.server import Server, running_server
 
@@ -28,7 +28,7 @@ def server(module_database_url: str) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def key(server: Server) -> str:
     people: People = setup_people(server.database_url, "6")
-    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    return owner_key(server, people, ALL)
 
 
 def test_one_keyed_grant_sent_a_thousand_times_grants_once_and_answers_alike(

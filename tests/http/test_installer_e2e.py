@@ -21,7 +21,7 @@ from licore.builds.tree import Prop
 from licore.device_flow import DeviceState
 from licore.services.deps import Deps
 from licore.tokens import device_code_digest
-from tests.http.e2e import People, auth, cli, core, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, cli, core, license_key, owner_key, setup_people
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.sdk.installer_vm import StudioVM, call, items
 from tests.support.models import LICENSE_SCRIPT, PLACEHOLDER, product_model
@@ -57,7 +57,7 @@ def _upload(server: Server, key: str, product: str, label: str, *, greeting: str
 @pytest.fixture(scope="module")
 def world(server: Server) -> World:
     people = setup_people(server.database_url, "9")
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "Door Kit"}).json()["id"]
     # The seller keeps scripts as written ({} rules), so the copy shows the buyer's key
     # where the placeholder was.

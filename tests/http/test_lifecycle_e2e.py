@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from licore.services.deps import Deps
-from tests.http.e2e import People, auth, core, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, core, license_key, obtain_key, owner_key, setup_people
 from tests.support.server import Server, running_server
 from tests.support.spec_verifier import verify
 
@@ -36,7 +36,7 @@ def people(server: Server) -> People:
 
 @pytest.fixture(scope="module")
 def key(server: Server, people: People) -> str:
-    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    return owner_key(server, people, ALL)
 
 
 def call(server: Server, method: str, path: str, key: str, **kw: Any) -> httpx.Response:

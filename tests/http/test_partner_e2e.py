@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, obtain_key, owner_key, setup_people
 from tests.support.server import Server
 
 ALL_STUDIO = "products:read products:write licenses:read licenses:write"
@@ -27,7 +27,7 @@ def keys(server: Server, people: People) -> dict[str, str]:
                       "--no-password")
     rival = cli(server.database_url, "studio", "add", "Rival", "--owner", "rival")
     return {
-        "studio": obtain_key(server, people, ALL_STUDIO, people.owner_id, people.studio_id),
+        "studio": owner_key(server, people, ALL_STUDIO),
         "rival": obtain_key(server, people, ALL_STUDIO, rival_owner, rival),
         "library": obtain_key(server, people, "library:read", people.buyer_id, None),
     }

@@ -16,7 +16,7 @@ import httpx
 import psycopg
 import pytest
 
-from tests.http.e2e import People, auth, cli, decide, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, cli, decide, license_key, owner_key, setup_people
 from tests.support.server import Server, running_server
 
 ATTEMPTS = 1000
@@ -47,7 +47,7 @@ def people(server: Server) -> People:
 
 @pytest.fixture(scope="module")
 def key(server: Server, people: People) -> str:
-    return obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    return owner_key(server, people, ALL)
 
 
 def burst(server: Server, path: str, bodies: list[dict[str, Any]],

@@ -20,7 +20,7 @@ from tests.http.e2e import (
     auth,
     core,
     license_key,
-    obtain_key,
+    owner_key,
     setup_people,
 )
 from tests.support.server import Server, running_server
@@ -62,7 +62,7 @@ def stored_license(server: Server, product_id: str, platform_id: str) -> License
 
 
 def new_shop(server: Server, people: People, buyer: str = "24") -> Shop:
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "Runtime"}).json()["id"]
     other = v1(server, "POST", "/products", key, json={"title": "Other"}).json()["id"]
     r = v1(server, "POST", "/packages/settings", key,

@@ -12,7 +12,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, obtain_key, owner_key, setup_people
 from tests.support.server import Server, running_server
 
 STUDIO = ("products:read products:write licenses:read licenses:write packages:read "
@@ -30,7 +30,7 @@ def server(module_database_url: str) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def keys(server: Server) -> dict[str, str]:
     people: People = setup_people(server.database_url, "6")
-    return {"studio": obtain_key(server, people, STUDIO, people.owner_id, people.studio_id),
+    return {"studio": owner_key(server, people, STUDIO),
             "library": obtain_key(server, people, "library:read library:download",
                                   people.buyer_id, None)}
 

@@ -15,7 +15,7 @@ import pytest
 
 from adapters_formats.codec import RobloxModelCodec
 from licore.builds.nodes import to_nodes
-from tests.http.e2e import People, auth, license_key, obtain_key, setup_people
+from tests.http.e2e import People, auth, license_key, obtain_key, owner_key, setup_people
 from tests.http.test_runtime_e2e import ALL, UNLOCK_DATA, v1
 from tests.sdk.luau_sdk import LuauSdk, method
 from tests.support.models import PLAIN_SCRIPT, product_model
@@ -44,7 +44,7 @@ def sdk() -> LuauSdk:
 @pytest.fixture(scope="module")
 def game(server: Server) -> Game:
     people: People = setup_people(server.database_url, "6")
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "SDK"}).json()["id"]
     # Greeter is checked by /verify-source below, so the seller keeps the scripts as
     # written (rules {}); the copies then show the buyer's key where the placeholder was.

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.http.e2e import People, auth, obtain_key, setup_people
+from tests.http.e2e import People, auth, owner_key, setup_people
 from tests.http.test_oversized_e2e import serving_pid
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.support.server import Server, running_server
@@ -53,7 +53,7 @@ def nested_items(depth: int) -> bytes:
 
 def test_large_and_hostile_xml_uploads_leave_memory_near_its_baseline(server: Server) -> None:
     people: People = setup_people(server.database_url, "9")
-    key = obtain_key(server, people, ALL, people.owner_id, people.studio_id)
+    key = owner_key(server, people, ALL)
     product = v1(server, "POST", "/products", key, json={"title": "Big"}).json()["id"]
     pid = serving_pid(server)
     small = upload(server, key, product, "0.0.1", tiny_elements(10))  # warm every path
