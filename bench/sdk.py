@@ -88,7 +88,9 @@ local sha256 = Enum.HashAlgorithm.Sha256
 local input = buffer.create(64 + 32 + 1 + 5)
 return function(count)
     local compute = service.ComputeBufferHash
-    for _ = 1, count do
+    for i = 1, count do
+        -- a different message each call, as in the keystream (the stand-in makes a string)
+        buffer.writeu32(input, 96, i)
         compute(service, input, sha256)
     end
 end
