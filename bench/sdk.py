@@ -11,8 +11,11 @@ Run from the repository root: `.venv/bin/python -m bench.sdk`; add `--baseline R
 the SDK as it was at git revision REV in the same run (for example the 0.1.0 SDK).
 
 Times are the process's CPU time, best of a few runs, so other work on a shared machine
-disturbs them less than wall-clock time would. The client is made with `Licore.new` first, so
-anything the constructor did to the VM's environment (as `getfenv` once did) is in the figure.
+disturbs them less than wall-clock time would. The two paths take turns (one pure run, then
+two native ones, a round), so a change in the machine's load falls on both; for the 1 MiB
+`/update` the bench also prints each round's ratio, its spread being the measurement's. The
+client is made with `Licore.new` first, so anything the constructor did to the VM's
+environment (as `getfenv` once did) is in the figure.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def cpu_best(fn: Callable[[], object], repeat: int) -> float:
     return fastest
 
 
+def cpu_rounds(pure: Callable[[], object], native: Callable[[], object],
+               rounds: int) -> list[tuple[float, float]]:
+    """Each round: the pure path once, then the native one twice (its best kept)."""
+    return [(cpu_best(pure, 1), cpu_best(native, 2)) for _ in range(rounds)]
+
+
 def _payload(size: int, kind: str) -> bytes:
     head = {"nonce": NONCE, "version": "1.0", "instances": []} if kind == "update" else {
         "nonce": NONCE, "data": ""}
@@ -72,12 +81,46 @@ def _sdk(native: bool) -> LuauSdk:
     return sdk
 
 
+CALLS = """
+local service = game:GetService("EncodingService")
+local sha256 = Enum.HashAlgorithm.Sha256
+-- as long as a keystream block's inner message: ipad, a 32-character nonce, "|", 5 digits
+local input = buffer.create(64 + 32 + 1 + 5)
+return function(count)
+    local compute = service.ComputeBufferHash
+    for i = 1, count do
+        -- a different message each call, as in the keystream (the stand-in makes a string)
+        buffer.writeu32(input, 96, i)
+        compute(service, input, sha256)
+    end
+end
+"""
+
+
+def breakdown(native: LuauSdk, sealed: Sealed, whole: float) -> None:
+    """Where the native path's time goes: the SDK's hex decoding and the service's calls (the
+    stand-in's Luau and its host round trip); what is left of the whole is the SDK's Luau
+    around the calls (pads, counter digits, XOR, the tag's message) and JSON."""
+    blocks = (len(sealed.cipher) // 2 + 31) // 32
+    calls = 2 * blocks + 4
+    hex_in = native.bytes_in(sealed.cipher.encode())
+    t_hex = cpu_best(lambda: native.module.get("fromHex")(hex_in), 3)
+    run = native.lua.load_chunk(CALLS, "calls")()[0]
+    t_calls = cpu_best(lambda: run(calls), 3)
+    print(f"  native, taken apart (each timed by itself): hex decoding {t_hex:.3f} s, "
+          f"{calls:,} ComputeBufferHash calls {t_calls:.3f} s ({t_calls / calls * 1e6:.1f} us "
+          f"each); together {(t_hex + t_calls) / whole:.0%} of the whole")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", help="git revision whose SDK to time as well")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="rounds of the 1 MiB /update (each: pure once, native twice)")
     args = parser.parse_args()
     pure, native = _sdk(native=False), _sdk(native=True)
     rows: list[tuple[str, float, float, float]] = []
+    per_round: dict[str, list[tuple[float, float]]] = {}
 
     block_data = b"\x5a" * (64 * 4096)
 
@@ -89,12 +132,12 @@ def main() -> None:
                  cpu_best(lambda: hashlib.sha256(block_data).digest(), 3)))
     for label, size, kind, exp, repeat in [
         ("/unlock, 1 KiB", 1024, "unlock", NOW + 300, 5),
-        ("/update, 1 MiB", 1024 * 1024, "update", None, 3),
+        ("/update, 1 MiB", 1024 * 1024, "update", None, args.rounds),
     ]:
         sealed = seal(KEY, NONCE, _payload(size, kind))
 
-        def opening(sdk: LuauSdk, repeat: int, s: Sealed = sealed,
-                    exp: int | None = exp) -> float:
+        def opening(sdk: LuauSdk, s: Sealed = sealed,
+                    exp: int | None = exp) -> Callable[[], object]:
             verify = sdk.module.get("verifyPayload")
 
             def luau() -> object:
@@ -102,13 +145,14 @@ def main() -> None:
                 assert got[0] is not None, got
                 return got
 
-            return cpu_best(luau, repeat)
+            return luau
 
         def python(s: Sealed = sealed, exp: int | None = exp) -> object:
             return verify_payload(KEY, NONCE, s.cipher, s.tag, NOW, exp)
 
         # The native path is the quicker: more runs of it cost less and steady its figure.
-        rows.append((label, opening(pure, repeat), opening(native, 2 * repeat),
+        turns = per_round[label] = cpu_rounds(opening(pure), opening(native), repeat)
+        rows.append((label, min(p for p, _ in turns), min(n for _, n in turns),
                      cpu_best(python, repeat)))
 
     print(f"{'work':<20}{'pure Luau (s)':>15}{'native (s)':>13}{'pure/native':>13}"
@@ -125,6 +169,9 @@ def main() -> None:
     verdict = "at least" if speedup >= NATIVE_SPEEDUP else "BELOW"
     print(f"1 MiB /update, native hashing (stand-in included): {update_native:.3f} s,"
           f" {speedup:.1f}x the pure path, {verdict} the {NATIVE_SPEEDUP:.0f}x target")
+    each = ", ".join(f"{p / n:.1f}x" for p, n in per_round["/update, 1 MiB"])
+    print(f"  pure / native in each round: {each}")
+    breakdown(native, seal(KEY, NONCE, _payload(1024 * 1024, "update")), update_native)
     if args.baseline:
         before = _baseline(args.baseline, seal(KEY, NONCE, _payload(1024 * 1024, "update")))
         print(f"1 MiB /update with the SDK at {args.baseline}: {before:.2f} s"

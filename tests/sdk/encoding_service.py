@@ -22,7 +22,9 @@ PRELUDE = """
 local host_hash, previous = __host_hash, game
 __host_hash = nil
 local calls = { 0 }
-local writeu32 = buffer.writeu32
+-- Library functions as upvalues: this chunk is loaded before the sandbox makes the globals
+-- safe, so its global look-ups would stay slow ones on every call.
+local writeu32, create, tostr, typeof_ = buffer.writeu32, buffer.create, buffer.tostring, typeof
 local function item(name, value)
     return table.freeze({ Name = name, Value = value, EnumType = "HashAlgorithm" })
 end
@@ -33,7 +35,7 @@ local HashAlgorithm = table.freeze({
 local EncodingService = {}
 local Sha256 = HashAlgorithm.Sha256
 function EncodingService:ComputeBufferHash(input, algorithm)
-    if typeof(input) ~= "buffer" then
+    if typeof_(input) ~= "buffer" then
         error("Unable to cast value to buffer")
     end
     if algorithm ~= Sha256 then
@@ -42,8 +44,8 @@ function EncodingService:ComputeBufferHash(input, algorithm)
     calls[1] += 1
     -- The digest comes back as eight u32 (little-endian) numbers: pluau hands numbers over
     -- faster than a string or a buffer, and copying them in costs eight writes.
-    local w1, w2, w3, w4, w5, w6, w7, w8 = host_hash(buffer.tostring(input))
-    local out = buffer.create(32)
+    local w1, w2, w3, w4, w5, w6, w7, w8 = host_hash(tostr(input))
+    local out = create(32)
     writeu32(out, 0, w1)
     writeu32(out, 4, w2)
     writeu32(out, 8, w3)
