@@ -342,6 +342,25 @@ MIGRATIONS: list[list[str]] = [
         # The store's product page links to the seller's hub place (docs/selling.md).
         "ALTER TABLE products ADD COLUMN hub_place_id TEXT",
     ],
+    [
+        # Product images (docs/web.md, "Product images"): the re-encoded file beside its
+        # facts; served by its digest, so one digest is one product's image once.
+        """CREATE TABLE product_images (
+            id {id} PRIMARY KEY,
+            product_id {id} NOT NULL REFERENCES products(id),
+            position INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            width INTEGER NOT NULL,
+            height INTEGER NOT NULL,
+            size_bytes INTEGER NOT NULL,
+            alt TEXT NOT NULL,
+            created_at {bigint} NOT NULL,
+            data {blob} NOT NULL,
+            UNIQUE (product_id, sha256))""",
+        "CREATE INDEX product_images_sha256 ON product_images(sha256)",
+        "CREATE INDEX product_images_order ON product_images(product_id, position)",
+    ],
 ]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
 from adapters_events import ChatClient, ChatConfig, SignedSender
 from adapters_formats.codec import RobloxModelCodec
+from adapters_formats.images import PillowImages
 from adapters_http.app import FAMILIES, LicoreApp, create_app
 from adapters_http.web import PlatformSignInConfig, WebConfig
 from adapters_platform import Retry, RobloxPlatform
@@ -60,6 +61,7 @@ def deps_from_env() -> Deps:
         passwords=Argon2Passwords(),
         models=RobloxModelCodec(),
         protector=LuauProtector(secret("watermark", 32)),
+        images=PillowImages(),
         settings=loaded.core,
         offload=asyncio.to_thread,
         platform=RobloxPlatform(inventory_url=platform.inventory_url,

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import attrs
 
 from licore.events import ChatRole, Message, WebhookEndpoint
+from licore.images import ProductImage
 from licore.lanes import Breaker
 from licore.model import (
     Account,
@@ -74,6 +75,8 @@ class Tables:
     chat_links: dict[str, str] = attrs.Factory(dict)
     # (owner, key) -> the record
     idempotency: dict[tuple[str, str], IdempotencyRecord] = attrs.Factory(dict)
+    # image id -> the image and its file
+    images: dict[str, tuple[ProductImage, bytes]] = attrs.Factory(dict)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})
