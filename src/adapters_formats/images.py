@@ -56,9 +56,43 @@ def png_outline(data: bytes) -> None:
 
 
 def jpeg_outline(data: bytes) -> None:
-    if not data.endswith(JPEG_END):
-        raise InvalidRequest("the JPEG does not end at its end marker (damaged, cut short, "
-                             "or with another file after it)", "file")
+    """Walk the segments from the start marker: each header segment by its length (an EXIF
+    thumbnail's own end marker inside one is skipped with it), each scan's coded data to
+    the next marker; the end marker reached this way must be the last bytes of the file."""
+    at = len(JPEG_START) - 1
+    while at + 2 <= len(data) and data[at] == 0xFF:
+        marker = data[at + 1]
+        if marker == 0xD9:  # the image's end
+            if at + 2 != len(data):
+                raise InvalidRequest("the JPEG has bytes after its end marker: not taken, "
+                                     "since they may be another file hidden in it", "file")
+            return
+        if marker == 0xFF or 0xD0 <= marker <= 0xD7 or marker == 0x01:
+            at += 1 if marker == 0xFF else 2  # a fill byte, or a marker without a length
+            continue
+        length = int.from_bytes(data[at + 2:at + 4], "big")
+        if length < 2 or at + 4 > len(data):
+            break
+        at += 2 + length
+        if marker == 0xDA:  # a scan: its coded data runs to the next marker
+            at = _scan_end(data, at)
+    raise InvalidRequest("the JPEG is damaged or cut short", "file")
+
+
+def _scan_end(data: bytes, at: int) -> int:
+    """Where a scan's coded data ends: the first 0xFF that is neither a stuffed zero nor a
+    restart marker."""
+    while True:
+        at = data.find(b"\xff", at)
+        if at < 0 or at + 1 >= len(data):
+            return len(data)
+        following = data[at + 1]
+        if following == 0x00 or 0xD0 <= following <= 0xD7:
+            at += 2
+        elif following == 0xFF:
+            at += 1
+        else:
+            return at
 
 
 def _check_dimensions(width: int, height: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -47,6 +48,14 @@ def test_a_png_and_a_jpeg_made_by_pillow_pass_as_what_they_are() -> None:
     assert (jpeg.kind, jpeg.width, jpeg.height) == (ImageKind.JPEG, 40, 30)
     assert Image.open(io.BytesIO(png.data)).format == "PNG"
     assert Image.open(io.BytesIO(jpeg.data)).format == "JPEG"
+
+
+@pytest.mark.parametrize("options", [{"progressive": True}, {"optimize": True},
+                                     {"restart_marker_blocks": 1}, {"subsampling": 0}])
+def test_jpegs_of_every_common_layout_pass(options: dict[str, Any]) -> None:
+    # Progressive scans, restart markers: the outline walk follows each to the end marker.
+    clean = CODEC.clean(made("JPEG", (300, 200), **options), ImageKind.JPEG)
+    assert (clean.width, clean.height) == (300, 200)
 
 
 def test_exif_is_stripped_after_turning_the_picture_upright() -> None:
