@@ -51,6 +51,8 @@ async def test_images_are_kept_in_order_with_their_files(storage: Storage) -> No
         assert list(await uow.images.of_product(product.id)) == [first, second]
         assert await uow.images.firsts([product.id, "prd_other"]) == {product.id: first}
         assert await uow.images.firsts([]) == {}
+        many = [f"prd_{n:05d}" for n in range(1200)] + [product.id]  # more than one slice
+        assert await uow.images.firsts(many) == {product.id: first}
         found = await uow.images.file(second.sha256)
         assert found == im.ImageFile(second.sha256, "image/png", b"two")
         assert found is not None and found.data == b"two"

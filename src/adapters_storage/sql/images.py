@@ -12,6 +12,7 @@ from licore.images import ImageFile, ProductImage
 from licore.storage_ports import ImageRefused
 
 _COLUMNS = column_list(ProductImage)
+_SLICE = 500
 
 
 class SqlImages(Repository):
@@ -44,13 +45,16 @@ class SqlImages(Repository):
         return [from_row(ProductImage, r) for r in rows]
 
     async def firsts(self, product_ids: Sequence[str]) -> Mapping[str, ProductImage]:
-        if not product_ids:
-            return {}
-        marks = ", ".join("?" for _ in product_ids)
-        rows = await self.db.rows(f"SELECT {_COLUMNS} FROM product_images "
-                                  f"WHERE position = 0 AND product_id IN ({marks})",
-                                  list(product_ids))
-        return {image.product_id: image for image in (from_row(ProductImage, r) for r in rows)}
+        found: dict[str, ProductImage] = {}
+        # In slices: a statement takes a bounded number of parameters (SQLite's default
+        # was 999), and the store may list more products than that.
+        for start in range(0, len(product_ids), _SLICE):
+            some = list(product_ids[start:start + _SLICE])
+            marks = ", ".join("?" for _ in some)
+            rows = await self.db.rows(f"SELECT {_COLUMNS} FROM product_images "
+                                      f"WHERE position = 0 AND product_id IN ({marks})", some)
+            found.update((r[1], from_row(ProductImage, r)) for r in rows)
+        return found
 
     async def file(self, sha256: str) -> ImageFile | None:
         rows = await self.db.rows("SELECT content_type, data FROM product_images "
