@@ -16,8 +16,9 @@ from PIL import Image
 from adapters_formats.codec import RobloxModelCodec
 from licore.commands import DownloadCopy
 from licore.model import Studio
+from licore.scopes import Permission
 from licore.services.wiring import UseCases
-from tests.browser.site import Person, add_person, add_studio, id_in, sign_in
+from tests.browser.site import Person, add_collaborator, add_person, add_studio, id_in, sign_in
 from tests.http.e2e import core, whose_copy
 from tests.support.models import product_model
 from tests.support.server import Server
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.browser
 class World:
     iris: Person  # owns Iris Works
     max: Person  # a buyer
+    lou: Person  # collaborator with manage_licenses only
     studio: Studio
 
 
@@ -36,7 +38,10 @@ class World:
 def world(site: Server) -> World:
     iris = add_person(site, "iris", "8101")
     buyer = add_person(site, "max", "8102")
-    return World(iris, buyer, add_studio(site, "Iris Works", iris))
+    lou = add_person(site, "lou", "8103")
+    studio = add_studio(site, "Iris Works", iris)
+    add_collaborator(site, studio, lou, Permission.MANAGE_LICENSES)
+    return World(iris, buyer, lou, studio)
 
 
 @pytest.fixture
@@ -114,6 +119,21 @@ def test_a_seller_adds_orders_and_removes_images_and_the_store_shows_them(
     page.get_by_role("button", name="Remove image 3").click()
     assert page.get_by_role("status").inner_text() == "Image removed."
     assert images.get_by_role("img").count() == 2
+    page.get_by_role("button", name="Sign out").click()
+
+    # A collaborator without manage products sees the images and cannot change them, even
+    # with a form of this site and their own token.
+    sign_in(page, world.lou)
+    page.goto(f"/dashboard/{world.studio.id}/products/{product}")
+    assert images.get_by_role("img").count() == 2
+    assert images.get_by_role("button").count() == 0
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    refused = page.request.post(
+        f"/dashboard/{world.studio.id}/products/{product}/images",
+        multipart={"csrf": token, "alt": "", "file": {
+            "name": "x.png", "mimeType": "image/png",
+            "buffer": (tmp_path / "third.png").read_bytes()}})
+    assert refused.status == 403 and "manage products permission" in refused.text()
     page.get_by_role("button", name="Sign out").click()
 
     page.goto("/store")
