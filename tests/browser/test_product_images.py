@@ -175,6 +175,10 @@ def test_the_library_lists_every_version_and_downloads_an_older_one(
     assert all("live" not in rows.nth(i).inner_text() for i in (1, 2))
     assert "3.0-draft" not in page.get_by_role("main").inner_text()
     page.screenshot(path=str(screenshots / "library-versions.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: the table stacks
+    assert page.get_by_role("link", name="Download Jet Ski 1.0").is_visible()
+    page.screenshot(path=str(tmp_path / "library-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1100, "height": 900})
 
     with page.expect_download() as caught:
         page.get_by_role("link", name="Download Jet Ski 1.0").click()
