@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -68,3 +69,22 @@ def test_a_real_image_is_stored_as_the_codec_made_it_not_as_sent() -> None:
     assert stored == made and made.alt == "A kit"
     assert Image.open(io.BytesIO(data)).size == (12, 9)
     assert made.size_bytes == len(data)
+
+
+def test_without_an_image_codec_every_upload_is_refused() -> None:
+    storage = MemoryStorage()
+    uc = UseCases.of(attrs.evolve(make_deps(storage), images=None))
+
+    async def attempt() -> LicoreError:
+        await uc.operator.add_account("owner", "1001", None)
+        studio = ActingStudio((await uc.operator.add_studio("Studio", "owner")).id)
+        product = await uc.products.create(studio, c.CreateProduct("Kit"))
+        try:
+            await uc.images.add(studio, im.AddImage(product.id, _real("PNG")))
+        except LicoreError as error:
+            return error
+        raise AssertionError("taken without a codec")
+
+    refused = asyncio.run(attempt())
+    assert (refused.status, refused.description) == (400, "this server takes no product images")
+    assert storage.tables.images == {}
