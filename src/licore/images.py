@@ -5,6 +5,7 @@ the core only ever stores what the codec made, never the bytes the seller sent."
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import attrs
 
@@ -118,15 +119,22 @@ class OrderImages:
     image_ids: tuple[str, ...] = attrs.field(validator=_order)
 
 
-def reordered(images: tuple[ProductImage, ...],
-              order: tuple[str, ...]) -> tuple[ProductImage, ...]:
-    """`images` in the order `order` names them, positions renumbered from 0; refused
-    unless `order` names exactly the product's images."""
-    by_id = {image.id: image for image in images}
-    if sorted(order) != sorted(by_id):
+def check_order(images: Sequence[ProductImage], order: Sequence[str]) -> None:
+    """Refused unless `order` names exactly the product's images."""
+    if sorted(order) != sorted(image.id for image in images):
         raise InvalidRequest("image_ids must name each of the product's images once",
                              "image_ids")
-    return tuple(attrs.evolve(by_id[i], position=n) for n, i in enumerate(order))
+
+
+def reordered(images: Sequence[ProductImage],
+              order: Sequence[str]) -> tuple[ProductImage, ...]:
+    """The images named in `order` first, in that order (names of none skipped), then the
+    rest as they were; positions renumbered from 0. What every store's `set_order` does."""
+    by_id = {image.id: image for image in images}
+    first = [by_id[i] for i in order if i in by_id]
+    rest = [image for image in sorted(images, key=lambda i: i.position)
+            if image.id not in set(order)]
+    return tuple(attrs.evolve(image, position=n) for n, image in enumerate([*first, *rest]))
 
 
 def moved(images: tuple[ProductImage, ...], image_id: str, step: int) -> tuple[str, ...]:

@@ -195,8 +195,11 @@ class Images(Protocol):
         """Delete the product's image and close the gap in the order; False when the
         product has no such image."""
         ...
-    async def set_order(self, images: Sequence[ProductImage]) -> None:
-        """Store each image's position."""
+    async def set_order(self, product_id: str,
+                        image_ids: Sequence[str]) -> Sequence[ProductImage]:
+        """Put the images named first, in that order, any others of the product after them
+        as they were (an image added meanwhile; one removed meanwhile is skipped); return
+        the product's images in their new order, positions from 0."""
         ...
 
 

@@ -81,11 +81,19 @@ async def test_removing_closes_the_gap_and_ordering_sticks(storage: Storage) -> 
         assert not await uow.images.remove("prd_other", "img_0002")
         left = await uow.images.of_product(product.id)
         assert [(i.id, i.position) for i in left] == [("img_0002", 0), ("img_0003", 1)]
-        await uow.images.set_order(im.reordered(tuple(left), ("img_0003", "img_0002")))
+        placed = await uow.images.set_order(product.id, ["img_0003", "img_0002"])
+        assert [(i.id, i.position) for i in placed] == [("img_0003", 0), ("img_0002", 1)]
     async with storage.unit_of_work() as uow:
         now = await uow.images.of_product(product.id)
         assert [(i.id, i.position) for i in now] == [("img_0003", 0), ("img_0002", 1)]
         assert (await uow.images.firsts([product.id]))[product.id].id == "img_0003"
+        # An order read before a change meanwhile: a removed image is skipped, one added
+        # follows, and the positions still run from 0.
+        await uow.images.add(_image(product, 4), b"x4", 8)
+        placed = await uow.images.set_order(product.id, ["img_0001", "img_0002"])
+        assert [(i.id, i.position) for i in placed] == [
+            ("img_0002", 0), ("img_0003", 1), ("img_0004", 2)]
+        assert list(await uow.images.of_product(product.id)) == list(placed)
 
 
 async def test_a_rolled_back_add_leaves_nothing(storage: Storage) -> None:
@@ -148,3 +156,19 @@ async def test_another_studios_product_is_not_found(storage: Storage) -> None:
     with pytest.raises(InvalidRequest):
         await uc.images.order(studio, im.OrderImages(product.id, ("img_nope",)))
     assert await uc.images.shown(product.id) == (mine,)
+
+
+async def test_concurrent_changes_keep_the_positions_running_from_zero(
+        storage: Storage) -> None:
+    uc, studio, product = await _world(storage)
+    made = [await uc.images.add(studio, im.AddImage(product.id, png((n * 30, 1, 1))))
+            for n in range(6)]
+    await asyncio.gather(
+        *(uc.images.remove(studio, im.RemoveImage(product.id, m.id)) for m in made[:3]),
+        *(uc.images.add(studio, im.AddImage(product.id, png((1, n * 30, 1))))
+          for n in range(1, 3)),
+        uc.images.order(studio, im.OrderImages(product.id, tuple(m.id for m in made[::-1]))),
+        return_exceptions=True)  # the order may meet a changed set and be refused
+    shown = await uc.images.shown(product.id)
+    assert len(shown) == 5
+    assert [i.position for i in shown] == list(range(5))

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from adapters_storage.memory.tables import Repository
-from licore.images import ImageFile, ProductImage
+from licore.images import ImageFile, ProductImage, reordered
 from licore.storage_ports import ImageRefused
 
 
@@ -52,8 +52,9 @@ class MemoryImages(Repository):
                                            self.t.images[image.id][1])
         return True
 
-    async def set_order(self, images: Sequence[ProductImage]) -> None:
-        for image in images:
-            if image.id in self.t.images:
-                stored, data = self.t.images[image.id]
-                self.t.images[image.id] = (attrs.evolve(stored, position=image.position), data)
+    async def set_order(self, product_id: str,
+                        image_ids: Sequence[str]) -> Sequence[ProductImage]:
+        placed = reordered(self._of(product_id), image_ids)
+        for image in placed:
+            self.t.images[image.id] = (image, self.t.images[image.id][1])
+        return placed

@@ -8,7 +8,7 @@ import attrs
 
 from adapters_storage.records import column_list, columns, from_row, to_row
 from adapters_storage.sql.common import Executor, Repository
-from licore.images import ImageFile, ProductImage
+from licore.images import ImageFile, ProductImage, reordered
 from licore.storage_ports import ImageRefused
 
 _COLUMNS = column_list(ProductImage)
@@ -20,13 +20,17 @@ class SqlImages(Repository):
         super().__init__(db)
         self.dialect = dialect
 
+    async def _hold(self, product_id: str) -> None:
+        """Changes of one product's images queue on the product's row (PostgreSQL; SQLite's
+        unit of work holds the write lock), so each sees the positions the one before it
+        left: an add never counts past the limit, nor takes a place a removal just
+        freed."""
+        if self.dialect == "postgresql":
+            await self.db.rows("SELECT id FROM products WHERE id = ? FOR UPDATE", [product_id])
+
     async def add(self, image: ProductImage, data: bytes,
                   most: int) -> ProductImage | ImageRefused:
-        # Concurrent adds to one product queue on the product's row (PostgreSQL; SQLite's
-        # unit of work holds the write lock), so each counts the one before it.
-        if self.dialect == "postgresql":
-            await self.db.rows("SELECT id FROM products WHERE id = ? FOR UPDATE",
-                               [image.product_id])
+        await self._hold(image.product_id)
         rows = await self.db.rows(
             "SELECT sha256 FROM product_images WHERE product_id = ?", [image.product_id])
         if any(r[0] == image.sha256 for r in rows):
@@ -62,6 +66,7 @@ class SqlImages(Repository):
         return ImageFile(sha256, rows[0][0], bytes(rows[0][1])) if rows else None
 
     async def remove(self, product_id: str, image_id: str) -> bool:
+        await self._hold(product_id)
         gone = await self.db.rows("DELETE FROM product_images WHERE product_id = ? AND id = ? "
                                   "RETURNING position", [product_id, image_id])
         if not gone:
@@ -70,7 +75,11 @@ class SqlImages(Repository):
                           "WHERE product_id = ? AND position > ?", [product_id, gone[0][0]])
         return True
 
-    async def set_order(self, images: Sequence[ProductImage]) -> None:
-        for image in images:
+    async def set_order(self, product_id: str,
+                        image_ids: Sequence[str]) -> Sequence[ProductImage]:
+        await self._hold(product_id)
+        placed = reordered(await self.of_product(product_id), image_ids)
+        for image in placed:
             await self.db.run("UPDATE product_images SET position = ? WHERE id = ?",
                               [image.position, image.id])
+        return placed

@@ -77,10 +77,9 @@ class ProductImages:
                     command: im.OrderImages) -> tuple[im.ProductImage, ...]:
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, command.product_id)
-            now = tuple(await uow.images.of_product(command.product_id))
-            placed = im.reordered(now, command.image_ids)
-            await uow.images.set_order(placed)
-        return placed
+            im.check_order(await uow.images.of_product(command.product_id),
+                           command.image_ids)
+            return tuple(await uow.images.set_order(command.product_id, command.image_ids))
 
     async def shown(self, product_id: str) -> tuple[im.ProductImage, ...]:
         """A product's images for its store page (the page checks it is listed)."""
