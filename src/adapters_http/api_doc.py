@@ -16,6 +16,7 @@ from licore import bounds
 from licore import commands as c
 from licore import license_commands as lc
 from licore.events import TOPICS
+from licore.images import ALT, ImageKind, OrderImages
 from licore.licenses import GRANT_SOURCES, Source
 
 J = dict[str, Any]
@@ -309,6 +310,35 @@ SET_CHAT_ROLES = Doc("setChatRoles", "Replace the chat roles owning a product ea
 LIST_CHAT_ROLE_HAND_OUTS = Doc("listChatRoleHandOuts",
                                "Chat-role hand-outs and removals, newest first (extension)",
                                _listing("hand_outs", DELIVERY), params=PAGE_PARAMS)
+
+# product images (docs/api.md, "Product images", extensions)
+
+IMAGE = obj(["id", "position", "path", "content_type", "width", "height", "size_bytes",
+             "sha256", "alt", "created_at"],
+            id=STR, position=INT, path=STR, content_type={"enum": [k.value for k in ImageKind]},
+            width=INT, height=INT, size_bytes=INT, sha256=STR, alt=STR, created_at=TIME)
+IMAGES = obj(["product_id", "images"], product_id=STR, images=array(IMAGE))
+LIST_IMAGES = Doc("listProductImages", "A product's images in store order (extension)",
+                  IMAGES, params=[q("product_id")], errors=(404,))
+ADD_IMAGE = Doc(
+    "addProductImage",
+    "Add an image: the raw PNG or JPEG file as the body, at most 2 MiB (extension)",
+    obj(["ok", "image"], ok=BOOL, image=IMAGE), body=BINARY,
+    media=tuple(k.value for k in ImageKind),
+    params=[q("product_id"), {**q("alt", False), "schema": limited(ALT)}],
+    errors=(404, 409, 413),
+    description="The file is decoded within limits and encoded again; what is stored and "
+                "served holds no metadata. 400: not PNG or JPEG, not what Content-Type says, "
+                "damaged, bytes after the image, over 4096 pixels a side, or the product "
+                "has 8 images. 409 `already_exists`: the product has this image. See "
+                "docs/api.md.")
+REMOVE_IMAGE = Doc("removeProductImage", "Remove an image (extension)", OK,
+                   params=[q("product_id"), q("id")], errors=(404,))
+ORDER_IMAGES = Doc("orderProductImages", "Put a product's images in a new order: every one, "
+                   "each once (extension)", _with(IMAGES, ok=BOOL),
+                   body=obj(["product_id", "image_ids"], product_id=PRODUCT_ID,
+                            image_ids=array(STR)),
+                   errors=(404,), reads=OrderImages)
 
 # licore's license shapes (docs/licenses.md, extensions)
 

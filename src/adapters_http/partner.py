@@ -21,11 +21,12 @@ from starlette.routing import Route
 from adapters_http import api_doc as d
 from adapters_http import wire
 from adapters_http.api_doc import Doc
-from adapters_http.bodies import bearer, read_bytes, read_json
+from adapters_http.bodies import bearer, media_type, read_bytes, read_json
 from adapters_http.decoding import from_query, structure
 from adapters_http.responses import JSONResponse, file_response
 from adapters_http.usage_api import GET_USAGE, usage_answer, usage_query
 from licore import commands as c
+from licore import images as im
 from licore import license_commands as lc
 from licore import scopes as sc
 from licore.errors import InvalidRequest
@@ -118,6 +119,17 @@ async def library_query(request: Request,
     if not asked.get("product_id"):
         raise InvalidRequest("product_id is required with versions=1", "product_id")
     return from_query(asked, c.ListLibraryVersions)
+
+
+async def image_body(request: Request, settings: Settings) -> im.AddImage:
+    """The raw image is the body, its format in Content-Type; the product and the alt
+    text are in the query."""
+    kind = media_type(request)
+    if kind not in {k.value for k in im.ImageKind}:
+        raise InvalidRequest("send the image as the body with Content-Type: image/png or "
+                             "image/jpeg", "content_type")
+    command = from_query(request.query_params, im.AddImage, data=b"", content_type=kind)
+    return attrs.evolve(command, data=await read_bytes(request, im.MAX_IMAGE_BYTES))
 
 
 async def upload_body(request: Request, settings: Settings) -> c.UploadVersion:
@@ -238,6 +250,16 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.SET_CHAT_ROLES),
     deliveries("/chat-roles/hand-outs", MessageKind.CHAT_ROLE, "hand_outs",
                d.LIST_CHAT_ROLE_HAND_OUTS),
+    # product images (docs/api.md)
+    Endpoint("GET", "/products/images", op.IMAGES, query(im.ImagesOf),
+             lambda cmd, found: wire.images(cmd.product_id, found), doc=d.LIST_IMAGES),
+    Endpoint("POST", "/products/images", op.ADD_IMAGE, image_body,
+             lambda _, made: {"ok": True, "image": wire.image(made)}, doc=d.ADD_IMAGE),
+    Endpoint("DELETE", "/products/images", op.REMOVE_IMAGE, query(im.RemoveImage), ok,
+             doc=d.REMOVE_IMAGE),
+    Endpoint("POST", "/products/images/order", op.ORDER_IMAGES, body(im.OrderImages),
+             lambda cmd, found: {"ok": True, **wire.images(cmd.product_id, found)},
+             doc=d.ORDER_IMAGES),
     # licore's license shapes (docs/licenses.md)
     Endpoint("POST", "/licenses/transfer", op.TRANSFER, body(lc.TransferLicense),
              lambda _, moved: wire.transferred(moved.value, moved.now),

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from licore import licenses
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
+from licore.images import ProductImage
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
@@ -173,6 +174,20 @@ def delivery(m: Message) -> J:
         guild, _, role = m.target.partition("/")
         body.update(license_id=m.subject, guild_id=guild, role_id=role)
     return body
+
+
+IMAGES_PATH = "/store/images/"  # where the site serves an image's file (docs/api.md)
+
+
+def image(i: ProductImage) -> J:
+    return {"id": i.id, "position": i.position, "path": IMAGES_PATH + i.file_name,
+            "content_type": i.content_type, "width": i.width, "height": i.height,
+            "size_bytes": i.size_bytes, "sha256": i.sha256, "alt": i.alt,
+            "created_at": iso(i.created_at)}
+
+
+def images(product_id: str, found: Iterable[ProductImage]) -> J:
+    return {"product_id": product_id, "images": [image(i) for i in found]}
 
 
 def chat_role(r: ChatRole) -> J:

@@ -388,6 +388,25 @@ MIGRATIONS: list[list[str]] = [
             data {blob} NOT NULL,
             PRIMARY KEY (version_id, form))""",
     ],
+    [
+        # Product images (docs/web.md, "Product images"): the re-encoded file beside its
+        # facts; served by its digest, so one digest is one product's image once.
+        """CREATE TABLE product_images (
+            id {id} PRIMARY KEY,
+            product_id {id} NOT NULL REFERENCES products(id),
+            position INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            width INTEGER NOT NULL,
+            height INTEGER NOT NULL,
+            size_bytes INTEGER NOT NULL,
+            alt TEXT NOT NULL,
+            created_at {bigint} NOT NULL,
+            data {blob} NOT NULL,
+            UNIQUE (product_id, sha256))""",
+        "CREATE INDEX product_images_sha256 ON product_images(sha256)",
+        "CREATE INDEX product_images_order ON product_images(product_id, position)",
+    ],
 ]
 
 

@@ -11,6 +11,7 @@ import attrs
 
 from licore.builds.tree import CheckedModel, Model, Sources
 from licore.events import Delivered
+from licore.images import CleanImage, ImageKind
 from licore.model import (
     Account,
     ApiKey,
@@ -147,6 +148,15 @@ class WebhookSender(Protocol):
         resolves to a special-purpose address (`licore.addresses`) the operator did not
         allow), or None."""
         ...
+
+
+class ImageCodec(Protocol):
+    """Decodes a seller's upload within `licore.images`' limits and encodes it again
+    (docs/web.md, "Product images"): what comes out holds pixels only, no metadata, no
+    bytes of the upload. Raises `InvalidRequest` for anything else (not PNG or JPEG, not
+    what `declared` says, damaged, bytes before or after the image, too many pixels)."""
+
+    def clean(self, data: bytes, declared: ImageKind | None) -> CleanImage: ...
 
 
 class Offload(Protocol):

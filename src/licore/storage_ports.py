@@ -11,6 +11,7 @@ from typing import Protocol
 
 from licore.device_flow import DeviceState
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
+from licore.images import ImageFile, ProductImage
 from licore.lanes import STUDIO_SLOTS, Breaker
 from licore.licenses import LicenseState
 from licore.model import (
@@ -166,6 +167,41 @@ class Versions(Protocol):
     async def data(self, version: Version) -> bytes: ...
     async def scripts(self, version_id: str,
                       name: str | None = None) -> Sequence[VersionScript]: ...
+
+
+class ImageRefused(enum.Enum):
+    """Why `Images.add` stored nothing."""
+
+    TAKEN = "taken"  # the product already has an image of these bytes
+    FULL = "full"  # the product has as many images as it may
+
+
+class Images(Protocol):
+    """Product images (docs/web.md, "Product images"), each product's in their order."""
+
+    async def add(self, image: ProductImage, data: bytes,
+                  most: int) -> ProductImage | ImageRefused:
+        """Store the image last in its product's order (its position is how many the
+        product had) and return it as stored. Concurrent adds to one product queue, so
+        none gets past `most`."""
+        ...
+    async def of_product(self, product_id: str) -> Sequence[ProductImage]:
+        """The product's images by position."""
+        ...
+    async def firsts(self, product_ids: Sequence[str]) -> Mapping[str, ProductImage]:
+        """The first image of each product that has any, by product id."""
+        ...
+    async def file(self, sha256: str) -> ImageFile | None: ...
+    async def remove(self, product_id: str, image_id: str) -> bool:
+        """Delete the product's image and close the gap in the order; False when the
+        product has no such image."""
+        ...
+    async def set_order(self, product_id: str,
+                        image_ids: Sequence[str]) -> Sequence[ProductImage]:
+        """Put the images named first, in that order, any others of the product after them
+        as they were (an image added meanwhile; one removed meanwhile is skipped); return
+        the product's images in their new order, positions from 0."""
+        ...
 
 
 class PreparedCopies(Protocol):
@@ -445,6 +481,8 @@ class UnitOfWork(RequestRecords, Protocol):
     def outbox(self) -> Outbox: ...
     @property
     def hooks(self) -> Hooks: ...
+    @property
+    def images(self) -> Images: ...
 
 
 

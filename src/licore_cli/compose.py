@@ -14,7 +14,7 @@ from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, System
 from adapters_http.app import FAMILIES, LicoreApp, create_app
 from adapters_http.web import PlatformSignInConfig, WebConfig
 from adapters_storage import open_storage
-from licore.ports import ChatService, ModelCodec, Platform, WebhookSender
+from licore.ports import ChatService, ImageCodec, ModelCodec, Platform, WebhookSender
 from licore.protection import Protector
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
@@ -60,6 +60,7 @@ def deps_from_env() -> Deps:
         passwords=Argon2Passwords(),
         models=deferred(_codec),
         protector=deferred(lambda: _protector(watermark)),
+        images=deferred(_images),
         settings=loaded.core,
         offload=asyncio.to_thread,
         once=AsyncSingleFlight(),
@@ -74,6 +75,11 @@ def deps_from_env() -> Deps:
 def _codec() -> ModelCodec:
     from adapters_formats.codec import RobloxModelCodec
     return RobloxModelCodec()
+
+
+def _images() -> ImageCodec:
+    from adapters_formats.images import PillowImages
+    return PillowImages()
 
 
 def _protector(watermark: bytes) -> Protector:

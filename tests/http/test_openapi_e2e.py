@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import httpx
 import jsonschema
+from PIL import Image
 
 from adapters_formats.codec import RobloxModelCodec
 from tests.http.e2e import People, auth, license_key, obtain_key, poll, setup_people, start_flow
 from tests.support.models import product_model
 from tests.support.server import Server
+
+
+def picture_png() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), (1, 2, 3)).save(out, "PNG")
+    return out.getvalue()
 
 
 def check(doc: dict[str, Any], method: str, path: str, response: httpx.Response) -> None:
@@ -160,6 +168,19 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("GET", "/v1/chat-roles", httpx.get(f"{u}/chat-roles", headers=h,
                                           params={"product_id": pid}))
     go("GET", "/v1/chat-roles/hand-outs", httpx.get(f"{u}/chat-roles/hand-outs", headers=h))
+    # Product images (docs/api.md)
+    images = f"{u}/products/images"
+    png = {**h, "Content-Type": "image/png"}
+    added = go("POST", "/v1/products/images", httpx.post(
+        images, headers=png, params={"product_id": pid, "alt": "A picture"},
+        content=picture_png()))
+    go("POST", "/v1/products/images", httpx.post(images, headers=png, content=b"<svg/>",
+                                                 params={"product_id": pid}))
+    go("GET", "/v1/products/images", httpx.get(images, headers=h, params={"product_id": pid}))
+    go("POST", "/v1/products/images/order", httpx.post(f"{images}/order", headers=h, json={
+        "product_id": pid, "image_ids": [added.json()["image"]["id"]]}))
+    go("DELETE", "/v1/products/images", httpx.delete(images, headers=h, params={
+        "product_id": pid, "id": added.json()["image"]["id"]}))
     # Licenses a seller can shape (docs/licenses.md)
     go("GET", "/v1/products/policy", httpx.get(f"{u}/products/policy", headers=h,
                                                params={"product_id": pid}))

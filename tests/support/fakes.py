@@ -6,6 +6,7 @@ import attrs
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemRandom
 from adapters_formats.codec import RobloxModelCodec
+from adapters_formats.images import PillowImages
 from adapters_protection.luau_protector import LuauProtector
 from licore.services.deps import Deps, Settings
 from licore.storage_ports import Storage
@@ -44,4 +45,4 @@ def make_deps(storage: Storage, clock: FakeClock | None = None,
     return Deps(storage=storage, clock=clock or FakeClock(), random=SystemRandom(),
                 vault=AesGcmKeyVault(TEST_KEK), passwords=FastPasswords(),
                 models=RobloxModelCodec(), protector=LuauProtector(),
-                settings=settings or Settings())
+                settings=settings or Settings(), images=PillowImages())

@@ -9,7 +9,14 @@ import attrs
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount, Route
 
-from adapters_http.web import approval, dashboard, guides, person_pages, signin_pages
+from adapters_http.web import (
+    approval,
+    dashboard,
+    guides,
+    image_files,
+    person_pages,
+    signin_pages,
+)
 from adapters_http.web.platform_signin import PlatformSignIn, PlatformSignInConfig
 from adapters_http.web.render import PageHeaders, stylesheet
 from adapters_http.web.session import COOKIE, MAX_AGE, SiteSessions
@@ -43,6 +50,7 @@ def mount(uc: UseCases, settings: Settings, config: WebConfig) -> Mount:
                              signin_pages.FirstAccount(uc.operator.accounts)),
         *approval.routes(uc),
         *dashboard.routes(uc, settings),
+        *image_files.routes(uc.images),
         *person_pages.routes(uc, settings),
         *guides.routes(uc.sessions),
     ]

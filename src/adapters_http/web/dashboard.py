@@ -20,6 +20,7 @@ from adapters_http.web import session
 from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
 from adapters_http.web.usage_pages import product_usage, studio_usage
+from adapters_http.wire import IMAGES_PATH
 from licore import bounds
 from licore.commands import (
     AddWebhook,
@@ -37,6 +38,7 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest
 from licore.events import TOPICS
+from licore.images import MAX_IMAGE_BYTES, MAX_IMAGES, AddImage, RemoveImage
 from licore.license_commands import (
     MAX_TIERS,
     GrantLicense,
@@ -172,7 +174,7 @@ async def product(board: Dashboard, ctx: Ctx) -> Response:
     detail = await board.product_detail(here, ctx.param("product_id"))
     return page(ctx.request, ctx.visitor, "dashboard_product.html", seat=here,
                 detail=detail, Permission=Permission, PlacePolicy=PlacePolicy,
-                max_tiers=MAX_TIERS)
+                max_tiers=MAX_TIERS, images_path=IMAGES_PATH, max_images=MAX_IMAGES)
 
 
 async def save_product(board: Dashboard, ctx: Ctx) -> Response:
@@ -207,6 +209,33 @@ async def upload(board: Dashboard, ctx: Ctx) -> Response:
     session.flash(ctx.request, f"Version {made.version.label} uploaded as a draft; "
                                "publish it to make it live.")
     return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
+
+
+async def add_image(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    product_id = ctx.param("product_id")
+    # The file's bytes decide its format; the browser's idea of its type is not asked.
+    await board.add_image(here, AddImage(product_id, ctx.upload or b"", ctx.field("alt")))
+    session.flash(ctx.request, "Image added.")
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#images"))
+
+
+async def image_action(board: Dashboard, ctx: Ctx) -> Response:
+    """Remove, or move one place earlier or later."""
+    here = await seat(board, ctx)
+    target = RemoveImage(ctx.param("product_id"), ctx.param("image_id"))
+    action = ctx.field("action")
+    if action == "remove":
+        await board.remove_image(here, target)
+        session.flash(ctx.request, "Image removed.")
+    elif action in IMAGE_MOVES:
+        await board.move_image(here, target, IMAGE_MOVES[action])
+    else:
+        raise InvalidRequest("action must be remove, earlier or later", "action")
+    return redirect(ctx.request, studio_url(here, f"/products/{target.product_id}#images"))
+
+
+IMAGE_MOVES = {"earlier": -1, "later": 1}
 
 
 async def publish(board: Dashboard, ctx: Ctx) -> Response:
@@ -423,8 +452,10 @@ class DashboardPage:
     path: str  # under /dashboard
     handler: Handler
     upload: bool = False  # takes a model file: the body may be as large as an upload
+    upload_limit: int | None = None  # takes another file, of at most this many bytes
 
 
+IMAGE_FORM_LIMIT = MAX_IMAGE_BYTES + 64 * 1024  # room for the form around the file
 BASE = "/{studio_id}"
 PRODUCT = BASE + "/products/{product_id}"
 PAGES = [
@@ -441,6 +472,8 @@ PAGES = [
     DashboardPage("POST", PRODUCT + "/settings", save_settings),
     DashboardPage("POST", PRODUCT + "/versions", upload, upload=True),
     DashboardPage("POST", PRODUCT + "/publish", publish),
+    DashboardPage("POST", PRODUCT + "/images", add_image, upload_limit=IMAGE_FORM_LIMIT),
+    DashboardPage("POST", PRODUCT + "/images/{image_id}", image_action),
     DashboardPage("POST", PRODUCT + "/trace", trace, upload=True),
     DashboardPage("POST", PRODUCT + "/policy", save_policy),
     DashboardPage("POST", PRODUCT + "/licenses", license_action),
@@ -466,5 +499,5 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         return run
 
     return [page_route(uc.sessions, "/dashboard" + p.path, bound(p.handler), method=p.method,
-                       upload_limit=upload_limit if p.upload else None)
+                       upload_limit=upload_limit if p.upload else p.upload_limit)
             for p in PAGES]

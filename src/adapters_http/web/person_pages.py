@@ -15,6 +15,7 @@ from adapters_http.responses import file_response
 from adapters_http.web import session
 from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
+from adapters_http.wire import IMAGES_PATH
 from licore.actors import ActingPerson
 from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy
 from licore.errors import InvalidRequest
@@ -31,14 +32,16 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
     people, sessions = uc.people, uc.sessions
 
     async def library(ctx: Ctx) -> Response:
-        owned = await people.owned(ctx.account)
-        return page(ctx.request, ctx.visitor, "library.html", owned=owned,
+        shelves = await people.shelves(ctx.account)
+        return page(ctx.request, ctx.visitor, "library.html", shelves=shelves,
                     chat_user=await people.chat_user(ctx.account),
                     chat_enabled=people.chat_enabled)
 
     async def download(ctx: Ctx) -> Response:
+        """The live build, or with `?version_id=` an older one the library lists."""
+        version_id = ctx.request.query_params.get("version_id") or None
         return file_response(await people.download(
-            ctx.account, DownloadCopy(ctx.param("product_id"))))
+            ctx.account, DownloadCopy(ctx.param("product_id"), version_id)))
 
     async def apps(ctx: Ctx) -> Response:
         connected = await people.own_apps(ctx.account)
@@ -82,12 +85,15 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
     async def store(ctx: Ctx) -> Response:
         asked = from_query(ctx.request.query_params, BrowseStore)
         listed = await people.storefront(asked)
-        return page(ctx.request, ctx.visitor, "store.html", listed=listed, asked=asked)
+        covers = await uc.images.covers([product.id for product, _ in listed])
+        return page(ctx.request, ctx.visitor, "store.html", listed=listed, asked=asked,
+                    covers=covers, images_path=IMAGES_PATH)
 
     async def store_product(ctx: Ctx) -> Response:
         shown = await people.store_page(ctx.param("product_id"), ctx.visitor.account)
         return page(ctx.request, ctx.visitor, "store_product.html", shown=shown,
-                    place_url=PLACE_URL, pass_url=PASS_URL)
+                    place_url=PLACE_URL, pass_url=PASS_URL, images_path=IMAGES_PATH,
+                    images=await uc.images.shown(shown.product.id))
 
     async def trial(ctx: Ctx) -> Response:
         """"Try it": the person's own trial, once per person and product, ever."""

@@ -21,6 +21,7 @@ from adapters_storage.memory.catalog import (
 )
 from adapters_storage.memory.events import MemoryHooks, MemoryOutbox
 from adapters_storage.memory.idempotency import MemoryIdempotencyKeys
+from adapters_storage.memory.images import MemoryImages
 from adapters_storage.memory.people import (
     MemoryAccounts,
     MemoryApiKeys,
@@ -58,6 +59,7 @@ class MemoryUnitOfWork:
         self.hooks = MemoryHooks(tables)
         self.idempotency = MemoryIdempotencyKeys(tables)
         self.usage = MemoryUsage(tables)
+        self.images = MemoryImages(tables)
 
 
 class MemoryStorage:

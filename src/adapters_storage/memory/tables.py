@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import attrs
 
 from licore.events import ChatRole, Message, WebhookEndpoint
+from licore.images import ProductImage
 from licore.lanes import Breaker
 from licore.model import (
     Account,
@@ -82,6 +83,8 @@ class Tables:
     usage_places: dict[tuple[str, int, str], int] = attrs.Factory(dict)
     # (product id, hour, kind, subject) -> count
     usage_events: dict[tuple[str, int, str, str], int] = attrs.Factory(dict)
+    # image id -> the image and its file
+    images: dict[str, tuple[ProductImage, bytes]] = attrs.Factory(dict)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

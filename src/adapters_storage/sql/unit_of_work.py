@@ -13,6 +13,7 @@ from adapters_storage.sql.catalog import (
 from adapters_storage.sql.common import Executor, row_source
 from adapters_storage.sql.events import SqlHooks, SqlOutbox
 from adapters_storage.sql.idempotency import SqlIdempotencyKeys
+from adapters_storage.sql.images import SqlImages
 from adapters_storage.sql.people import (
     SqlAccounts,
     SqlApiKeys,
@@ -47,3 +48,4 @@ class SqlUnitOfWork:
         self.hooks = SqlHooks(db)
         self.idempotency = SqlIdempotencyKeys(db)
         self.usage = SqlUsage(db, source)
+        self.images = SqlImages(db, dialect)

@@ -30,6 +30,7 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
+from licore.images import AddImage, ImagesOf, OrderImages, ProductImage, RemoveImage, moved
 from licore.license_commands import (
     GrantLicense,
     RenewLicense,
@@ -44,6 +45,7 @@ from licore.protection import Trace
 from licore.scopes import Permission
 from licore.services import operator
 from licore.services.builds import Copies
+from licore.services.images import ProductImages
 from licore.services.keys import Keys
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
 from licore.services.licensing import Licensing, resolve_user
@@ -110,6 +112,7 @@ class ProductDetail:
     chat_roles: tuple[ChatRole, ...] = ()
     statuses: Mapping[str, str] = attrs.field(factory=dict)  # license id -> status now
     policy: LicensePolicy | None = None  # place limit and policy, trial, tiers
+    images: tuple[ProductImage, ...] = ()  # in store order
 
 
 @attrs.frozen
@@ -166,6 +169,7 @@ class Dashboard:
     webhooks: Webhooks
     keys: Keys
     lifecycle: LicenseLifecycle
+    images: ProductImages
 
     async def seats_of(self, account_id: str) -> list[Seat]:
         """Every studio the person belongs to, by name."""
@@ -228,10 +232,12 @@ class Dashboard:
                 licenses = (await uow.licenses.of_product(product_id, None, None)).items
             versions = (await uow.versions.of_product(product_id, False, None, None)).items
             roles = await uow.hooks.roles_of(product_id)
+            images = tuple(await uow.images.of_product(product_id))
         now = self.clock.now()
         statuses = {x.id: lic.status(x, now) for x in licenses or ()}
         policy = await self.lifecycle.policy(ActingStudio(seat.studio.id), product_id)
-        return ProductDetail(product, licenses, versions, tuple(roles), statuses, policy)
+        return ProductDetail(product, licenses, versions, tuple(roles), statuses, policy,
+                             images)
 
     async def license_detail(self, seat: Seat, target: LicenseTarget) -> LicenseDetail:
         studio = seat.require(Permission.MANAGE_LICENSES)
@@ -276,6 +282,23 @@ class Dashboard:
     async def publish(self, seat: Seat, command: PublishVersion) -> ProductVersion:
         """Make a version live once the protection rules apply to it."""
         return await self.packages.publish(seat.require(Permission.MANAGE_PRODUCTS), command)
+
+    async def add_image(self, seat: Seat, command: AddImage) -> ProductImage:
+        """As `POST /v1/products/images`: checked, re-encoded, stored last."""
+        return await self.images.add(seat.require(Permission.MANAGE_PRODUCTS), command)
+
+    async def remove_image(self, seat: Seat, command: RemoveImage) -> None:
+        await self.images.remove(seat.require(Permission.MANAGE_PRODUCTS), command)
+
+    async def move_image(self, seat: Seat, target: RemoveImage, step: int) -> None:
+        """One place earlier (-1) or later (1): the whole new order, as
+        `POST /v1/products/images/order` takes it."""
+        studio = seat.require(Permission.MANAGE_PRODUCTS)
+        now = await self.images.list(studio, ImagesOf(target.product_id))
+        if target.id not in {image.id for image in now}:
+            raise NotFound("the product has no such image")
+        await self.images.order(studio, OrderImages(target.product_id,
+                                                    moved(now, target.id, step)))
 
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""

@@ -10,6 +10,7 @@ import attrs
 from licore.ports import (
     ChatService,
     Clock,
+    ImageCodec,
     KeyVault,
     ModelCodec,
     Offload,
@@ -44,6 +45,7 @@ class Deps:
     platform: Platform | None = None  # None: purchase-pass claims answer "not set up"
     chat: ChatService | None = None  # None: no chat bot configured, hand-outs wait
     webhooks: WebhookSender | None = None  # None: webhooks are kept, not sent
+    images: ImageCodec | None = None  # None: product images are refused (docs/web.md)
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 import attrs
 
 from licore import commands as c
+from licore import images as im
 from licore import license_commands as lc
 from licore.errors import LicenseRevoked
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
@@ -26,6 +27,7 @@ from licore.ports import LibraryEntry
 from licore.services.builds import Download
 from licore.services.claims import Claim, ClaimResult, Claims
 from licore.services.idempotency import Idempotency, Once, Outcome
+from licore.services.images import ProductImages
 from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
@@ -69,6 +71,7 @@ class Partner:
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
     once: Idempotency  # calls sent with an Idempotency-Key (docs/api.md)
     usage: Usage  # usage over time (docs/api.md, "Usage")
+    images: ProductImages  # product images (docs/api.md, an extension)
 
     def as_of(self, value: T) -> AsOf[T]:
         return AsOf(value, self.lifecycle.clock.now())
@@ -215,6 +218,16 @@ CHAT_ROLES = Operation[c.ChatRolesOf, Sequence[ChatRole]](
     "products:read", lambda p, who, cmd: p.webhooks.roles(who.studio, cmd.product_id))
 SET_CHAT_ROLES = Operation[c.SetChatRoles, Sequence[ChatRole]](
     "products:write", lambda p, who, cmd: p.webhooks.set_roles(who.studio, cmd))
+
+# product images (docs/api.md, an extension): the scopes a product's other edits need
+IMAGES = Operation[im.ImagesOf, tuple[im.ProductImage, ...]](
+    "products:read", lambda p, who, cmd: p.images.list(who.studio, cmd))
+ADD_IMAGE = Operation[im.AddImage, im.ProductImage](
+    "products:write", lambda p, who, cmd: p.images.add(who.studio, cmd))
+REMOVE_IMAGE = Operation[im.RemoveImage, None](
+    "products:write", lambda p, who, cmd: p.images.remove(who.studio, cmd))
+ORDER_IMAGES = Operation[im.OrderImages, tuple[im.ProductImage, ...]](
+    "products:write", lambda p, who, cmd: p.images.order(who.studio, cmd))
 
 
 # licore's license shapes (docs/licenses.md, extensions) ----------------------------------

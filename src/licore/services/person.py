@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 from licore.actors import ActingPerson
-from licore.commands import BrowseStore, DownloadCopy, ListLibrary
+from licore.commands import BrowseStore, DownloadCopy, ListLibrary, ListLibraryVersions
 from licore.errors import InvalidRequest, NotFound
 from licore.licenses import in_force
 from licore.model import Account, Product, Version
@@ -30,6 +30,15 @@ class StorePage:
     studio: str
     versions: tuple[Version, ...]
     owned: bool
+
+
+@attrs.frozen
+class Shelf:
+    """One product of a person's library with the versions they may download, newest
+    first: those `GET /v1/library?versions=1` lists, by the same use case."""
+
+    entry: LibraryEntry
+    versions: tuple[Version, ...]
 
 
 @attrs.frozen
@@ -80,6 +89,18 @@ class People:
     async def owned(self, person: Account) -> tuple[LibraryEntry, ...]:
         """Products the person holds an active license for: what they can download."""
         return (await self.library.list(ActingPerson(person.id), ListLibrary())).items
+
+    async def shelves(self, person: Account) -> tuple[Shelf, ...]:
+        """Each product the person holds, with every version they may download."""
+        acting, shelves = ActingPerson(person.id), []
+        for entry in await self.owned(person):
+            try:
+                found = await self.library.versions(acting, ListLibraryVersions(
+                    entry.product.id))
+            except NotFound:  # paused or ended since the list was read
+                continue
+            shelves.append(Shelf(entry, tuple(reversed(found.page.items))))
+        return tuple(shelves)
 
     async def own_apps(self, person: Account) -> list[ConnectedApp]:
         """Library keys acting for the person."""

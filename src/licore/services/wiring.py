@@ -16,6 +16,7 @@ from licore.services.device import DeviceFlow, DeviceSettings
 from licore.services.housekeeping import Housekeeping
 from licore.services.idempotency import Idempotency, Joining
 from licore.services.ids import Ids
+from licore.services.images import NoImages, ProductImages
 from licore.services.keys import Keys
 from licore.services.library import Library
 from licore.services.license_lifecycle import LicenseLifecycle
@@ -52,6 +53,7 @@ class UseCases:
     housekeeping: Housekeeping
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
     usage: Usage  # usage over time (docs/api.md, "Usage")
+    images: ProductImages  # product images (docs/web.md)
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
@@ -78,9 +80,10 @@ class UseCases:
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
         lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing)
         usage = Usage(storage)
+        images = ProductImages(storage, clock, ids, deps.images or NoImages(), deps.offload)
         return cls(products, licensing, library, packages, copies, runtime,
                    Dashboard(storage, clock, products, licensing, packages, copies, webhooks,
-                             keys, lifecycle),
+                             keys, lifecycle, images),
                    People(storage, clock, library, announce, keys, deps.chat),
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
@@ -91,9 +94,9 @@ class UseCases:
                             announce, settings.outbox),
                    keys,
                    Partner(keys, products, licensing, library, claims, packages, webhooks,
-                           lifecycle, Idempotency(deps.storage, clock), usage),
+                           lifecycle, Idempotency(deps.storage, clock), usage, images),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
                    Housekeeping(storage, clock,
                                 usage_retention_days=settings.usage_retention_days),
-                   lifecycle, usage)
+                   lifecycle, usage, images)
