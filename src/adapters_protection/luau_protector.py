@@ -23,6 +23,8 @@ from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
+from adapters_protection.seal_compiler import SealError
+from adapters_protection.sealed import marked_functions, seal_functions
 from adapters_protection.strings import (
     BadEscape,
     decode_quoted,
@@ -221,7 +223,8 @@ class LuauProtector:
             problems += found
             if not any(p.blocking for p in found):
                 try:
-                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET)
+                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET,
+                                    seal_all=settings.seals_all(path))
                 except ProtectionFailed as failure:
                     problems += failure.problems
         return problems
@@ -237,10 +240,34 @@ class LuauProtector:
         blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
         if blocking:
             raise ProtectionFailed(blocking)
-        return self._transform(path, data, root, analysis, transforms, license_secret)
+        return self._transform(path, data, root, analysis, transforms, license_secret,
+                               seal_all=settings.seals_all(path))
+
+    def _seal(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
+              license_secret: bytes, *, seal_all: bool) -> bytes | None:
+        """The script with its sealed functions replaced by stubs; None when it has none."""
+        if not marked_functions(root, every_top_level=seal_all):
+            return None
+        analysis = analysis or analyse(root)
+        if analysis.env_users:
+            raise ProtectionFailed([ProtectionProblem(
+                path, line(analysis.env_users[0]), "uses getfenv/setfenv: its functions "
+                "cannot be sealed (a sealed function's variables are not in an environment)")])
+        try:
+            return seal_functions(data, root, analysis, license_secret, path,
+                                  every_top_level=seal_all)
+        except SealError as error:
+            raise ProtectionFailed([ProtectionProblem(
+                path, error.line, f"cannot seal this function: {error.reason}")]) from None
 
     def _transform(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
-                   transforms: frozenset[str], license_secret: bytes) -> str:
+                   transforms: frozenset[str], license_secret: bytes, *,
+                   seal_all: bool = False) -> str:
+        sealed = self._seal(path, data, root, analysis, license_secret, seal_all=seal_all)
+        if sealed is not None:  # sealing first: the stubs are then protected like any code
+            data = sealed
+            root = self._parse(data).root_node
+            analysis = self._analyse(root, transforms)
         namer = Namer(license_secret, path, analysis.names if analysis else ())
 
         def fresh(new: bytes) -> tuple[bytes, Node, Analysis | None]:
