@@ -24,7 +24,12 @@ from adapters_protection.minify import strip
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
 from adapters_protection.seal_compiler import SealError
-from adapters_protection.sealed import marked_functions, seal_functions
+from adapters_protection.sealed import (
+    marked_functions,
+    seal_functions,
+    sealed_owner,
+    sealed_programs_of,
+)
 from adapters_protection.strings import (
     BadEscape,
     decode_quoted,
@@ -100,6 +105,30 @@ def _readings(scripts: Sequence[tuple[str, str]],
     return out
 
 
+def _sealed_trace(scripts: Sequence[tuple[str, str]],
+                  candidates: Sequence[Candidate]) -> Trace | None:
+    """A copy holding a sealed program names the one license whose key opens it: the
+    program is what the copy runs, so a leak that still works keeps it, however its other
+    code was de-obfuscated or renamed. None when no program opens (or several licenses'
+    do: that is for the watermark to weigh)."""
+    texts = [s.encode() for _, s in scripts]
+    programs = sealed_programs_of(texts)
+    owners = sealed_owner(programs, candidates) if programs else []
+    if not owners and any(b"LicoreSealed" in s for s in texts):
+        for candidate in candidates:  # literals an encrypt_strings copy holds, read per license
+            readings = [b'"' + value + b'"' for s in texts
+                        for value, _ in readable_literals(s.decode(), candidate.license_secret)]
+            if sealed_owner(sealed_programs_of(readings), [candidate]):
+                owners.append(candidate.license_id)
+        owners = sorted(set(owners))
+    if len(owners) != 1:
+        return None
+    return Trace(owners[0], (
+        "the copy holds a sealed program (the bytecode of its sealed functions) that opens "
+        "only under this license's sealed-code key: licore made it for this license alone, "
+        "and a copy whose sealed functions still run must keep it",), 0, False)
+
+
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
@@ -109,6 +138,9 @@ class LuauProtector:
         # gets each candidate's readings of the literals, each on the line it came from,
         # to look for keys in (only the start of each script, where a key placeholder
         # usually sits: the work is per candidate).
+        sealed = _sealed_trace(scripts, candidates)
+        if sealed is not None:
+            return sealed
         return trace_scripts(scripts, candidates, self._bias_key,
                              readings=_readings(scripts, candidates))
 

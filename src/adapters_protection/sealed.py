@@ -12,8 +12,11 @@ and nothing of the function runs.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
+import re
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -21,7 +24,9 @@ from adapters_protection.analysis import Analysis
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.seal_compiler import Capture, Encoding, compile_functions
 from adapters_protection.syntax import Node, is_local, text, walk
-from licore.sealing import seal, sealed_code_key
+from licore.protection import Candidate
+from licore.sealing import SealError as SealingError
+from licore.sealing import open_sealed, seal, sealed_code_key
 
 ANNOTATIONS = (b"--@sealed", b"--!sealed")
 # Globals a sealed function may read once, when its stub is made, when the script never
@@ -201,3 +206,44 @@ def _stub_edit(mark: Marked, index: int, captures: list[Capture], stubs: _Stubs,
     else:
         stub = f"{text(name)}={call}"
     return node.start_byte, node.end_byte, stub.encode()
+
+
+_NONCE = re.compile(rb"^[0-9a-f]{32}$")
+_TAG = re.compile(rb"^[0-9a-f]{64}$")
+_CIPHER = re.compile(rb"^[A-Za-z0-9+/]{16,}={0,2}$")
+_LITERAL = re.compile(rb"""["']([A-Za-z0-9+/=]{16,})["']""")
+
+
+def sealed_programs_of(texts: Iterable[bytes]) -> list[tuple[str, str, str]]:
+    """(nonce, cipher hex, tag) of every sealed program whose three literals appear in the
+    texts (a copy's own strings, or what a candidate's secret reads of its literals)."""
+    nonces, tags, ciphers = set(), set(), set()
+    for data in texts:
+        for value in (m.group(1) for m in _LITERAL.finditer(data)):
+            if _NONCE.match(value):
+                nonces.add(value.decode())
+            elif _TAG.match(value):
+                tags.add(value.decode())
+            elif _CIPHER.match(value):
+                with contextlib.suppress(ValueError):
+                    ciphers.add(base64.b64decode(value, validate=True).hex())
+    if len(nonces) * len(tags) * len(ciphers) > 10_000:
+        return []
+    return [(n, c, t) for n in nonces for t in tags for c in ciphers]
+
+
+def sealed_owner(programs: Sequence[tuple[str, str, str]],
+                 candidates: Sequence[Candidate]) -> list[str]:
+    """The licenses whose sealed-code key opens one of the programs: a program is
+    encrypted and tagged for one license, and only the server can make one."""
+    owners = []
+    for candidate in candidates:
+        key = sealed_code_key(candidate.license_secret)
+        for nonce, cipher, tag in programs:
+            try:
+                open_sealed(key, nonce, cipher, tag)
+            except SealingError:
+                continue
+            owners.append(candidate.license_id)
+            break
+    return owners

@@ -15,7 +15,12 @@ from adapters_protection.analysis import analyse
 from adapters_protection.luau_protector import LuauProtector
 from adapters_protection.sealed import seal_functions
 from adapters_protection.syntax import parser, walk
-from licore.protection import ProtectionFailed, parse_protection_settings, settings_document
+from licore.protection import (
+    Candidate,
+    ProtectionFailed,
+    parse_protection_settings,
+    settings_document,
+)
 from licore.sealing import open_sealed, sealed_code_key
 from tests.protection.sealed_vm import SealedWorld
 from tests.protection.vm import run
@@ -215,3 +220,62 @@ def test_getfenv_users_and_unsealable_code_are_refused_at_publish() -> None:
     many_names = "--@sealed\nlocal function f(t)\n  for a, b, c, d, e in t do end\nend"
     problems = LuauProtector().check([("Game/B", many_names)], settings)
     assert [(p.line, p.blocking) for p in problems] == [(3, True)]
+
+
+def _candidates(n: int) -> list[Candidate]:
+    return [Candidate(f"lic_{i}", f"license-secret-{i}".encode(), f"KEY-{i}-{'x' * 20}".encode())
+            for i in range(n)]
+
+
+def _deobfuscated(copy: str) -> str:
+    """What a thorough de-obfuscator leaves of a working copy: every identifier it does
+    not need renamed, comments and layout gone, junk appended; the sealed program's
+    literals (which the copy needs to run) kept."""
+    words = sorted(set(re.findall(r"\b[A-Za-z_]\w*\b", re.sub(r'"[^"]*"', "", copy))))
+    keep = {"local", "function", "end", "return", "if", "then", "not", "error", "shared",
+            "LicoreSealed", "entry", "debug", "info", "print", "for", "do", "in", "and",
+            "or", "else", "elseif", "nil", "true", "false", "while", "repeat", "until",
+            "table", "string", "math", "ipairs", "pairs", "tostring", "setmetatable"}
+    renamed = copy
+    for i, word in enumerate(words):
+        if word not in keep:
+            renamed = re.sub(rf"\b{word}\b", f"v{i}", renamed)
+    return re.sub(r"--[^\n]*", "", renamed) + "\n" + "-- junk\n" * 5000
+
+
+@pytest.mark.parametrize("preset", ["minify", "strong"])
+def test_a_working_leak_is_traced_by_its_sealed_program_and_never_to_another(
+        preset: str) -> None:
+    candidates = _candidates(6)
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+    protector = LuauProtector()
+    for owner in candidates[:3]:
+        copy = protector.protect("Game/Shop", _SECRET_FUNCTION, settings, owner.license_secret)
+        leak = _deobfuscated(copy) if preset == "minify" else copy
+        assert SealedWorld(owner.license_secret).run(leak) == "860 545"  # it still works
+        traced = protector.trace([("Shop.lua", leak)], candidates)
+        assert traced.license_id == owner.license_id
+        assert "sealed program" in traced.evidence[0]
+    # A copy without sealed code is left to the watermark, as before.
+    plain = protector.protect("Game/Shop", _SECRET_FUNCTION.replace("--@sealed\n", ""),
+                              settings, candidates[0].license_secret)
+    assert "sealed program" not in " ".join(protector.trace([("S", plain)], candidates).evidence)
+
+
+def test_forcing_the_visible_check_leaves_the_sealed_function_unable_to_run() -> None:
+    """The check a seller keeps visible (`/check`, forgeable) can be cut out of a copy with
+    one regex; what the product needs, sealed, still asks `/unlock` for its key."""
+    source = "\n".join([
+        "local licensed = (shared.licensed == true)  -- the visible, forgeable check",
+        "if not licensed then print('unlicensed'); return end",
+        "--@sealed",
+        "local function payout(kills) return kills * 25 + 5 end",
+        "print(payout(4))",
+    ])
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "strong"}]})
+    copy = LuauProtector().protect("Game/Rewards", source, settings, SECRET_A)
+    cut = re.sub(r"if not \w+ then print\(", "if false then print(", copy)  # forced
+    assert cut != copy
+    assert SealedWorld(None).run(copy) == "unlicensed"
+    assert SealedWorld(None).run(cut) == f"error: script:?: {NO_LICENSE}"
+    assert SealedWorld(SECRET_A).run(cut) == "105"
