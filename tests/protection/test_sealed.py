@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from adapters_protection.analysis import analyse
 from adapters_protection.luau_protector import LuauProtector
@@ -22,6 +23,7 @@ from licore.protection import (
     settings_document,
 )
 from licore.sealing import open_sealed, sealed_code_key
+from tests.protection.luau_programs import programs
 from tests.protection.sealed_vm import SealedWorld
 from tests.protection.vm import run
 
@@ -279,3 +281,29 @@ def test_forcing_the_visible_check_leaves_the_sealed_function_unable_to_run() ->
     assert SealedWorld(None).run(copy) == "unlicensed"
     assert SealedWorld(None).run(cut) == f"error: script:?: {NO_LICENSE}"
     assert SealedWorld(SECRET_A).run(cut) == "105"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(source=programs())
+def test_random_programs_sealed_whole_and_by_function_keep_behaviour(source: str) -> None:
+    original = run(source)
+    assert not original.startswith("syntax error"), original
+    assert _world(SECRET_A).run(sealed_copy(wrapped(source))) == original
+    annotated = annotate(source)
+    if "--@sealed" in annotated:
+        assert _world(SECRET_A).run(sealed_copy(annotated)) == original
+
+
+@pytest.mark.parametrize("preset", ["light", "strong"])
+def test_every_license_gets_a_working_sealed_copy_under_each_preset(preset: str) -> None:
+    source = annotate((HERE / "sealed_corpus" / "metatables.luau").read_text())
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+    expected = run(source)
+    copies = set()
+    for i in range(4):
+        secret = f"license-secret-{i}".encode()
+        copy = LuauProtector().protect("Game/Vectors", source, settings, secret)
+        copies.add(copy)
+        assert SealedWorld(secret).run(copy) == expected
+        assert SealedWorld(SECRET_B).run(copy) == f"error: script:?: {NO_LICENSE}"
+    assert len(copies) == 4
