@@ -50,9 +50,14 @@ class Marked:
 
 def marked_functions(root: Node, *, every_top_level: bool = False) -> list[Marked]:
     """Function declarations right after a `--@sealed` comment line (or, with
-    `every_top_level`, every function declared at the script's top level too), in source
-    order; one inside a sealed function is sealed with it."""
+    `every_top_level` or a `--!sealed` line before the script's first statement, every
+    function declared at the script's top level too), in source order; one inside a sealed
+    function is sealed with it."""
     found: list[Marked] = []
+    for leading in root.named_children:  # `--!sealed` above the first statement: all of it
+        if leading.type != "comment":
+            break
+        every_top_level = every_top_level or (leading.text or b"").strip() == b"--!sealed"
     for node in walk(root):
         if every_top_level and node.type == "function_declaration" and node.parent == root:
             following: Node | None = node

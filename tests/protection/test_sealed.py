@@ -307,3 +307,18 @@ def test_every_license_gets_a_working_sealed_copy_under_each_preset(preset: str)
         assert SealedWorld(secret).run(copy) == expected
         assert SealedWorld(SECRET_B).run(copy) == f"error: script:?: {NO_LICENSE}"
     assert len(copies) == 4
+
+
+def test_a_sealed_directive_seals_every_top_level_function_of_the_script() -> None:
+    module = "\n".join([
+        "--!sealed",
+        "local M = {}",
+        "function M.double(x) return x * 2 end",
+        "function M.name() return 'module' end",
+        "local function helper(s) return s .. '!' end",
+        "print(M.double(21), helper(M.name()))",
+    ])
+    copy = sealed_copy(module)
+    assert "x * 2" not in copy and "'module'" not in copy and "'!'" not in copy
+    assert copy.count("__licoreSealed(") == 4  # the loader and the three stubs
+    assert _world(SECRET_A).run(copy) == "42 module!"
