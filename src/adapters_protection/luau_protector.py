@@ -83,6 +83,7 @@ _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 _READ_MIN = 16 << 10  # characters of each script read under each candidate's secret, at least
 _READ_WORK = 8 << 20  # and at most this many over all candidates
+_SEALED_READ_MIN = 256 << 10  # of a script holding sealed code, read for its program
 
 
 def _readings(scripts: Sequence[tuple[str, str]],
@@ -114,10 +115,15 @@ def _sealed_trace(scripts: Sequence[tuple[str, str]],
     texts = [s.encode() for _, s in scripts]
     programs = sealed_programs_of(texts)
     owners = sealed_owner(programs, candidates) if programs else []
-    if not owners and any(b"LicoreSealed" in s for s in texts):
-        for candidate in candidates:  # literals an encrypt_strings copy holds, read per license
-            readings = [b'"' + value + b'"' for s in texts
-                        for value, _ in readable_literals(s.decode(), candidate.license_secret)]
+    sealed_texts = [s for s in texts if b"LicoreSealed" in s]
+    if not owners and sealed_texts:
+        # Literals an encrypt_strings copy holds, read per license: the loader sits at the
+        # top of its script, so the start of each script is read (bounded work in all).
+        window = max(_SEALED_READ_MIN, _READ_WORK // max(1, len(candidates)))
+        for candidate in candidates:
+            readings = [b'"' + value + b'"' for s in sealed_texts
+                        for value, _ in readable_literals(s[:window].decode(errors="replace"),
+                                                          candidate.license_secret)]
             if sealed_owner(sealed_programs_of(readings), [candidate]):
                 owners.append(candidate.license_id)
         owners = sorted(set(owners))

@@ -322,3 +322,24 @@ def test_a_sealed_directive_seals_every_top_level_function_of_the_script() -> No
     assert "x * 2" not in copy and "'module'" not in copy and "'!'" not in copy
     assert copy.count("__licoreSealed(") == 4  # the loader and the three stubs
     assert _world(SECRET_A).run(copy) == "42 module!"
+
+
+def test_traced_right_after_deobfuscation_and_never_an_innocent() -> None:
+    """Working leaks, de-obfuscated, renamed and padded, of random licenses among 12: each
+    is named right; a copy whose program no longer opens (it does not run) and which
+    carries another license's key names nobody on the program's account."""
+    import random
+
+    rng = random.Random(7)
+    candidates = _candidates(12)
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    protector = LuauProtector()
+    right = 0
+    for _ in range(10):
+        owner, other = rng.sample(candidates, 2)
+        copy = protector.protect("Game/Shop", _SECRET_FUNCTION, settings, owner.license_secret)
+        leak = _deobfuscated(copy) + f"\nlocal planted = {(other.license_key or b'').decode()!r}"
+        right += protector.trace([("Leak.lua", leak)], candidates).license_id == owner.license_id
+        broken = re.sub(r'"([0-9a-f]{64})"', lambda m: '"' + "0" * 64 + '"', leak)
+        assert protector.trace([("Leak.lua", broken)], candidates).license_id != other.license_id
+    assert right == 10
