@@ -66,6 +66,14 @@ class ProtectionSettings:
         name = path.rsplit("/", 1)[-1]
         return any(name == s or fnmatchcase(path, s) for s in self.sealed)
 
+    def may_seal(self, path: str, source: str) -> bool:
+        """Whether the script's copy may hold sealed functions, which differ per license
+        (a program encrypted under the license's key): such a copy is never one made once
+        and shared by every buyer, whatever its other rules. A cheap over-approximation:
+        the settings list it, or its text has an annotation."""
+        return bool(self.transforms_for(path)) and (
+            self.seals_all(path) or "--@sealed" in source or "--!sealed" in source)
+
     def transforms_for(self, path: str) -> frozenset[str]:
         name = path.rsplit("/", 1)[-1]
         if any(name == e or fnmatchcase(path, e) for e in self.exclude):

@@ -343,3 +343,16 @@ def test_traced_right_after_deobfuscation_and_never_an_innocent() -> None:
         broken = re.sub(r'"([0-9a-f]{64})"', lambda m: '"' + "0" * 64 + '"', leak)
         assert protector.trace([("Leak.lua", broken)], candidates).license_id != other.license_id
     assert right == 10
+
+
+def test_a_script_that_may_seal_is_never_taken_as_the_same_for_every_license() -> None:
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}],
+                                          "sealed": ["Game/Api"]})
+    annotated = "--@sealed\nlocal function f() return 1 end\nprint(f())"
+    assert settings.may_seal("Game/Script", annotated)
+    assert settings.may_seal("Game/Api", "local M = {} function M.f() end return M")
+    assert not settings.may_seal("Game/Script", "print(1)")
+    assert not parse_protection_settings({}).may_seal("Game/Script", annotated)
+    copies = {LuauProtector().protect("Game/Script", annotated, settings, s)
+              for s in (SECRET_A, SECRET_B)}
+    assert len(copies) == 2  # minify alone, yet one copy per license
