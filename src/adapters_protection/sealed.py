@@ -54,6 +54,9 @@ def marked_functions(root: Node, *, every_top_level: bool = False) -> list[Marke
     function declared at the script's top level too), in source order; one inside a sealed
     function is sealed with it."""
     found: list[Marked] = []
+    text_of = root.text or b""
+    if not every_top_level and not any(a in text_of for a in ANNOTATIONS):
+        return found  # the common case, without walking the tree
     for leading in root.named_children:  # `--!sealed` above the first statement: all of it
         if leading.type != "comment":
             break
