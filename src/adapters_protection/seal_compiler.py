@@ -156,7 +156,7 @@ class Compiler:
         self.captured = {b for f in analysis.functions for b in f.upvalues}
         self.scope_of = {f.node.id: f for f in analysis.functions if f.node is not None}
         self.captures: list[Capture] = []
-        self.assigned: set[Capture] = set()
+        self._global_keys: dict[str, int] = {}
         self._capture_index: dict[Capture, int] = {}
         self._outer: _Fn | None = None
 
@@ -259,7 +259,8 @@ class Compiler:
         binding = self.analysis.binding_of(identifier)
         if binding is None:
             capture: Capture = ("global", text(identifier))
-            key = hash(capture)
+            # globals are keyed by negative numbers, never a binding's id (always positive)
+            key = self._global_keys.setdefault(capture[1], -1 - len(self._global_keys))
         else:
             capture, key = ("local", text(identifier)), id(binding)
         slot = self.fn.slots.get(key)
@@ -324,9 +325,6 @@ class Compiler:
 
     def target(self, node: Node) -> None:
         if node.type == "identifier":
-            binding = self.analysis.binding_of(node)
-            self.assigned.add(("global", text(node)) if binding is None
-                              else ("local", text(node)))
             kind, n = self.variable(node)
             self.w.tag({"local": "tlocal", "boxed": "tboxed", "upval": "tupval"}[kind])
             self.w.int(n)
