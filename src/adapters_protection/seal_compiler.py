@@ -16,7 +16,9 @@ bytes. See docs/protection.md, "Sealed functions".
 
 from __future__ import annotations
 
+import hashlib
 import math
+import random
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -77,9 +79,6 @@ class Encoding:
 
     @classmethod
     def from_seed(cls, seed: bytes) -> Encoding:
-        import hashlib
-        import random
-
         rng = random.Random(hashlib.sha256(b"tags|" + seed).digest())
         numbers = list(range(1, len(TAGS) + 1))
         rng.shuffle(numbers)
