@@ -48,33 +48,43 @@ class Marked:
     method: bool
 
 
+def _sealed_script(root: Node) -> bool:
+    """A `--!sealed` line among the comments above the script's first statement."""
+    for leading in root.named_children:
+        if leading.type != "comment":
+            return False
+        if (leading.text or b"").strip() == b"--!sealed":
+            return True
+    return False
+
+
+def _marked_by(node: Node, root: Node, every_top_level: bool) -> Node | None:
+    """The function declaration `node` marks for sealing (itself, or the one after it)."""
+    if every_top_level and node.type == "function_declaration" and node.parent == root:
+        return node
+    if node.type == "comment" and (node.text or b"").strip() in ANNOTATIONS:
+        following = node.next_named_sibling
+        if following is not None and following.type == "function_declaration":
+            return following
+    return None
+
+
 def marked_functions(root: Node, *, every_top_level: bool = False) -> list[Marked]:
     """Function declarations right after a `--@sealed` comment line (or, with
     `every_top_level` or a `--!sealed` line before the script's first statement, every
     function declared at the script's top level too), in source order; one inside a sealed
     function is sealed with it."""
     found: list[Marked] = []
-    text_of = root.text or b""
-    if not every_top_level and not any(a in text_of for a in ANNOTATIONS):
+    if not every_top_level and not any(a in (root.text or b"") for a in ANNOTATIONS):
         return found  # the common case, without walking the tree
-    for leading in root.named_children:  # `--!sealed` above the first statement: all of it
-        if leading.type != "comment":
-            break
-        every_top_level = every_top_level or (leading.text or b"").strip() == b"--!sealed"
+    every_top_level = every_top_level or _sealed_script(root)
     for node in walk(root):
-        if every_top_level and node.type == "function_declaration" and node.parent == root:
-            following: Node | None = node
-        elif node.type == "comment" and (node.text or b"").strip() in ANNOTATIONS:
-            following = node.next_named_sibling
-        else:
+        marked = _marked_by(node, root, every_top_level)
+        if marked is None or any(m.node.start_byte <= marked.start_byte < m.node.end_byte
+                                 for m in found):  # already, or inside a sealed function
             continue
-        if following is not None and following.type == "function_declaration" and all(
-                m.node != following for m in found):
-            name = following.child_by_field_name("name")
-            method = name is not None and name.type == "method_index_expression"
-            if not any(m.node.start_byte <= following.start_byte < m.node.end_byte
-                       for m in found):  # one inside a sealed function is sealed already
-                found.append(Marked(following, method))
+        name = marked.child_by_field_name("name")
+        found.append(Marked(marked, name is not None and name.type == "method_index_expression"))
     return found
 
 
