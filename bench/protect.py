@@ -16,6 +16,12 @@ the Luau VM, each as a ratio to the original's (run times are the best of interl
 of a longer season of the same game, in CPU time, so other load on the machine counts
 least). The targets for `strong` are at most 3x the size and 2x the run time.
 
+Then sealed functions (docs/protection.md, "Sealed functions"): compute-heavy functions
+(bench/sealed_programs.py) sealed against the same source unsealed, run in one Luau VM with
+the SDK (after the first call, which unlocks, decrypts and compiles once per server); the
+target is at most 25x. And the realistic script with its license check and three functions
+sealed, under `strong`: its size against the original (target: at most 3x).
+
 Last, the cost of `encrypt_strings` alone: on the realistic script (size against `strip`
 alone, which it runs with in every preset; run time against the original) and on a loop that
 does nothing but join string literals, 300,000 times (the worst case: every literal read is
@@ -145,13 +151,54 @@ def literal_cost(protector: LuauProtector, repeat: int) -> None:
     print("(size against strip alone; run time against the original)")
 
 
+def sealed_cost(protector: LuauProtector, repeat: int) -> None:
+    from tests.protection.sealed_vm import SealedWorld
+
+    from bench.sealed_programs import PROGRAMS
+
+    world = SealedWorld(SECRET)
+    rules = parse_protection_settings({"rules": [{"paths": ["*"], "transforms": ["strip"]}]})
+    print("\nsealed functions against the same functions unsealed (one VM, CPU time)")
+    print(f"{'program':<19}{'orig ms':>9}{'sealed ms':>11}{'ratio':>7}")
+    for name, source in PROGRAMS.items():
+        plain = source.replace("--@sealed\n", "")
+        copy = protector.protect("ServerScriptService/Bench", source, rules, SECRET)
+        assert "LicoreSealed" in copy
+        assert world.run(copy) == run(plain), f"{name}: output differs"
+        quiet = "print = function() end "
+        original = world.lua.load_chunk(quiet + plain, "=original")
+        sealed = world.lua.load_chunk(quiet + copy, "=sealed")
+        sealed()  # unlocked and compiled once per server, as in a game
+        fastest = {"original": float("inf"), "sealed": float("inf")}
+        for _ in range(max(repeat, 5)):
+            for label, chunk in (("original", original), ("sealed", sealed)):
+                start = time.process_time()
+                chunk()
+                fastest[label] = min(fastest[label], time.process_time() - start)
+        print(f"{name:<19}{fastest['original'] * 1000:>9.1f}{fastest['sealed'] * 1000:>11.1f}"
+              f"{fastest['sealed'] / fastest['original']:>7.1f}")
+    shop = SHOP.read_text().replace("__LICORE_LICENSE_KEY__", KEY)
+    for name in ("local function verifyLicense", "function Shop:buy",
+                 "local function bestWeapon", "function Shop:playRound"):
+        shop = shop.replace(name, "--@sealed\n" + name, 1)
+    strong = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "strong"}]})
+    copy = protector.protect("ServerScriptService/Shop", shop, strong, SECRET)
+    assert world.run(copy) == run(shop), "sealed shop: output differs"
+    print(f"realistic script, strong with 4 functions sealed: {len(copy.encode())} bytes, "
+          f"{len(copy.encode()) / len(shop.encode()):.2f}x the original")
+
+
 def main() -> None:
     args = argparse.ArgumentParser(description=__doc__)
     args.add_argument("--repeat", type=int, default=3)
     args.add_argument("--size", type=int, default=MIB)
     args.add_argument("--only-buyer-cost", action="store_true")
+    args.add_argument("--only-sealed", action="store_true")
     opts = args.parse_args()
     protector = LuauProtector()
+    if opts.only_sealed:
+        sealed_cost(protector, opts.repeat)
+        return
     if opts.only_buyer_cost:
         buyer_cost(protector, opts.repeat)
         literal_cost(protector, opts.repeat)
@@ -184,6 +231,7 @@ def main() -> None:
                   f"{t_parse:>9.3f}{t_protect:>11.2f}{t_protect / t_parse:>8.0f}"
                   f"{size_out / size_in:>7.2f}")
     buyer_cost(protector, opts.repeat)
+    sealed_cost(protector, opts.repeat)
     literal_cost(protector, opts.repeat)
 
 

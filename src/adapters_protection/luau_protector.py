@@ -23,6 +23,13 @@ from adapters_protection.literals import protect_literals, value_literals
 from adapters_protection.minify import strip
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
+from adapters_protection.seal_compiler import SealError
+from adapters_protection.sealed import (
+    marked_functions,
+    seal_functions,
+    sealed_owner,
+    sealed_programs_of,
+)
 from adapters_protection.strings import (
     BadEscape,
     decode_quoted,
@@ -76,6 +83,7 @@ _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 _READ_MIN = 16 << 10  # characters of each script read under each candidate's secret, at least
 _READ_WORK = 8 << 20  # and at most this many over all candidates
+_SEALED_READ_MIN = 256 << 10  # of a script holding sealed code, read for its program
 
 
 def _readings(scripts: Sequence[tuple[str, str]],
@@ -98,6 +106,35 @@ def _readings(scripts: Sequence[tuple[str, str]],
     return out
 
 
+def _sealed_trace(scripts: Sequence[tuple[str, str]],
+                  candidates: Sequence[Candidate]) -> Trace | None:
+    """A copy holding a sealed program names the one license whose key opens it: the
+    program is what the copy runs, so a leak that still works keeps it, however its other
+    code was de-obfuscated or renamed. None when no program opens (or several licenses'
+    do: that is for the watermark to weigh)."""
+    texts = [s.encode() for _, s in scripts]
+    programs = sealed_programs_of(texts)
+    owners = sealed_owner(programs, candidates) if programs else []
+    sealed_texts = [s for s in texts if b"LicoreSealed" in s]
+    if not owners and sealed_texts:
+        # Literals an encrypt_strings copy holds, read per license: the loader sits at the
+        # top of its script, so the start of each script is read (bounded work in all).
+        window = max(_SEALED_READ_MIN, _READ_WORK // max(1, len(candidates)))
+        for candidate in candidates:
+            readings = [b'"' + value + b'"' for s in sealed_texts
+                        for value, _ in readable_literals(s[:window].decode(errors="replace"),
+                                                          candidate.license_secret)]
+            if sealed_owner(sealed_programs_of(readings), [candidate]):
+                owners.append(candidate.license_id)
+        owners = sorted(set(owners))
+    if len(owners) != 1:
+        return None
+    return Trace(owners[0], (
+        "the copy holds a sealed program (the bytecode of its sealed functions) that opens "
+        "only under this license's sealed-code key: licore made it for this license alone, "
+        "and a copy whose sealed functions still run must keep it",), 0, False)
+
+
 class LuauProtector:
     """Pure: output depends only on (source, settings, license_secret)."""
 
@@ -107,6 +144,9 @@ class LuauProtector:
         # gets each candidate's readings of the literals, each on the line it came from,
         # to look for keys in (only the start of each script, where a key placeholder
         # usually sits: the work is per candidate).
+        sealed = _sealed_trace(scripts, candidates)
+        if sealed is not None:
+            return sealed
         return trace_scripts(scripts, candidates, self._bias_key,
                              readings=_readings(scripts, candidates))
 
@@ -221,7 +261,8 @@ class LuauProtector:
             problems += found
             if not any(p.blocking for p in found):
                 try:
-                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET)
+                    self._transform(path, data, root, analysis, transforms, _TRIAL_SECRET,
+                                    seal_all=settings.seals_all(path))
                 except ProtectionFailed as failure:
                     problems += failure.problems
         return problems
@@ -237,10 +278,34 @@ class LuauProtector:
         blocking = [p for p in self._problems(path, root, transforms, analysis) if p.blocking]
         if blocking:
             raise ProtectionFailed(blocking)
-        return self._transform(path, data, root, analysis, transforms, license_secret)
+        return self._transform(path, data, root, analysis, transforms, license_secret,
+                               seal_all=settings.seals_all(path))
+
+    def _seal(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
+              license_secret: bytes, *, seal_all: bool) -> bytes | None:
+        """The script with its sealed functions replaced by stubs; None when it has none."""
+        if not marked_functions(root, every_top_level=seal_all):
+            return None
+        analysis = analysis or analyse(root)
+        if analysis.env_users:
+            raise ProtectionFailed([ProtectionProblem(
+                path, line(analysis.env_users[0]), "uses getfenv/setfenv: its functions "
+                "cannot be sealed (a sealed function's variables are not in an environment)")])
+        try:
+            return seal_functions(data, root, analysis, license_secret, path,
+                                  every_top_level=seal_all)
+        except SealError as error:
+            raise ProtectionFailed([ProtectionProblem(
+                path, error.line, f"cannot seal this function: {error.reason}")]) from None
 
     def _transform(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
-                   transforms: frozenset[str], license_secret: bytes) -> str:
+                   transforms: frozenset[str], license_secret: bytes, *,
+                   seal_all: bool = False) -> str:
+        sealed = self._seal(path, data, root, analysis, license_secret, seal_all=seal_all)
+        if sealed is not None:  # sealing first: the stubs are then protected like any code
+            data = sealed
+            root = self._parse(data).root_node
+            analysis = self._analyse(root, transforms)
         namer = Namer(license_secret, path, analysis.names if analysis else ())
 
         def fresh(new: bytes) -> tuple[bytes, Node, Analysis | None]:

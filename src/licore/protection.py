@@ -62,6 +62,21 @@ class ProtectionSettings:
 
     rules: tuple[ProtectionRule, ...] = ()
     exclude: tuple[str, ...] = ()
+    # Scripts (names or path globs) whose every top-level function is sealed, as if each
+    # had a `--@sealed` line above it (docs/protection.md, "Sealed functions").
+    sealed: tuple[str, ...] = ()
+
+    def seals_all(self, path: str) -> bool:
+        name = path.rsplit("/", 1)[-1]
+        return any(name == s or fnmatchcase(path, s) for s in self.sealed)
+
+    def may_seal(self, path: str, source: str) -> bool:
+        """Whether the script's copy may hold sealed functions, which differ per license
+        (a program encrypted under the license's key): such a copy is never one made once
+        and shared by every buyer, whatever its other rules. A cheap over-approximation:
+        the settings list it, or its text has an annotation."""
+        return bool(self.transforms_for(path)) and (
+            self.seals_all(path) or "--@sealed" in source or "--!sealed" in source)
 
     def transforms_for(self, path: str) -> frozenset[str]:
         name = path.rsplit("/", 1)[-1]
@@ -189,7 +204,7 @@ def parse_protection_settings(raw: object) -> ProtectionSettings:
     """Parse the `protection` field of `POST /packages/settings` (schema: docs/protection.md)."""
     if not isinstance(raw, dict):
         raise ProtectionSettingsError("protection", "must be an object")
-    unknown = set(raw) - {"rules", "exclude"}
+    unknown = set(raw) - {"rules", "exclude", "sealed"}
     if unknown:
         raise ProtectionSettingsError(f"protection.{sorted(unknown)[0]}", "unknown field")
     rules_raw = raw.get("rules", [])
@@ -197,7 +212,8 @@ def parse_protection_settings(raw: object) -> ProtectionSettings:
         raise ProtectionSettingsError("protection.rules", "must be a list")
     rules = tuple(_rule(r, f"protection.rules[{i}]") for i, r in enumerate(rules_raw))
     exclude = _strings(raw.get("exclude"), "protection.exclude")
-    return ProtectionSettings(rules, exclude)
+    sealed = _strings(raw.get("sealed"), "protection.sealed")
+    return ProtectionSettings(rules, exclude, sealed)
 
 
 def settings_document(settings: ProtectionSettings) -> dict[str, object]:
@@ -206,6 +222,8 @@ def settings_document(settings: ProtectionSettings) -> dict[str, object]:
     document: dict[str, object] = {"rules": [_rule_document(r) for r in settings.rules]}
     if settings.exclude:
         document["exclude"] = list(settings.exclude)
+    if settings.sealed:
+        document["sealed"] = list(settings.sealed)
     return document
 
 

@@ -161,3 +161,11 @@ def verify_payload(
     if exp is not None and now > exp:
         raise SealError("expired")
     return payload
+
+
+def sealed_code_key(license_secret: bytes) -> str:
+    """The key a license's sealed functions are encrypted under (docs/protection.md,
+    "Sealed functions"): made from the license's protection secret, so it stays with the
+    license across re-keys and versions, and handed to the game only inside `/unlock`'s
+    sealed payload (its `sealed` member), never written in a copy."""
+    return hmac.new(license_secret, b"licore/sealed-code-key/v1", hashlib.sha256).hexdigest()

@@ -23,7 +23,7 @@ from licore.events import Topic
 from licore.model import Alert, License, Product, UnlockData, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload, SingleFlight, run_alone
 from licore.runtime import AlertDraft, Caller, Facts
-from licore.sealing import Sealed, seal
+from licore.sealing import Sealed, seal, sealed_code_key
 from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, Prepared, nodes_context
 from licore.services.ids import Ids
@@ -65,14 +65,17 @@ class _Judged:
     facts: Facts
 
 
-def _unlock_plaintext(nonce: str, unlock_data: UnlockData, exp: int) -> bytes:
-    """`{"nonce":..,"data":..,"exp":..}` with the seller's data spliced in as the compact JSON
-    text it is kept as (never parsed and written again on every call)."""
+def _unlock_plaintext(nonce: str, unlock_data: UnlockData, exp: int, sealed_key: str) -> bytes:
+    """`{"nonce":..,"data":..,"exp":..,"sealed":..}` with the seller's data spliced in as the
+    compact JSON text it is kept as (never parsed and written again on every call).
+    `sealed` is licore's extension (docs/api.md): the key the license's sealed functions
+    open with, so only a live license's game can run them."""
     try:
         data = unlock_data.text.encode()
     except UnicodeEncodeError:  # text JSON cannot carry as UTF-8: let json escape it
         data = json.dumps(unlock_data.value()).encode()
-    return b'{"nonce":%s,"data":%s,"exp":%d}' % (json.dumps(nonce).encode(), data, exp)
+    return b'{"nonce":%s,"data":%s,"exp":%d,"sealed":"%s"}' % (
+        json.dumps(nonce).encode(), data, exp, sealed_key.encode())
 
 
 def _seal(key: str, nonce: str, payload: dict[str, Any]) -> Sealed:
@@ -169,9 +172,10 @@ class Runtime:
             return None
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
+        sealed_key = sealed_code_key(self.copies.license_secret(lic))
         return Unlocked(exp, seal(command.key, command.nonce,
                                   _unlock_plaintext(command.nonce, rt.unlock_data(judged.facts),
-                                                    exp)))
+                                                    exp, sealed_key)))
 
     async def version(self, command: AskVersion, ip: str) -> LatestVersion | None:
         """POST /version: the newest published label, and whether the caller should update."""
