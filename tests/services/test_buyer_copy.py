@@ -11,7 +11,7 @@ import pytest
 from adapters_formats.codec import RobloxModelCodec
 from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
-from licore.builds.prepare import SameForEveryone, buyer_copy, buyer_sources
+from licore.builds.prepare import SameForEveryone, buyer_copy, buyer_source, buyer_sources
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.licenses import LicenseEvent
@@ -172,6 +172,28 @@ def test_scripts_protected_alike_for_every_buyer_are_protected_once() -> None:
         ["Product/Extra0", "Product/Extra1"] + ["Product/LicenseCheck", "Product/Greeter"] * 2)
     assert copies[0]["Product/Extra0"] == copies[1]["Product/Extra0"]
     assert b"lk_second" in copies[1]["Product/LicenseCheck"]
+
+
+class Signing(Shouting):
+    """Marks each protected script with the license it was made for, as sealing does."""
+
+    def protect(self, path: str, source: str, settings: ProtectionSettings,
+                license_secret: bytes) -> str:
+        return f"{source} -- for {license_secret.decode()}"
+
+
+def test_a_script_with_sealed_functions_is_made_for_each_buyer_even_under_minify() -> None:
+    """Sealed functions are a program encrypted under the license's own key: a script that
+    may hold them is never one made once and shared, whatever its other rules."""
+    rules = ProtectionSettings((ProtectionRule(PRESETS["minify"], names=("Shop", "Plain")),))
+    same = SameForEveryone()
+    sealed = b"--@sealed\nlocal function price() return 5 end\nreturn price"
+    made = {name: [buyer_source(f"Product/{name}", source, PLACEHOLDER, "lk_x", rules,
+                                Signing(), secret, same)
+                   for secret in (b"one", b"two")]
+            for name, source in (("Shop", sealed), ("Plain", b"return 1"))}
+    assert made["Shop"] == [sealed + b" -- for one", sealed + b" -- for two"]
+    assert made["Plain"] == [b"return 1 -- for one"] * 2  # shared: the first buyer's
 
 
 def test_what_is_kept_for_every_buyer_stays_within_its_bound() -> None:

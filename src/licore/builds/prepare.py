@@ -102,7 +102,8 @@ def buyer_source(path: str, source: bytes, placeholder: str, license_key: str,
             raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
         return protected.encode("utf-8")
 
-    if same is None or keyed or not transforms <= SAME_FOR_EVERY_LICENSE:
+    if (same is None or keyed or not transforms <= SAME_FOR_EVERY_LICENSE
+            or settings.may_seal(path, text.decode("utf-8", "replace"))):
         return protect()
     return same.get(path, transforms, source, protect)
 
