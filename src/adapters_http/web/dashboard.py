@@ -33,6 +33,7 @@ from licore.commands import (
     RoleName,
     UploadVersion,
     WebhookTarget,
+    WithdrawVersion,
 )
 from licore.errors import InvalidRequest
 from licore.events import TOPICS
@@ -211,8 +212,21 @@ async def upload(board: Dashboard, ctx: Ctx) -> Response:
 async def publish(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     product_id = ctx.param("product_id")
-    done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id")))
-    session.flash(ctx.request, f"Version {done.version.label} is live.")
+    channel = ctx.field("channel") or "stable"
+    done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id"),
+                                                    channel))
+    session.flash(ctx.request, f"Version {done.version.label} is live." if channel == "stable"
+                  else f"Version {done.version.label} is the beta build.")
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
+
+
+async def withdraw(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    product_id = ctx.param("product_id")
+    done = await board.withdraw(here, WithdrawVersion(product_id, ctx.field("version_id")))
+    live = done.product.current_version
+    session.flash(ctx.request, f"Version {done.version.label} withdrawn. "
+                  + (f"Live version: {live}." if live else "No version is live now."))
     return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
 
 
@@ -440,6 +454,7 @@ PAGES = [
     DashboardPage("POST", PRODUCT + "/settings", save_settings),
     DashboardPage("POST", PRODUCT + "/versions", upload, upload=True),
     DashboardPage("POST", PRODUCT + "/publish", publish),
+    DashboardPage("POST", PRODUCT + "/withdraw", withdraw),
     DashboardPage("POST", PRODUCT + "/trace", trace, upload=True),
     DashboardPage("POST", PRODUCT + "/policy", save_policy),
     DashboardPage("POST", PRODUCT + "/licenses", license_action),

@@ -26,6 +26,7 @@ from licore.commands import (
     RoleName,
     UploadVersion,
     WebhookTarget,
+    WithdrawVersion,
 )
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
@@ -265,6 +266,10 @@ class Dashboard:
     async def publish(self, seat: Seat, command: PublishVersion) -> ProductVersion:
         """Make a version live once the protection rules apply to it."""
         return await self.packages.publish(seat.require(Permission.MANAGE_PRODUCTS), command)
+
+    async def withdraw(self, seat: Seat, command: WithdrawVersion) -> ProductVersion:
+        """Withdraw a published version, as `POST /packages/withdraw`."""
+        return await self.packages.withdraw(seat.require(Permission.MANAGE_PRODUCTS), command)
 
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""

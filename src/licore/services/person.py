@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 
 from licore.actors import ActingPerson
-from licore.commands import BrowseStore, DownloadCopy, ListLibrary
+from licore.commands import BrowseStore, DownloadCopy, FollowChannel, ListLibrary
 from licore.errors import InvalidRequest, NotFound
 from licore.licenses import in_force
-from licore.model import Account, Product, Version
+from licore.model import Account, License, Product, Version
 from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
 from licore.products import browse
 from licore.services.announce import Announcer
@@ -114,3 +114,8 @@ class People:
         """The person's own copy of a product they hold: the library's download, acting for
         the person as an app holding their library key would."""
         return await self.library.download(ActingPerson(person.id), command)
+
+    async def follow(self, person: Account, command: FollowChannel) -> License:
+        """The release channel the person follows for a product they hold, as
+        `POST /library/channel` (docs/api.md, "Release channels")."""
+        return await self.library.follow(ActingPerson(person.id), command)
