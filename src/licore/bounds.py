@@ -87,7 +87,7 @@ IDENTIFIER = Text(min_len=1, max_len=200)
 NODE_FORM = Text(min_len=1, max_len=7, pattern=r"tagged|compact", shape="tagged or compact")
 USERNAME = Text(min_len=1, max_len=64)
 # A release channel (licore.releases).
-CHANNEL = Text(min_len=1, max_len=6, pattern=r"stable|beta", shape="stable or beta")
+CHANNEL = Text(min_len=1, max_len=20, pattern=r"stable|beta", shape="stable or beta")
 
 # Lists (contract 3, extension).
 PAGE_LIMIT = WholeNumber(1, 1000)
