@@ -175,6 +175,15 @@ async def test_withdrawing_the_live_build_puts_the_newest_stable_one_left_live(
     assert await shop.told() == ["version.published"] * 3 + ["version.withdrawn"] * 3
 
 
+async def test_the_newest_stable_build_left_is_the_last_uploaded_not_the_last_live(
+        shop: Shop) -> None:
+    await shop.publish("2.0")
+    await shop.publish("1.0")  # a roll-back: 1.0 live, 2.0 published before
+    await shop.publish("3.0-beta")  # straight to stable
+    product = await shop.withdraw("3.0-beta")
+    assert product.current_version == "2.0"
+
+
 async def test_refused_moves_change_nothing_and_a_second_withdraw_tells_nothing(
         shop: Shop) -> None:
     await shop.publish("1.0")

@@ -78,10 +78,12 @@ class MemoryVersions(Repository):
             self.t.versions[version_id] = attrs.evolve(version, published=True,
                                                        channel=channel)
 
-    async def withdraw(self, version_id: str, at: int) -> None:
+    async def withdraw(self, version_id: str, at: int) -> bool:
         version = self.t.versions.get(version_id)
-        if version is not None and version.withdrawn_at is None:
-            self.t.versions[version_id] = attrs.evolve(version, withdrawn_at=at)
+        if version is None or version.withdrawn_at is not None:
+            return False
+        self.t.versions[version_id] = attrs.evolve(version, withdrawn_at=at)
+        return True
 
     async def newest_stable(self, product_id: str) -> Version | None:
         stable = [v for v in self.t.versions.values() if v.product_id == product_id

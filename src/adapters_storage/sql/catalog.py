@@ -99,9 +99,10 @@ class SqlVersions(Repository):
         await self.db.run("UPDATE versions SET published = ?, channel = ? WHERE id = ?",
                           [True, channel.value, version_id])
 
-    async def withdraw(self, version_id: str, at: int) -> None:
-        await self.db.run("UPDATE versions SET withdrawn_at = ? WHERE id = ? "
-                          "AND withdrawn_at IS NULL", [at, version_id])
+    async def withdraw(self, version_id: str, at: int) -> bool:
+        # PostgreSQL makes a concurrent second withdraw wait on the row, then finds it set.
+        return await self.db.run("UPDATE versions SET withdrawn_at = ? WHERE id = ? "
+                                 "AND withdrawn_at IS NULL", [at, version_id]) == 1
 
     async def newest_stable(self, product_id: str) -> Version | None:
         return await self._one(

@@ -209,7 +209,8 @@ class Packages:
             if not go.effects:
                 return ProductVersion(product, version)  # withdrawn before: nothing to do
             now = self.clock.now()
-            await uow.versions.withdraw(version.id, now)
+            if not await uow.versions.withdraw(version.id, now):
+                return ProductVersion(product, version)  # a concurrent withdraw came first
             version = attrs.evolve(version, withdrawn_at=now)
             was = product
             product = releases.fall_back(product, version,
