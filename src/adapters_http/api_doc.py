@@ -101,7 +101,7 @@ LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acqu
                        "channel", "beta_version"],
                       id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
                       acquired_at=TIME, channel=CHANNEL, beta_version=NSTR)
-VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "created_at", "channel"],
+VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "created_at"],
               id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL, created_at=TIME,
               channel=CHANNEL)
 ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner_platform_id",

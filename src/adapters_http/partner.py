@@ -30,6 +30,7 @@ from licore import scopes as sc
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
 from licore.model import KeptAnswer, License, Page
+from licore.releases import Channel
 from licore.services import limits
 from licore.services import partner as op
 from licore.services.idempotency import HEADER as IDEMPOTENCY_KEY
@@ -144,7 +145,9 @@ def library_answer(command: c.ListLibrary | c.ListLibraryVersions, found: Any) -
     if isinstance(command, c.ListLibrary):
         return wire.listing("products", found, wire.library_product, command.page.limit)
     return wire.listing("versions", found.page,
-                        lambda v: wire.library_version(v, found.product), command.page.limit)
+                        lambda v: wire.library_version(v, found.product,
+                                                       found.follows is Channel.BETA),
+                        command.page.limit)
 
 
 def dated_licenses(command: c.ListLicenses, found: AsOf[Page[License]]) -> Answer:

@@ -106,10 +106,15 @@ def claimed(claim: Claim) -> J:
             "license": license(claim.license)}
 
 
-def library_version(v: Version, of: Product) -> J:
-    return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
-            "live": v.id == of.current_version_id, "created_at": iso(v.created_at),
-            "channel": v.channel.value}  # extension (docs/api.md, "Release channels")
+def library_version(v: Version, of: Product, beta: bool = False) -> J:
+    """`beta`: the person follows beta, so beta builds are listed and each version says its
+    channel (extension, docs/api.md "Release channels"); otherwise the specification's
+    shape, exactly."""
+    shown = {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
+             "live": v.id == of.current_version_id, "created_at": iso(v.created_at)}
+    if beta:
+        shown["channel"] = v.channel.value
+    return shown
 
 
 def alert(a: Alert) -> J:

@@ -28,6 +28,8 @@ class VersionList:
 
     product: Product
     page: Page[Version]
+    # The channel the person follows, in a person's list (None in a studio's).
+    follows: Channel | None = None
 
 
 async def _platform_id(uow: UnitOfWork, person: ActingPerson) -> str:
@@ -89,7 +91,7 @@ class Library:
             page = await uow.versions.of_product(command.product_id, True, command.page.limit,
                                                  command.page.cursor,
                                                  license.channel is Channel.BETA)
-        return VersionList(product, page)
+        return VersionList(product, page, license.channel)
 
     async def follow(self, person: ActingPerson, command: FollowChannel) -> License:
         """The release channel the person follows for a product they hold (`beta`: opted

@@ -212,16 +212,26 @@ class Packages:
             if not await uow.versions.withdraw(version.id, now):
                 return ProductVersion(product, version)  # a concurrent withdraw came first
             version = attrs.evolve(version, withdrawn_at=now)
-            was = product
-            product = releases.fall_back(product, version,
-                                         await uow.versions.newest_stable(product.id))
-            if product != was:
-                product = attrs.evolve(product, updated_at=now)
-                await uow.products.save(product)
             # Copies of a build nobody may download again are dead weight.
             await uow.copies.drop(version_id=version.id)
-            await self.announce.event(uow, studio.studio_id, Topic.VERSION_WITHDRAWN,
-                                      withdrawn_data(was, product, version))
+            was = product
+            for effect in go.effects:
+                match effect:
+                    case ReleaseEffect.FALL_BACK:
+                        product = releases.fall_back(
+                            product, version, await uow.versions.newest_stable(product.id))
+                        if product != was:
+                            product = attrs.evolve(product, updated_at=now)
+                            await uow.products.save(product)
+                    case ReleaseEffect.TELL_WITHDRAWN:
+                        await self.announce.event(uow, studio.studio_id,
+                                                  Topic.VERSION_WITHDRAWN,
+                                                  withdrawn_data(was, product, version))
+                    case (ReleaseEffect.GO_LIVE | ReleaseEffect.GO_BETA
+                          | ReleaseEffect.TELL_PUBLISHED):
+                        raise AssertionError(effect)  # rows of publishing only
+                    case _:
+                        assert_never(effect)
         return ProductVersion(product, version)
 
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:
