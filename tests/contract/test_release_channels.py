@@ -248,6 +248,16 @@ async def test_withdrawing_drops_the_withdrawn_builds_prepared_copies(shop: Shop
                                     held.key_generation) is None
 
 
+async def test_the_store_page_shows_stable_releases_only(shop: Shop) -> None:
+    await shop.uc.products.change(shop.studio, c.ChangeProduct(id=shop.product.id,
+                                                               discoverable=True))
+    for label, channel in (("1.0", "stable"), ("2.0", "stable"), ("3.0-beta", "beta")):
+        await shop.publish(label, channel)
+    await shop.withdraw("1.0")
+    shown = await shop.uc.people.store_page(shop.product.id, None)
+    assert [v.label for v in shown.versions] == ["2.0"]
+
+
 async def test_only_a_person_holding_the_product_may_follow_its_beta(shop: Shop) -> None:
     owner = ActingPerson(shop.world.owner.id)
     with pytest.raises(NotFound):

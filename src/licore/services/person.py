@@ -103,7 +103,8 @@ class People:
             if product is None or not product.discoverable:
                 raise NotFound("no such product in the store")
             studio = await uow.studios.by_id(product.studio_id)
-            published = await uow.versions.of_product(product.id, True, None, None)
+            # Stable releases only: a beta build is for the buyers who opted in to it.
+            published = await uow.versions.of_product(product.id, True, None, None, False)
             held = (await uow.licenses.for_user(product.id, visitor.platform_id)
                     if visitor is not None else None)
         newest = tuple(reversed(published.items))[:STORE_VERSIONS]
