@@ -97,11 +97,14 @@ LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
               # licore's terms (docs/licenses.md), beside the specification's fields
               status={"enum": ["active", "paused", "expired", "inactive"]},
               expires_at=NTIME, tier=NSTR, transferred_to=NSTR, purchase_id=NSTR)
-LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at"],
+CHANNEL = {"enum": ["stable", "beta"]}
+LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at",
+                       "channel", "beta_version"],
                       id=STR, slug=STR, title=STR, studio=STR, current_version=NSTR,
-                      acquired_at=TIME)
+                      acquired_at=TIME, channel=CHANNEL, beta_version=NSTR)
 VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "created_at"],
-              id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL, created_at=TIME)
+              id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL, created_at=TIME,
+              channel=CHANNEL)
 ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner_platform_id",
              "game_id", "script_name", "count", "first_seen_at", "last_seen_at"],
             id=STR, kind={"enum": ["leaked_key", "stolen_product", "key_user_mismatch",
@@ -109,12 +112,15 @@ ALERT = obj(["id", "kind", "product_id", "license_id", "platform_id", "key_owner
             product_id=STR, license_id=NSTR, platform_id=NSTR, key_owner_platform_id=NSTR,
             game_id=NSTR, script_name=NSTR, count=INT, first_seen_at=TIME, last_seen_at=TIME)
 PACKAGE = obj(["product_id", "slug", "title", "current_version", "versions", "placeholder",
-               "verify_scripts"], product_id=STR, slug=STR, title=STR, current_version=NSTR,
-              versions=array(STR), placeholder=STR, verify_scripts=BOOL)
+               "verify_scripts", "beta_version"], product_id=STR, slug=STR, title=STR,
+              current_version=NSTR, versions=array(STR), placeholder=STR, verify_scripts=BOOL,
+              beta_version=NSTR)
 PACKAGE_VERSION = obj(["id", "version", "size_bytes", "sha256", "live", "published",
-                       "created_at", "format"],
+                       "created_at", "format", "channel", "beta", "withdrawn", "withdrawn_at"],
                       id=STR, version=STR, size_bytes=INT, sha256=STR, live=BOOL,
-                      published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]})
+                      published=BOOL, created_at=TIME, format={"enum": ["binary", "xml"]},
+                      channel={"enum": ["stable", "beta", None]}, beta=BOOL, withdrawn=BOOL,
+                      withdrawn_at={"type": ["string", "null"], "format": "date-time"})
 CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
               result={"enum": ["granted", "already_held", "paused"]},
               product_id=STR, license=LICENSE)
@@ -170,9 +176,9 @@ SETTINGS_BODY = obj(["product_id"], product_id=STR, placeholder=limited(bounds.P
                     hub_place_id={"oneOf": [limited(bounds.HUB_PLACE_ID),
                                             {"type": "integer", "minimum": 1}]})
 PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
-                 "verify_scripts", "version"], ok=BOOL, product_id=STR, slug=STR,
-                title=STR, current_version=NSTR, placeholder=STR, verify_scripts=BOOL,
-                version=PACKAGE_VERSION)
+                 "verify_scripts", "beta_version", "version"], ok=BOOL, product_id=STR,
+                slug=STR, title=STR, current_version=NSTR, placeholder=STR,
+                verify_scripts=BOOL, beta_version=NSTR, version=PACKAGE_VERSION)
 
 DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
 TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)
@@ -247,8 +253,28 @@ UPLOAD_PACKAGE_VERSION = Doc(
 PUBLISH_PACKAGE_VERSION = Doc(
     "publishPackageVersion",
     "Make a version live, once the protection rules apply to all its scripts", PUBLISHED,
-    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR), errors=(404,),
-    reads=c.PublishVersion)
+    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR, channel=CHANNEL),
+    errors=(400, 404), reads=c.PublishVersion,
+    description="Extension: `channel` `beta` publishes to the beta channel instead of making "
+                "the version live; `stable` (the default) makes it live and empties the beta "
+                "channel. A withdrawn version, or a stable one sent to beta, is `400 "
+                "invalid_request`. See docs/api.md, \"Release channels\".")
+WITHDRAW_PACKAGE_VERSION = Doc(
+    "withdrawPackageVersion",
+    "Extension: withdraw a published version: offered and downloadable no more; if it was "
+    "live, the newest stable version left goes live", PUBLISHED,
+    body=obj(["product_id", "version_id"], product_id=STR, version_id=STR),
+    errors=(400, 404), reads=c.WithdrawVersion,
+    description="A draft is `400 invalid_request`; withdrawing again changes nothing. See "
+                "docs/api.md, \"Release channels\".")
+FOLLOW_CHANNEL = Doc(
+    "followChannel",
+    "Extension: the release channel the person follows for a product they hold (beta: opt "
+    "in to beta builds)", obj(["ok", "product_id", "channel"], ok=BOOL, product_id=STR,
+                              channel=CHANNEL),
+    body=obj(["product_id", "channel"], product_id=PRODUCT_ID, channel=CHANNEL),
+    errors=(400, 404), reads=c.FollowChannel,
+    description="See docs/api.md, \"Release channels\".")
 DOWNLOAD_COPY = Doc(
     "downloadCopy", "The buyer's own copy of the live build or of version_id", {},
     params=[q("product_id"), q("version_id", False),
@@ -434,13 +460,15 @@ RUNTIME_VERSION = Doc(
     "runtimeVersion", "The newest published version label",
     {"oneOf": [obj(["ok", "latest", "update", "fileId"], ok={"const": True}, latest=STR,
                    update=BOOL, fileId=STR), RUNTIME_FAIL]},
-    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR), reads=c.AskVersion)
+    body=obj(["user_id", "product_id", "key"], **RUNTIME_BASE, current=STR, channel=CHANNEL),
+    reads=c.AskVersion)
 RUNTIME_UPDATE = Doc(
     "runtimeUpdate", "The buyer's protected copy of the live build, sealed",
     {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"], ok={"const": True},
                    version=STR, update=BOOL, cipher=STR, tag=STR), RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-             current=STR, nodes={"enum": ["compact", "tagged"]}), reads=c.Update)
+             current=STR, nodes={"enum": ["compact", "tagged"]}, channel=CHANNEL),
+    reads=c.Update)
 RUNTIME_VERIFY_SOURCE = Doc(
     "runtimeVerifySource", "Is the running source byte-identical to the stored live source?",
     obj(["ok"], ok=BOOL),

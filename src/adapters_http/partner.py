@@ -32,6 +32,7 @@ from licore import scopes as sc
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
 from licore.model import KeptAnswer, License, Page
+from licore.releases import Channel
 from licore.services import limits
 from licore.services import partner as op
 from licore.services.idempotency import HEADER as IDEMPOTENCY_KEY
@@ -157,7 +158,9 @@ def library_answer(command: c.ListLibrary | c.ListLibraryVersions, found: Any) -
     if isinstance(command, c.ListLibrary):
         return wire.listing("products", found, wire.library_product, command.page.limit)
     return wire.listing("versions", found.page,
-                        lambda v: wire.library_version(v, found.product), command.page.limit)
+                        lambda v: wire.library_version(v, found.product,
+                                                       found.follows is Channel.BETA),
+                        command.page.limit)
 
 
 def dated_licenses(command: c.ListLicenses, found: AsOf[Page[License]]) -> Answer:
@@ -219,6 +222,13 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
     Endpoint("POST", "/packages/publish", op.PUBLISH, body(c.PublishVersion),
              lambda _, done: wire.published(done.product, done.version),
              doc=d.PUBLISH_PACKAGE_VERSION),
+    Endpoint("POST", "/packages/withdraw", op.WITHDRAW, body(c.WithdrawVersion),
+             lambda _, done: wire.published(done.product, done.version),
+             doc=d.WITHDRAW_PACKAGE_VERSION),
+    Endpoint("POST", "/library/channel", op.FOLLOW_CHANNEL, body(c.FollowChannel),
+             lambda _, held: {"ok": True, "product_id": held.product_id,
+                              "channel": held.channel.value},
+             doc=d.FOLLOW_CHANNEL),
     Endpoint("GET", "/library/download", op.DOWNLOAD, query(c.DownloadCopy),
              lambda _, got: file_response(got),
              doc=d.DOWNLOAD_COPY),

@@ -96,7 +96,9 @@ def license_policy(policy: LicensePolicy) -> J:
 def library_product(entry: LibraryEntry) -> J:
     p = entry.product
     return {"id": p.id, "slug": p.slug, "title": p.title, "studio": entry.studio_name,
-            "current_version": p.current_version, "acquired_at": iso(entry.license.created_at)}
+            "current_version": p.current_version, "acquired_at": iso(entry.license.created_at),
+            # extension (docs/api.md, "Release channels")
+            "channel": entry.license.channel.value, "beta_version": p.beta_version}
 
 
 def claimed(claim: Claim) -> J:
@@ -105,9 +107,15 @@ def claimed(claim: Claim) -> J:
             "license": license(claim.license)}
 
 
-def library_version(v: Version, of: Product) -> J:
-    return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
-            "live": v.id == of.current_version_id, "created_at": iso(v.created_at)}
+def library_version(v: Version, of: Product, beta: bool = False) -> J:
+    """`beta`: the person follows beta, so beta builds are listed and each version says its
+    channel (extension, docs/api.md "Release channels"); otherwise the specification's
+    shape, exactly."""
+    shown = {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
+             "live": v.id == of.current_version_id, "created_at": iso(v.created_at)}
+    if beta:
+        shown["channel"] = v.channel.value
+    return shown
 
 
 def alert(a: Alert) -> J:
@@ -122,14 +130,19 @@ def package(p: Product, labels: Iterable[str] | None = None) -> J:
                "current_version": p.current_version}
     if labels is not None:
         body["versions"] = list(labels)
-    body.update(placeholder=p.placeholder, verify_scripts=p.verify_scripts)
+    body.update(placeholder=p.placeholder, verify_scripts=p.verify_scripts,
+                beta_version=p.beta_version)
     return body
 
 
 def package_version(v: Version, of: Product) -> J:
     return {"id": v.id, "version": v.label, "size_bytes": v.size_bytes, "sha256": v.sha256,
             "live": v.id == of.current_version_id, "published": v.published,
-            "created_at": iso(v.created_at), "format": v.format}
+            "created_at": iso(v.created_at), "format": v.format,
+            # extension (docs/api.md, "Release channels"): the channel it was published to
+            "channel": v.channel.value if v.published else None,
+            "beta": v.id == of.beta_version_id, "withdrawn": v.withdrawn_at is not None,
+            "withdrawn_at": iso(v.withdrawn_at)}
 
 
 def package_settings(p: Product) -> J:

@@ -407,6 +407,17 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX product_images_sha256 ON product_images(sha256)",
         "CREATE INDEX product_images_order ON product_images(product_id, position)",
     ],
+    [
+        # Release channels and withdrawn builds (licore.releases, docs/api.md): the beta
+        # channel's build beside the live one, the channel a version was published to and
+        # when it was withdrawn, and the channel a holder follows. Every build published
+        # so far was published to stable.
+        "ALTER TABLE products ADD COLUMN beta_version_id {id}",
+        "ALTER TABLE products ADD COLUMN beta_version TEXT",
+        "ALTER TABLE versions ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable'",
+        "ALTER TABLE versions ADD COLUMN withdrawn_at {bigint}",
+        "ALTER TABLE licenses ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable'",
+    ],
 ]
 
 

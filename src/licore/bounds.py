@@ -86,6 +86,8 @@ IDENTIFIER = Text(min_len=1, max_len=200)
 # The form of a copy answered as nodes (docs/api.md, the download's `nodes`).
 NODE_FORM = Text(min_len=1, max_len=7, pattern=r"tagged|compact", shape="tagged or compact")
 USERNAME = Text(min_len=1, max_len=64)
+# A release channel (licore.releases).
+CHANNEL = Text(min_len=1, max_len=20, pattern=r"stable|beta", shape="stable or beta")
 
 # Lists (contract 3, extension).
 PAGE_LIMIT = WholeNumber(1, 1000)

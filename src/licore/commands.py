@@ -151,6 +151,15 @@ class DownloadCopy:
 
 
 @attrs.frozen
+class FollowChannel:
+    """Extension (docs/api.md, "Release channels"): the release channel the person follows
+    for a product they hold: `beta` opts in to beta builds, `stable` opts out."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    channel: str = attrs.field(validator=bounds.CHANNEL)
+
+
+@attrs.frozen
 class ClaimPurchase:
     """Extension (docs/platform.md): "I bought this" for one product. The platform is asked
     whether the person owns the product's purchase pass."""
@@ -184,6 +193,17 @@ class UploadVersion:
 
 @attrs.frozen
 class PublishVersion:
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    version_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    # Extension (docs/api.md, "Release channels"): `stable`, the default, makes it the
+    # live version; `beta` makes it the beta channel's build.
+    channel: str = attrs.field(default="stable", validator=bounds.CHANNEL)
+
+
+@attrs.frozen
+class WithdrawVersion:
+    """Extension (docs/api.md): the build is offered and downloadable no more."""
+
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     version_id: str = attrs.field(validator=bounds.IDENTIFIER)
 
@@ -269,6 +289,9 @@ class AskVersion:
     product_id: str = attrs.field(validator=bounds.RUNTIME_TEXT)
     key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
     current: str | None = attrs.field(default=None, validator=bounds.RUNTIME_TEXT)
+    # Extension (docs/runtime.md, "Release channels"): None, as the specification's
+    # callers send, is stable.
+    channel: str | None = attrs.field(default=None, validator=bounds.CHANNEL)
 
     @property
     def caller(self) -> Caller:
@@ -287,6 +310,7 @@ class Update:
     # The form of the nodes (docs/instances.md): "tagged", the default, or "compact".
     nodes: str = attrs.field(default="tagged",
                              validator=attrs.validators.in_(("tagged", "compact")))
+    channel: str | None = attrs.field(default=None, validator=bounds.CHANNEL)  # as /version's
 
     @property
     def caller(self) -> Caller:

@@ -34,6 +34,7 @@ class Topic(enum.Enum):
     LICENSE_TIER_CHANGED = "license.tier_changed"
     LICENSE_REKEYED = "license.rekeyed"
     VERSION_PUBLISHED = "version.published"
+    VERSION_WITHDRAWN = "version.withdrawn"  # release channels (docs/api.md): licore's own
     ALERT_RAISED = "alert.raised"
     PRODUCT_CHANGED = "product.changed"
 

@@ -10,6 +10,7 @@ import attrs
 from licore.device_flow import DeviceState
 from licore.licenses import LicenseState, PlacePolicy, Source
 from licore.protection import DEFAULT_RULES, ProtectionSettings
+from licore.releases import Channel
 from licore.scopes import KeyKind, Permission
 
 
@@ -128,6 +129,10 @@ class Product:
     # The seller's hub place on the platform, where buyers buy in the game (docs/selling.md);
     # the store's product page links to it.
     hub_place_id: str | None = None
+    # The beta channel's build (docs/api.md, "Release channels"): always one published after
+    # the live build, since a stable release empties it (`licore.releases`).
+    beta_version_id: str | None = None
+    beta_version: str | None = None
 
 
 @attrs.frozen
@@ -148,6 +153,9 @@ class License:
     # The sale it came from, as the seller's hub names it (a developer product's receipt
     # `PurchaseId`, a game pass, a subscription); None for a plain grant.
     purchase_id: str | None = None
+    # The release channel the holder follows for this product: their own choice, made in
+    # their library; it stays through a re-key and does not pass on a transfer.
+    channel: Channel = Channel.STABLE
 
 
 @attrs.frozen
@@ -202,6 +210,10 @@ class Version:
     blob_id: str
     published: bool
     created_at: int
+    # The channel it was last published to (meaningless while a draft), and when the seller
+    # withdrew it (None: never): a withdrawn build is offered and downloadable no more.
+    channel: Channel = Channel.STABLE
+    withdrawn_at: int | None = None
 
 
 @attrs.frozen

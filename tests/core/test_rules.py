@@ -11,7 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters_http.decoding import structure
-from licore import api_keys, device_flow, licenses, products, scopes, tokens, transitions
+from licore import (
+    api_keys,
+    device_flow,
+    licenses,
+    products,
+    releases,
+    scopes,
+    tokens,
+    transitions,
+)
 from licore.commands import CreateProduct
 from licore.errors import InvalidRequest, InvalidScope, LicoreError, NotFound
 from licore.transitions import Event
@@ -24,6 +33,7 @@ from licore.transitions import Event
     (api_keys.API_KEYS, api_keys.KeyState, api_keys.KeyEvent, None),
     (products.VISIBILITY, products.Visibility, products.VisibilityEvent,
      products.Visibility.NONE),
+    (releases.RELEASES, releases.Release, releases.ReleaseEvent, None),
 ])
 def test_every_table_answers_every_state_and_event(
         table: Mapping[tuple[Enum, Event], object], states: type[Enum],

@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-from licore import api_keys, device_flow, licenses, products, transitions
+from licore import api_keys, device_flow, licenses, products, releases, transitions
 from licore.transitions import Event
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "state-machines.md"
@@ -212,6 +212,14 @@ def document() -> str:
         "tells of it. A transfer is two rows: the giver's record (\"From this holder\") "
         "and the taker's (\"To this person\"), both in one transaction.\n\n")
     out.append(transitions.markdown(licenses.LIFECYCLE, licenses.Standing.NONE))
+    out.append(
+        "\n## Releases (licore's own rows)\n\n"
+        "A version's release channels and its withdrawal (`RELEASES` in "
+        "`src/licore/releases.py`; what they mean for sellers and buyers is in docs/api.md, "
+        "\"Release channels\"). Publishing to stable is the specification's publishing: the "
+        "version goes live. A version's state is read from its record: draft until "
+        "published, then the channel it was last published to, withdrawn once withdrawn.\n\n")
+    out.append(transitions.markdown(releases.RELEASES))
     return "".join(out)
 
 

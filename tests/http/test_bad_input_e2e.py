@@ -56,6 +56,12 @@ ENDPOINTS: list[tuple[str, bool, dict[str, Any], str, tuple[str, Any], tuple[str
      "product_id", ("verify_scripts", "yes"), ("placeholder", "ab")),
     ("/v1/packages/settings", True, {"product_id": "PRODUCT", "protection": {"rules": []}},
      "product_id", ("protection", {"rules": {}}), ("protection", {"rules": [{"preset": "x"}]})),
+    # release channels (docs/api.md)
+    ("/v1/packages/publish", True, {"product_id": "PRODUCT", "version_id": "v",
+                                    "channel": "beta"}, "version_id",
+     ("channel", 1), ("channel", "nightly")),
+    ("/v1/packages/withdraw", True, {"product_id": "PRODUCT", "version_id": "v"},
+     "version_id", ("version_id", 5), ("product_id", "p" * 201)),
     ("/auth/device/code", False, {"client_id": "CLIENT", "scope": "library:read"}, "scope",
      ("scope", ["library:read"]), ("client_id", "c" * 2001)),
     ("/auth/device/token", False, {"device_code": "abc"}, "device_code",

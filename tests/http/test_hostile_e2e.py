@@ -53,6 +53,8 @@ ENDPOINTS: list[tuple[str, bool, dict[str, Any], str]] = [
     ("/v1/licenses/pause", True, {"product_id": "PRODUCT", "user": "55"}, "user"),
     ("/v1/licenses/resume", True, {"product_id": "PRODUCT", "user": "55"}, "product_id"),
     ("/v1/packages/publish", True, {"product_id": "PRODUCT", "version_id": "v"}, "version_id"),
+    ("/v1/packages/withdraw", True, {"product_id": "PRODUCT", "version_id": "v"},
+     "version_id"),
     ("/v1/packages/settings", True, {"product_id": "PRODUCT", "placeholder": "x"},
      "placeholder"),
     ("/auth/device/code", False, {"client_id": "CLIENT", "scope": "library:read"}, "scope"),

@@ -130,6 +130,29 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     assert got.status_code == 200, got.text
     go("GET", "/v1/library/download", httpx.get(f"{u}/library/download", headers=auth(dl),
                                                 params={"product_id": "prd_none"}))
+    # Release channels (docs/api.md): a beta build, a buyer following beta, a withdrawal.
+    beta = go("POST", "/v1/packages/versions", httpx.post(
+        f"{u}/packages/versions", headers=pkh, params={"product_id": pid, "version": "3b"},
+        content=model)).json()["version"]
+    go("POST", "/v1/packages/publish", httpx.post(
+        f"{u}/packages/publish", headers=pkh,
+        json={"product_id": pid, "version_id": beta["id"], "channel": "beta"}))
+    for channel in ("beta", "nightly"):
+        go("POST", "/v1/library/channel", httpx.post(
+            f"{u}/library/channel", headers=auth(dl),
+            json={"product_id": pid, "channel": channel}))
+    go("POST", "/v1/library/channel", httpx.post(
+        f"{u}/library/channel", headers=auth(dl), json={"product_id": "prd_none",
+                                                        "channel": "beta"}))
+    go("GET", "/v1/library", httpx.get(f"{u}/library", headers=auth(dl),
+                                       params={"product_id": pid, "versions": "1"}))
+    go("GET", "/v1/library", httpx.get(f"{u}/library", headers=auth(dl)))
+    for version_id in (beta["id"], "ver_x"):
+        go("POST", "/v1/packages/withdraw", httpx.post(
+            f"{u}/packages/withdraw", headers=pkh,
+            json={"product_id": pid, "version_id": version_id}))
+    go("GET", "/v1/packages/versions", httpx.get(f"{u}/packages/versions", headers=pkh,
+                                                 params={"product_id": pid}))
     go("POST", "/v1/licenses", httpx.post(f"{u}/licenses", headers=h,
                                           json={"product_id": pid, "user": "77"}))
     lk = license_key(server, pid, "77")

@@ -163,6 +163,21 @@ def test_version_is_fetched_once(sdk: LuauSdk) -> None:
     assert len(server.requests) == 1
 
 
+def test_a_client_on_the_beta_channel_names_it_and_one_without_names_none(
+        sdk: LuauSdk) -> None:
+    server = FakeRuntime()
+    beta = sdk.client(server, license_key=KEY, nonces=[NONCE_A], now=NOW, channel="beta")
+    assert method(beta, "latestVersion", "1.0")[1] is None
+    assert method(beta, "update", "1.0")[1] is None
+    plain = sdk.client(server, license_key=KEY, nonces=[NONCE_B], now=NOW)
+    assert method(plain, "latestVersion")[1] is None
+    assert method(plain, "update", "1.0")[1] is None
+    assert [(path, body.get("channel")) for path, body in server.requests] == [
+        ("/version", "beta"), ("/update", "beta"), ("/version", None), ("/update", None)]
+    # The specification's body, exactly, when no channel is configured.
+    assert set(server.requests[2][1]) == {"user_id", "product_id", "key"}
+
+
 def test_http_failure_is_retried_with_growing_backoff(sdk: LuauSdk) -> None:
     server = FakeRuntime()
     failures = [0]

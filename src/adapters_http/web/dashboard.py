@@ -35,6 +35,7 @@ from licore.commands import (
     RoleName,
     UploadVersion,
     WebhookTarget,
+    WithdrawVersion,
 )
 from licore.errors import InvalidRequest
 from licore.events import TOPICS
@@ -241,8 +242,21 @@ IMAGE_MOVES = {"earlier": -1, "later": 1}
 async def publish(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
     product_id = ctx.param("product_id")
-    done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id")))
-    session.flash(ctx.request, f"Version {done.version.label} is live.")
+    channel = ctx.field("channel") or "stable"
+    done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id"),
+                                                    channel))
+    session.flash(ctx.request, f"Version {done.version.label} is live." if channel == "stable"
+                  else f"Version {done.version.label} is the beta build.")
+    return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
+
+
+async def withdraw(board: Dashboard, ctx: Ctx) -> Response:
+    here = await seat(board, ctx)
+    product_id = ctx.param("product_id")
+    done = await board.withdraw(here, WithdrawVersion(product_id, ctx.field("version_id")))
+    live = done.product.current_version
+    session.flash(ctx.request, f"Version {done.version.label} withdrawn. "
+                  + (f"Live version: {live}." if live else "No version is live now."))
     return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
 
 
@@ -474,6 +488,7 @@ PAGES = [
     DashboardPage("POST", PRODUCT + "/publish", publish),
     DashboardPage("POST", PRODUCT + "/images", add_image, upload_limit=IMAGE_FORM_LIMIT),
     DashboardPage("POST", PRODUCT + "/images/{image_id}", image_action),
+    DashboardPage("POST", PRODUCT + "/withdraw", withdraw),
     DashboardPage("POST", PRODUCT + "/trace", trace, upload=True),
     DashboardPage("POST", PRODUCT + "/policy", save_policy),
     DashboardPage("POST", PRODUCT + "/licenses", license_action),

@@ -17,7 +17,7 @@ from adapters_http.web.render import page
 from adapters_http.web.routing import Ctx, page_route, redirect
 from adapters_http.wire import IMAGES_PATH
 from licore.actors import ActingPerson
-from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy
+from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy, FollowChannel
 from licore.errors import InvalidRequest
 from licore.license_commands import TakeTrial
 from licore.services.settings import Settings
@@ -42,6 +42,15 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
         version_id = ctx.request.query_params.get("version_id") or None
         return file_response(await people.download(
             ctx.account, DownloadCopy(ctx.param("product_id"), version_id)))
+
+    async def channel(ctx: Ctx) -> Response:
+        """The beta opt-in of one product: `beta` to get beta builds, `stable` to leave."""
+        held = await people.follow(ctx.account, FollowChannel(ctx.param("product_id"),
+                                                              ctx.field("channel")))
+        session.flash(ctx.request, "You get beta builds of this product now." if
+                      held.channel.value == "beta" else
+                      "You are back on stable builds of this product.")
+        return redirect(ctx.request, "/library")
 
     async def apps(ctx: Ctx) -> Response:
         connected = await people.own_apps(ctx.account)
@@ -114,6 +123,7 @@ def routes(uc: UseCases, settings: Settings) -> list[Route]:
     return [
         page_route(sessions, "/library", library),
         page_route(sessions, "/library/{product_id}/download", download),
+        page_route(sessions, "/library/{product_id}/channel", channel, method="POST"),
         page_route(sessions, "/apps", apps),
         page_route(sessions, "/apps/{key_id}/revoke", revoke_app, method="POST"),
         page_route(sessions, "/store", store, signed_in=False),

@@ -11,6 +11,7 @@ from licore.licenses import DAY, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
+from licore.releases import Channel
 from licore.storage_ports import Notice
 
 
@@ -71,15 +72,31 @@ class MemoryVersions(Repository):
     async def by_id(self, version_id: str) -> Version | None:
         return self.t.versions.get(version_id)
 
-    async def mark_published(self, version_id: str) -> None:
+    async def mark_published(self, version_id: str, channel: Channel) -> None:
         version = self.t.versions.get(version_id)
         if version is not None:
-            self.t.versions[version_id] = attrs.evolve(version, published=True)
+            self.t.versions[version_id] = attrs.evolve(version, published=True,
+                                                       channel=channel)
+
+    async def withdraw(self, version_id: str, at: int) -> bool:
+        version = self.t.versions.get(version_id)
+        if version is None or version.withdrawn_at is not None:
+            return False
+        self.t.versions[version_id] = attrs.evolve(version, withdrawn_at=at)
+        return True
+
+    async def newest_stable(self, product_id: str) -> Version | None:
+        stable = [v for v in self.t.versions.values() if v.product_id == product_id
+                  and v.published and v.channel is Channel.STABLE and v.withdrawn_at is None]
+        return max(stable, key=lambda v: (v.created_at, v.id), default=None)
 
     async def of_product(self, product_id: str, published_only: bool, limit: int | None,
-                         cursor: str | None) -> Page[Version]:
-        mine = (v for v in self.t.versions.values() if v.product_id == product_id
-                and (v.published or not published_only))
+                         cursor: str | None, with_beta: bool = True) -> Page[Version]:
+        def shown(v: Version) -> bool:
+            return not published_only or (v.published and v.withdrawn_at is None and (
+                with_beta or v.channel is Channel.STABLE))
+
+        mine = (v for v in self.t.versions.values() if v.product_id == product_id and shown(v))
         return page(mine, lambda v: v.id, limit, cursor)
 
     async def data(self, version: Version) -> bytes:
@@ -114,11 +131,11 @@ class MemoryPreparedCopies(Repository):
             self.t.copy_nodes[(version_id, license_id, compact)] = (key_generation,
                                                                     bytes(nodes))
 
-    async def drop(self, *, license_id: str | None = None,
-                   product_id: str | None = None) -> None:
-        def dropped(version_id: str, of_license: str) -> bool:
-            version = self.t.versions.get(version_id)
-            return of_license == license_id or (
+    async def drop(self, *, license_id: str | None = None, product_id: str | None = None,
+                   version_id: str | None = None) -> None:
+        def dropped(of_version: str, of_license: str) -> bool:
+            version = self.t.versions.get(of_version)
+            return of_license == license_id or of_version == version_id or (
                 product_id is not None and version is not None
                 and version.product_id == product_id)
 

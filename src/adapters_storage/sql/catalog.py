@@ -12,6 +12,7 @@ from licore.licenses import DAY, MAX_REMINDER_DAYS, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
+from licore.releases import Channel
 from licore.storage_ports import Notice
 
 
@@ -94,16 +95,30 @@ class SqlVersions(Repository):
         return await self._one(Version, f"SELECT {column_list(Version)} FROM versions "
                                "WHERE id = ?", [version_id])
 
-    async def mark_published(self, version_id: str) -> None:
-        await self.db.run("UPDATE versions SET published = ? WHERE id = ?", [True, version_id])
+    async def mark_published(self, version_id: str, channel: Channel) -> None:
+        await self.db.run("UPDATE versions SET published = ?, channel = ? WHERE id = ?",
+                          [True, channel.value, version_id])
+
+    async def withdraw(self, version_id: str, at: int) -> bool:
+        # PostgreSQL makes a concurrent second withdraw wait on the row, then finds it set.
+        return await self.db.run("UPDATE versions SET withdrawn_at = ? WHERE id = ? "
+                                 "AND withdrawn_at IS NULL", [at, version_id]) == 1
+
+    async def newest_stable(self, product_id: str) -> Version | None:
+        return await self._one(
+            Version, f"SELECT {column_list(Version)} FROM versions WHERE product_id = ? "
+            "AND published = ? AND channel = 'stable' AND withdrawn_at IS NULL "
+            "ORDER BY created_at DESC, id DESC LIMIT 1", [product_id, True])
 
     async def of_product(self, product_id: str, published_only: bool, limit: int | None,
-                         cursor: str | None) -> Page[Version]:
+                         cursor: str | None, with_beta: bool = True) -> Page[Version]:
         sql = f"SELECT {column_list(Version)} FROM versions WHERE product_id = ?"
         params: list[Any] = [product_id]
         if published_only:
-            sql += " AND published = ?"
+            sql += " AND published = ? AND withdrawn_at IS NULL"
             params.append(True)
+            if not with_beta:
+                sql += " AND channel = 'stable'"
         return await self._page(partial(from_row, Version), sql, params, limit, cursor)
 
     async def data(self, version: Version) -> bytes:
@@ -155,8 +170,10 @@ class SqlPreparedCopies(Repository):
             "AND license_id = ? AND key_generation = ? AND data = ?",
             [nodes, version_id, license_id, key_generation, copy])
 
-    async def drop(self, *, license_id: str | None = None,
-                   product_id: str | None = None) -> None:
+    async def drop(self, *, license_id: str | None = None, product_id: str | None = None,
+                   version_id: str | None = None) -> None:
+        if version_id is not None:
+            await self.db.run("DELETE FROM prepared_copies WHERE version_id = ?", [version_id])
         if license_id is not None:
             await self.db.run("DELETE FROM prepared_copies WHERE license_id = ?", [license_id])
         if product_id is not None:

@@ -47,7 +47,14 @@ def product_data(p: Product, changed: Sequence[str]) -> dict[str, Any]:
 
 def version_data(p: Product, v: Version) -> dict[str, Any]:
     return {"product_id": p.id, "version_id": v.id, "label": v.label, "format": v.format,
-            "size_bytes": v.size_bytes, "sha256": v.sha256}
+            "size_bytes": v.size_bytes, "sha256": v.sha256, "channel": v.channel.value}
+
+
+def withdrawn_data(before: Product, after: Product, v: Version) -> dict[str, Any]:
+    """A withdrawn version, whether it was live or the beta build, and what is now."""
+    return {**version_data(after, v), "was_live": before.current_version_id == v.id,
+            "was_beta": before.beta_version_id == v.id,
+            "current_version": after.current_version, "beta_version": after.beta_version}
 
 
 def alert_data(a: Alert) -> dict[str, Any]:

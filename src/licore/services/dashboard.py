@@ -27,6 +27,7 @@ from licore.commands import (
     RoleName,
     UploadVersion,
     WebhookTarget,
+    WithdrawVersion,
 )
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
@@ -299,6 +300,9 @@ class Dashboard:
             raise NotFound("the product has no such image")
         await self.images.order(studio, OrderImages(target.product_id,
                                                     moved(now, target.id, step)))
+    async def withdraw(self, seat: Seat, command: WithdrawVersion) -> ProductVersion:
+        """Withdraw a published version, as `POST /packages/withdraw`."""
+        return await self.packages.withdraw(seat.require(Permission.MANAGE_PRODUCTS), command)
 
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""

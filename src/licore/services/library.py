@@ -8,12 +8,14 @@ import json
 import attrs
 
 from licore import licenses as lic
+from licore import releases
 from licore.actors import ActingPerson
 from licore.builds.nodes import to_nodes
-from licore.commands import DownloadCopy, ListLibrary, ListLibraryVersions
+from licore.commands import DownloadCopy, FollowChannel, ListLibrary, ListLibraryVersions
 from licore.errors import NotFound
 from licore.model import License, Page, Product, Version
 from licore.ports import Clock, KeyVault, LibraryEntry, ModelCodec, Offload
+from licore.releases import Channel
 from licore.services.builds import Copies, Download
 from licore.storage_ports import Storage, UnitOfWork
 from licore.usage import Happened, hour_of
@@ -27,6 +29,8 @@ class VersionList:
 
     product: Product
     page: Page[Version]
+    # The channel the person follows, in a person's list (None in a studio's).
+    follows: Channel | None = None
 
 
 async def _platform_id(uow: UnitOfWork, person: ActingPerson) -> str:
@@ -45,6 +49,16 @@ async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str,
             now is not None and not lic.in_force(license, now)):
         raise NotFound("no such product in your library")
     return license
+
+
+def _missing(command: DownloadCopy, version: Version | None) -> str:
+    if not command.version_id:
+        return "the product has no live build"
+    if version is not None and version.withdrawn_at is not None:
+        return "this version was withdrawn by the seller"
+    if version is not None and version.published and version.channel is Channel.BETA:
+        return "this version is a beta build: follow the beta channel to download it"
+    return "no such version"
 
 
 @attrs.frozen
@@ -70,13 +84,27 @@ class Library:
                        command: ListLibraryVersions) -> VersionList:
         """Published versions, so a buyer can roll back without the seller."""
         async with self.storage.unit_of_work() as uow:
-            await _held(uow, person, command.product_id, self._now())
+            license = await _held(uow, person, command.product_id, self._now())
             product = await uow.products.by_id(command.product_id)
             if product is None:
                 raise NotFound("no such product in your library")
+            # Withdrawn builds are not listed; beta builds only to a person following beta.
             page = await uow.versions.of_product(command.product_id, True, command.page.limit,
-                                                 command.page.cursor)
-        return VersionList(product, page)
+                                                 command.page.cursor,
+                                                 license.channel is Channel.BETA)
+        return VersionList(product, page, license.channel)
+
+    async def follow(self, person: ActingPerson, command: FollowChannel) -> License:
+        """The release channel the person follows for a product they hold (`beta`: opted
+        in to beta builds), kept on their license."""
+        channel = Channel(command.channel)
+        async with self.storage.unit_of_work() as uow:
+            license = await _held(uow, person, command.product_id, self._now())
+            if license.channel is not channel:
+                license = attrs.evolve(license, channel=channel)
+                if not await uow.licenses.replace(license, license.state):
+                    raise NotFound("no such product in your library")
+        return license
 
     async def download(self, person: ActingPerson, command: DownloadCopy) -> Download:
         """The live build, or the named published one, as the buyer's own copy (key
@@ -87,9 +115,8 @@ class Library:
             wanted = command.version_id or (product.current_version_id if product else None)
             version = await uow.versions.by_id(wanted) if wanted else None
         if product is None or version is None or version.product_id != command.product_id \
-                or not version.published:
-            raise NotFound("no such version" if command.version_id
-                           else "the product has no live build")
+                or not releases.may_download(version, license.channel):
+            raise NotFound(_missing(command, version))
         if license.key_ciphertext is None:
             raise NotFound("no such product in your library")
         license_key = self.vault.decrypt(license.key_ciphertext, license.id)

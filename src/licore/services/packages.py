@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 import attrs
 
+from licore import releases
 from licore.actors import ActingStudio
 from licore.builds.errors import ModelFormatError
 from licore.builds.prepare import check_protection, stored_scripts
@@ -18,6 +19,7 @@ from licore.commands import (
     ListPackageVersions,
     PublishVersion,
     UploadVersion,
+    WithdrawVersion,
 )
 from licore.errors import AlreadyExists, InvalidRequest, NotFound, PayloadTooLarge
 from licore.events import Topic
@@ -29,7 +31,8 @@ from licore.protection import (
     Protector,
     parse_protection_settings,
 )
-from licore.services.announce import Announcer, product_data, version_data
+from licore.releases import Channel, ReleaseEffect, ReleaseEvent
+from licore.services.announce import Announcer, product_data, version_data, withdrawn_data
 from licore.services.ids import Ids
 from licore.services.library import VersionList
 from licore.services.products import own_product
@@ -67,6 +70,13 @@ def _problems_text(problems: list[ProtectionProblem]) -> str:
                       for p in problems[:5])
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return shown + more
+
+
+async def _version_of(uow: UnitOfWork, product_id: str, version_id: str) -> Version:
+    version = await uow.versions.by_id(version_id)
+    if version is None or version.product_id != product_id:
+        raise NotFound("no such version")
+    return version
 
 
 async def _live_data(uow: UnitOfWork, product: Product) -> tuple[Version, bytes] | None:
@@ -155,23 +165,74 @@ class Packages:
         every script in it."""
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
-            version = await uow.versions.by_id(command.version_id)
-            if version is None or version.product_id != command.product_id:
-                raise NotFound("no such version")
+            version = await _version_of(uow, command.product_id, command.version_id)
+            # Refused before the rules are tried on it (a withdrawn build, stable to beta).
+            releases.transition(version, releases.publish_event(Channel(command.channel)))
             data = await uow.versions.data(version)
         await self._check_rules(data, product.protection, f"version {version.label}")
+        channel = Channel(command.channel)
         async with self.storage.unit_of_work() as uow:
             current = await own_product(uow, studio, command.product_id)
             if current.protection != product.protection:
                 raise InvalidRequest("the protection rules changed while publishing; try "
                                      "again", "protection")
-            product = attrs.evolve(current, current_version_id=version.id,
-                                   current_version=version.label, updated_at=self.clock.now())
+            version = await _version_of(uow, command.product_id, command.version_id)
+            go = releases.transition(version, releases.publish_event(channel))
+            product = current
+            for effect in go.effects:
+                match effect:
+                    case ReleaseEffect.GO_LIVE:
+                        product = releases.go_live(product, version)
+                    case ReleaseEffect.GO_BETA:
+                        product = releases.go_beta(product, version)
+                    case ReleaseEffect.TELL_PUBLISHED:
+                        version = attrs.evolve(version, published=True, channel=channel)
+                        await self.announce.event(uow, studio.studio_id,
+                                                  Topic.VERSION_PUBLISHED,
+                                                  version_data(product, version))
+                    case ReleaseEffect.FALL_BACK | ReleaseEffect.TELL_WITHDRAWN:
+                        raise AssertionError(effect)  # rows of withdrawing only
+                    case _:
+                        assert_never(effect)
+            product = attrs.evolve(product, updated_at=self.clock.now())
             await uow.products.save(product)
-            await uow.versions.mark_published(version.id)
-            await self.announce.event(uow, studio.studio_id, Topic.VERSION_PUBLISHED,
-                                      version_data(product, version))
-        return ProductVersion(product, attrs.evolve(version, published=True))
+            await uow.versions.mark_published(version.id, channel)
+        return ProductVersion(product, version)
+
+    async def withdraw(self, studio: ActingStudio, command: WithdrawVersion) -> ProductVersion:
+        """The build is offered and downloadable no more; if it was live, the newest
+        stable version left goes live (`licore.releases`)."""
+        async with self.storage.unit_of_work() as uow:
+            product = await own_product(uow, studio, command.product_id)
+            version = await _version_of(uow, command.product_id, command.version_id)
+            go = releases.transition(version, ReleaseEvent.WITHDRAW)
+            if not go.effects:
+                return ProductVersion(product, version)  # withdrawn before: nothing to do
+            now = self.clock.now()
+            if not await uow.versions.withdraw(version.id, now):
+                return ProductVersion(product, version)  # a concurrent withdraw came first
+            version = attrs.evolve(version, withdrawn_at=now)
+            # Copies of a build nobody may download again are dead weight.
+            await uow.copies.drop(version_id=version.id)
+            was = product
+            for effect in go.effects:
+                match effect:
+                    case ReleaseEffect.FALL_BACK:
+                        product = releases.fall_back(
+                            product, version, await uow.versions.newest_stable(product.id))
+                        if product != was:
+                            product = attrs.evolve(product, updated_at=now)
+                            await uow.products.save(product)
+                    case ReleaseEffect.TELL_WITHDRAWN:
+                        await self.announce.event(uow, studio.studio_id,
+                                                  Topic.VERSION_WITHDRAWN,
+                                                  withdrawn_data(was, product, version))
+                    case (ReleaseEffect.GO_LIVE | ReleaseEffect.GO_BETA
+                          | ReleaseEffect.TELL_PUBLISHED):
+                        raise AssertionError(effect)  # rows of publishing only
+                    case _:
+                        assert_never(effect)
+        return ProductVersion(product, version)
 
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:
         """Placeholder, "Verify scripts", unlock data and protection rules; new rules are

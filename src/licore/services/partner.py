@@ -191,6 +191,12 @@ UPLOAD = Operation[c.UploadVersion, ProductVersion](
     "packages:write", lambda p, who, cmd: p.packages.upload(who.studio, cmd))
 PUBLISH = Operation[c.PublishVersion, ProductVersion](
     "packages:write", lambda p, who, cmd: p.packages.publish(who.studio, cmd))
+WITHDRAW = Operation[c.WithdrawVersion, ProductVersion](
+    "packages:write", lambda p, who, cmd: p.packages.withdraw(who.studio, cmd))
+# Following a release channel is the person's own library choice, made with the read scope
+# as claims and trials are (docs/api.md, "Release channels").
+FOLLOW_CHANNEL = Operation[c.FollowChannel, License](
+    "library:read", lambda p, who, cmd: p.library.follow(who.person, cmd))
 SETTINGS = Operation[c.ChangeSettings, Product](
     "packages:write", lambda p, who, cmd: p.packages.change_settings(who.studio, cmd))
 

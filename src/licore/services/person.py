@@ -5,10 +5,16 @@ from __future__ import annotations
 import attrs
 
 from licore.actors import ActingPerson
-from licore.commands import BrowseStore, DownloadCopy, ListLibrary, ListLibraryVersions
+from licore.commands import (
+    BrowseStore,
+    DownloadCopy,
+    FollowChannel,
+    ListLibrary,
+    ListLibraryVersions,
+)
 from licore.errors import InvalidRequest, NotFound
 from licore.licenses import in_force
-from licore.model import Account, Product, Version
+from licore.model import Account, License, Product, Version
 from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
 from licore.products import browse
 from licore.services.announce import Announcer
@@ -124,7 +130,8 @@ class People:
             if product is None or not product.discoverable:
                 raise NotFound("no such product in the store")
             studio = await uow.studios.by_id(product.studio_id)
-            published = await uow.versions.of_product(product.id, True, None, None)
+            # Stable releases only: a beta build is for the buyers who opted in to it.
+            published = await uow.versions.of_product(product.id, True, None, None, False)
             held = (await uow.licenses.for_user(product.id, visitor.platform_id)
                     if visitor is not None else None)
         newest = tuple(reversed(published.items))[:STORE_VERSIONS]
@@ -135,3 +142,8 @@ class People:
         """The person's own copy of a product they hold: the library's download, acting for
         the person as an app holding their library key would."""
         return await self.library.download(ActingPerson(person.id), command)
+
+    async def follow(self, person: Account, command: FollowChannel) -> License:
+        """The release channel the person follows for a product they hold, as
+        `POST /library/channel` (docs/api.md, "Release channels")."""
+        return await self.library.follow(ActingPerson(person.id), command)

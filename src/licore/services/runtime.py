@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from licore import releases
 from licore import runtime as rt
 from licore.builds.nodes import nodes_json
 from licore.builds.template import NodesTemplate, TemplateUnusable, make_template
@@ -22,6 +23,7 @@ from licore.errors import RateLimited
 from licore.events import Topic
 from licore.model import Alert, License, Product, UnlockData, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload, SingleFlight, run_alone
+from licore.releases import Channel
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal, sealed_code_key
 from licore.services.announce import Announcer, alert_data
@@ -30,6 +32,22 @@ from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 from licore.storage_ports import Storage, UnitOfWork
 from licore.usage import Call, Endpoint, Outcome, hour_of
+
+
+def _channel(asked: str | None) -> Channel | None:
+    return None if asked is None else Channel(asked)
+
+
+def _verified_versions(product: Product | None, mine: License | None) -> list[str]:
+    """The builds /verify-source compares with: the live one, and the beta build for a
+    holder following beta (who runs it: comparing only with live would call their copy
+    stolen)."""
+    if product is None:
+        return []
+    offers = [product.current_version_id]
+    if mine is not None and mine.channel is Channel.BETA:
+        offers.append(product.beta_version_id)
+    return [v for v in offers if v is not None]
 
 
 @attrs.frozen
@@ -183,25 +201,27 @@ class Runtime:
         product = judged.facts.product
         if not judged.ok or product is None:
             return None
-        return LatestVersion(product.current_version or "",
-                             rt.wants_update(product.current_version, command.current),
-                             product.current_version_id or "")
+        offer = releases.offered(product, judged.facts.license, _channel(command.channel))
+        return LatestVersion(offer.label or "", rt.wants_update(offer.label, command.current),
+                             offer.version_id or "")
 
     async def update(self, command: Update, ip: str) -> Updated | None:
         """POST /update: the buyer's protected copy of the live build as Instance nodes,
         sealed; `update` false (and no instances) when the caller holds the live version."""
         judged = await self._judge(command.caller, ip, Endpoint.UPDATE, command.nonce)
         lic, product = judged.facts.license, judged.facts.product
-        if not judged.ok or lic is None or product is None or (
-                product.current_version_id is None):
+        if not judged.ok or lic is None or product is None:
             return None
-        label = product.current_version or ""
-        wanted = rt.wants_update(product.current_version, command.current)
+        offer = releases.offered(product, lic, _channel(command.channel))
+        if offer.version_id is None:
+            return None
+        label = offer.label or ""
+        wanted = rt.wants_update(offer.label, command.current)
         instances = b"[]"
         if wanted:
             async with self.storage.unit_of_work() as uow:
-                version = await uow.versions.by_id(product.current_version_id)
-            if version is None:
+                version = await uow.versions.by_id(offer.version_id)
+            if version is None or version.withdrawn_at is not None:  # withdrawn meanwhile
                 return None
             instances = await self._nodes_json(lic, product, version, command.key,
                                                command.nodes == "compact")
@@ -292,9 +312,9 @@ class Runtime:
             blacklisted = bool(product) and await uow.blacklist.contains(
                 product.studio_id if product else "", caller.user_id)
             stored: tuple[bytes, ...] = ()
-            if product is not None and product.current_version_id is not None:
-                scripts = await uow.versions.scripts(product.current_version_id, name)
-                stored = tuple(sc.source for sc in scripts)
+            for version_id in _verified_versions(product, mine):
+                scripts = await uow.versions.scripts(version_id, name)
+                stored += tuple(sc.source for sc in scripts)
         facts = rt.SourceFacts(product, key_facts.license, mine, blacklisted, stored)
         verdict = rt.verify_source(caller, name,
                                    command.source.encode("utf-8", "surrogatepass"), facts,
