@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from licore.audit import AuditEntry, AuditFilter
 from licore.device_flow import DeviceState
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.lanes import STUDIO_SLOTS, Breaker
@@ -378,6 +379,20 @@ class RequestRecords(Protocol):
     def idempotency(self) -> IdempotencyKeys: ...
 
 
+class AuditLog(Protocol):
+    """The audit trail (docs/audit.md): written in the unit of work of the change it tells."""
+
+    async def add(self, entry: AuditEntry) -> None: ...
+    async def of_studio(self, studio_id: str, where: AuditFilter, limit: int,
+                        cursor: str | None) -> Page[AuditEntry]:
+        """The studio's entries that `where` lets through, newest first, `limit` of them
+        older than the entry `cursor` names."""
+        ...
+    async def sweep(self, before: int) -> int:
+        """Delete entries made before `before`; how many went."""
+        ...
+
+
 class UnitOfWork(RequestRecords, Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
@@ -407,6 +422,8 @@ class UnitOfWork(RequestRecords, Protocol):
     def outbox(self) -> Outbox: ...
     @property
     def hooks(self) -> Hooks: ...
+    @property
+    def audit(self) -> AuditLog: ...
 
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters_storage.probe import problem
+from licore.audit import Actor, ActorKind, acting
 from licore.errors import LicoreError
 from licore.model import Account, Client
 from licore.scopes import Permission
@@ -51,8 +52,21 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
     return asyncio.run(run())
 
 
+def _operator() -> Actor:
+    """Who the audit trail names for a verb: the operator, by their login name."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a bare container)
+        name = "operator"
+    return Actor(ActorKind.OPERATOR, name)
+
+
 def _with_use_cases(action: Callable[[UseCases], Awaitable[Any]]) -> Any:
-    return _with_deps(lambda deps: action(UseCases.of(deps)))
+    async def as_operator(deps: Deps) -> Any:
+        with acting(_operator()):
+            return await action(UseCases.of(deps))
+
+    return _with_deps(as_operator)
 
 
 def _read_password(args: argparse.Namespace) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from adapters_storage.memory.abuse import MemoryAlerts, MemoryBlacklist
+from adapters_storage.memory.audit import MemoryAuditLog
 from adapters_storage.memory.catalog import (
     MemoryLicenses,
     MemoryPreparedCopies,
@@ -55,6 +56,7 @@ class MemoryUnitOfWork:
         self.outbox = MemoryOutbox(tables)
         self.hooks = MemoryHooks(tables)
         self.idempotency = MemoryIdempotencyKeys(tables)
+        self.audit = MemoryAuditLog(tables)
 
 
 class MemoryStorage:

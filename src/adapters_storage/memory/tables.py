@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from licore.audit import AuditEntry
 from licore.events import ChatRole, Message, WebhookEndpoint
 from licore.lanes import Breaker
 from licore.model import (
@@ -74,6 +75,7 @@ class Tables:
     chat_links: dict[str, str] = attrs.Factory(dict)
     # (owner, key) -> the record
     idempotency: dict[tuple[str, str], IdempotencyRecord] = attrs.Factory(dict)
+    audit: dict[str, AuditEntry] = attrs.Factory(dict)  # id -> entry (docs/audit.md)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

@@ -4,6 +4,7 @@ transaction, which the storage adapter begins, commits or rolls back."""
 from __future__ import annotations
 
 from adapters_storage.sql.abuse import SqlAlerts, SqlBlacklist
+from adapters_storage.sql.audit import SqlAuditLog
 from adapters_storage.sql.catalog import (
     SqlLicenses,
     SqlPreparedCopies,
@@ -45,3 +46,4 @@ class SqlUnitOfWork:
         self.outbox = SqlOutbox(db, dialect)
         self.hooks = SqlHooks(db)
         self.idempotency = SqlIdempotencyKeys(db)
+        self.audit = SqlAuditLog(db)

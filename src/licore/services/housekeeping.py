@@ -12,6 +12,7 @@ SWEEP_EVERY = 300  # seconds; a nonce is remembered for 600
 # Counters outlive their window by a margin: the longest window in use is the web sign-in
 # limit's 15 minutes; a day covers it and anything a future limit is likely to need.
 COUNTER_RETENTION = 24 * 3600
+DAY = 86400
 
 
 @attrs.frozen
@@ -19,6 +20,7 @@ class Housekeeping:
     storage: Storage
     clock: Clock
     every: int = SWEEP_EVERY  # seconds between sweeps
+    audit_retention_days: int = 0  # the audit trail's entries kept this long; 0: always
 
     async def open(self) -> None:
         """Connect now, before serving: the first requests of a fresh worker must not race
@@ -34,10 +36,14 @@ class Housekeeping:
 
     async def sweep(self) -> int:
         """Forget used nonces that can no longer be replayed (their payloads have expired),
-        counters of windows long past and idempotency keys past their 24 hours. Safe to run
-        from every server process at once."""
+        counters of windows long past, idempotency keys past their 24 hours and audit
+        entries past the operator's retention. Safe to run from every server process at
+        once."""
         now = self.clock.now()
         async with self.storage.unit_of_work() as uow:
-            return (await uow.runtime.sweep_nonces(now)
-                    + await uow.counters.sweep(now - COUNTER_RETENTION)
-                    + await uow.idempotency.sweep(now))
+            swept = (await uow.runtime.sweep_nonces(now)
+                     + await uow.counters.sweep(now - COUNTER_RETENTION)
+                     + await uow.idempotency.sweep(now))
+            if self.audit_retention_days:
+                swept += await uow.audit.sweep(now - self.audit_retention_days * DAY)
+            return swept

@@ -21,5 +21,6 @@ class Settings:
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
     claim_rate_limit: int = 10  # "I bought this" presses, a person, a minute
+    audit_retention_days: int = 365  # the audit trail's entries are kept this long; 0: always
     # retries of outgoing messages (docs/events.md)
     outbox: Schedule = attrs.field(factory=Schedule)
