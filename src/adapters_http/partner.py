@@ -27,6 +27,7 @@ from adapters_http.responses import JSONResponse, file_response
 from licore import commands as c
 from licore import license_commands as lc
 from licore import scopes as sc
+from licore.audit import AuditEntry
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
 from licore.model import KeptAnswer, License, Page
@@ -161,6 +162,11 @@ def roles_answer(command: c.ChatRolesOf | c.SetChatRoles, roles: Any) -> Answer:
     return shown if isinstance(command, c.ChatRolesOf) else {"ok": True, **shown}
 
 
+def audit_answer(command: c.ListAudit, found: Page[AuditEntry]) -> Answer:
+    """Always a page, with `next_cursor`: the trail answers 100 entries without `limit`."""
+    return wire.listing("entries", found, wire.audit_entry, command.page.limit or 0)
+
+
 def deliveries(path: str, kind: MessageKind, name: str,
                doc: Doc) -> Endpoint[c.ListDeliveries, Any]:
     return Endpoint("GET", path, op.deliveries(kind), query(c.ListDeliveries),
@@ -237,6 +243,7 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.SET_CHAT_ROLES),
     deliveries("/chat-roles/hand-outs", MessageKind.CHAT_ROLE, "hand_outs",
                d.LIST_CHAT_ROLE_HAND_OUTS),
+    Endpoint("GET", "/audit", op.AUDIT, query(c.ListAudit), audit_answer, doc=d.LIST_AUDIT),
     # licore's license shapes (docs/licenses.md)
     Endpoint("POST", "/licenses/transfer", op.TRANSFER, body(lc.TransferLicense),
              lambda _, moved: wire.transferred(moved.value, moved.now),

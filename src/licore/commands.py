@@ -412,9 +412,6 @@ class SetChatRoles:
 
 # The audit trail (docs/audit.md, an extension) --------------------------------------------
 
-_MOMENT = bounds.WholeNumber(0, 253_402_300_799)  # unix seconds, up to the year 9999
-
-
 @attrs.frozen
 class ListAudit:
     """`action` an action or its family (`license`), `actor` an actor's kind, id or key id,
@@ -423,6 +420,6 @@ class ListAudit:
     action: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
     actor: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
     subject: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
-    since: int | None = attrs.field(default=None, validator=_MOMENT)
-    until: int | None = attrs.field(default=None, validator=_MOMENT)
+    since: int | None = attrs.field(default=None, validator=bounds.MOMENT)
+    until: int | None = attrs.field(default=None, validator=bounds.MOMENT)
     page: Paging = Paging()

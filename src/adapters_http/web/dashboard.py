@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from adapters_http.decoding import parse_json
 from adapters_http.web import session
+from adapters_http.web.audit_page import audit_page
 from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
 from licore import bounds
@@ -448,6 +449,7 @@ PAGES = [
     DashboardPage("POST", BASE + "/blacklist", blacklist),
     DashboardPage("POST", BASE + "/alerts/{alert_id}", alert_action),
     DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
+    DashboardPage("GET", BASE + "/audit", audit_page),
 ]
 
 
