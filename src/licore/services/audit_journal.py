@@ -24,6 +24,9 @@ class Journal:
             actor=current_actor(), request_id=REQUEST_ID.get(), action=action,
             subject_type=subject_type, subject_id=subject_id, changes=changes))
 
+    def owner_is(self, product_id: str, studio_id: str) -> None:
+        self._studios[product_id] = studio_id
+
     async def of_product(self, product_id: str, action: str, subject_type: str,
                          subject_id: str, changes: tuple[Change, ...] = ()) -> None:
         """An entry of the studio that owns the product."""

@@ -87,6 +87,14 @@ class AuditedLicenses(_Layer):
 class AuditedProducts(_Layer):
     inner: Products
 
+    async def by_id(self, product_id: str) -> Product | None:
+        # Nearly every change reads its product first: the studio an entry of its licenses
+        # and versions belongs to is known without asking again (it never changes).
+        found = await self.inner.by_id(product_id)
+        if found is not None:
+            self.journal.owner_is(product_id, found.studio_id)
+        return found
+
     async def add(self, product: Product, slug_base: str) -> Product:
         stored = await self.inner.add(product, slug_base)
         await self.journal.add(stored.studio_id, "product.created", "product", stored.id,
