@@ -19,9 +19,11 @@ from licore.actors import ActingPerson, ActingStudio
 from licore.audit import REQUEST_ID, Actor, ActorKind, AuditEntry, AuditFilter, acting
 from licore.errors import AlreadyOwned
 from licore.licenses import LicenseEvent
+from licore.model import KeptAnswer
 from licore.ports import NoUser, Ownership, PlatformUser
 from licore.services import partner as op
 from licore.services.deps import Settings
+from licore.services.idempotency import Once
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
@@ -104,6 +106,27 @@ async def test_a_change_rolled_back_leaves_no_entry(storage: Storage) -> None:
                 "blacklist.added"]
             raise RuntimeError("the request failed after the change")
     assert await trail(uc, world.studio.id, action="blacklist") == []
+
+
+async def test_a_keyed_retry_replays_without_a_second_entry(storage: Storage) -> None:
+    """An Idempotency-Key retry runs nothing: the first call's entry stands alone, committed
+    with its kept answer."""
+    uc, world, _, product_id = await setup(storage)
+    command = grant(product_id, "2002")
+
+    async def read() -> Any:
+        return command
+
+    once = Once("k-1", lambda: "fingerprint",
+                lambda _: KeptAnswer(200, "application/json", b"{}"))
+    for rid in ("req-first", "req-retry"):
+        token = REQUEST_ID.set(rid)
+        try:
+            await uc.partner.call_once(op.GRANT, world.studio_key, read, _unnoted, once)
+        finally:
+            REQUEST_ID.reset(token)
+    told = await trail(uc, world.studio.id, action="license")
+    assert [e.request_id for e in told] == ["req-first"]
 
 
 async def test_revoke_and_rekey_are_named_by_what_changed(storage: Storage) -> None:
