@@ -245,3 +245,14 @@ async def test_old_entries_are_swept_after_the_retention(storage: Storage) -> No
     await call(uc, op.GRANT, world.studio_key, grant(product_id, "2003"), "r2")
     await uc.housekeeping.sweep()
     assert [e.request_id for e in await trail(uc, world.studio.id)] == ["r2"]
+
+
+async def test_a_key_is_told_as_the_app_taking_it_with_its_approver(storage: Storage) -> None:
+    uc, world, _, _ = await setup(storage)
+    key = await key_record(make_deps(storage), world.studio_key)
+    [issued] = await trail(uc, world.studio.id, action="api_key.issued")
+    assert issued.actor == Actor(ActorKind.APP, world.client.id, key.id)
+    assert (issued.subject_type, issued.subject_id) == ("api_key", key.id)
+    told = {ch.field: ch.new for ch in issued.changes}
+    assert told["account_id"] == world.owner.id and told["kind"] == "studio"
+    assert "digest" not in told
