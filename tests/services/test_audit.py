@@ -256,3 +256,11 @@ async def test_a_key_is_told_as_the_app_taking_it_with_its_approver(storage: Sto
     told = {ch.field: ch.new for ch in issued.changes}
     assert told["account_id"] == world.owner.id and told["kind"] == "studio"
     assert "digest" not in told
+
+
+async def test_a_key_revoked_by_its_holder_is_the_apps_doing(storage: Storage) -> None:
+    uc, world, _, _ = await setup(storage)
+    key = await key_record(make_deps(storage), world.studio_key)
+    await uc.keys.revoke_bearer(world.studio_key)
+    [revoked] = await trail(uc, world.studio.id, action="api_key.revoked")
+    assert revoked.actor == Actor(ActorKind.APP, world.client.id, key.id)
