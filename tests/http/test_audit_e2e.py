@@ -19,7 +19,18 @@ import pytest
 
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
-from tests.http.e2e import People, auth, cli, core, license_key, obtain_key, setup_people
+from tests.http.e2e import (
+    People,
+    auth,
+    cli,
+    core,
+    decide,
+    license_key,
+    obtain_key,
+    poll,
+    setup_people,
+    start_flow,
+)
 from tests.support.server import Server, running_server
 
 ALL = "products:read products:write licenses:read licenses:write"
@@ -180,13 +191,32 @@ def test_no_secret_made_here_appears_in_any_entry(world: World) -> None:
     granted = world.api("POST", "/licenses", json={"product_id": world.product,
                                                    "user": "8103"})
     assert granted.status_code == 200
+    # A device flow an app completes (its device code, the key it takes), and a session
+    # cookie of a person who changes something on the dashboard.
+    flow = start_flow(world.server, world.people.client_id, "licenses:read")
+    decide(world.server.database_url, world.people.owner_id, flow["user_code"], True,
+           world.people.studio_id)
+    taken = poll(world.server, flow["device_code"])
+    assert taken.status_code == 200, taken.text
+    web = _signed_in(world, f"owner{TAG}", "owner-password")
+    try:
+        cookie = web.cookies["licore_session"]
+        token = re.search(r'name="csrf" value="([^"]+)"',
+                          web.get(f"/dashboard/{world.people.studio_id}").text)
+        assert token is not None
+        r = web.post(f"/dashboard/{world.people.studio_id}/blacklist",
+                     data={"csrf": token.group(1), "platform_id": "8198"})
+        assert r.status_code == 200
+    finally:
+        web.close()
     secrets = [world.key, hook.json()["secret"], rotated.json()["secret"],
+               flow["device_code"], taken.json()["access_token"], cookie,
                license_key(world.server, world.product, "8103"),
                license_key(world.server, world.product, "8102"),
                license_key(world.server, world.product, world.timed_user),
                "owner-password", "buyer-password"]
     text = json.dumps(world.entries())
-    assert "webhook.secret_rotated" in text
+    assert "webhook.secret_rotated" in text and "api_key.issued" in text
     for secret in secrets:
         assert secret not in text
 
