@@ -388,6 +388,10 @@ class AuditLog(Protocol):
         """The studio's entries that `where` lets through, newest first, `limit` of them
         older than the entry `cursor` names."""
         ...
+    async def everywhere(self, where: AuditFilter, limit: int,
+                         cursor: str | None) -> Page[AuditEntry]:
+        """`of_studio` over every entry, any studio's or none's: the operator's view."""
+        ...
     async def sweep(self, before: int) -> int:
         """Delete entries made before `before`; how many went."""
         ...

@@ -110,3 +110,17 @@ async def test_the_sweep_forgets_entries_before_a_time(storage: Storage) -> None
     async with storage.unit_of_work() as uow:
         assert await uow.audit.sweep(1003) == 2
     assert await ids(storage) == ["aud_0004", "aud_0003"]
+
+
+async def test_everywhere_is_every_studios_and_none(storage: Storage) -> None:
+    await add(storage, entry(1), entry(2, studio="stu_2"), entry(3, studio=None),
+              entry(4, "app.registered", studio=None, subject=("app", "cli_9")))
+    async with storage.unit_of_work() as uow:
+        every = await uow.audit.everywhere(EVERY, 10, None)
+        apps = await uow.audit.everywhere(AuditFilter(subject="app"), 10, None)
+        first = await uow.audit.everywhere(EVERY, 3, None)
+        rest = await uow.audit.everywhere(EVERY, 3, first.next_cursor)
+    assert [e.id for e in every.items] == ["aud_0004", "aud_0003", "aud_0002", "aud_0001"]
+    assert [e.id for e in apps.items] == ["aud_0004"]
+    assert [e.id for e in first.items + rest.items] == [e.id for e in every.items]
+    assert rest.next_cursor is None

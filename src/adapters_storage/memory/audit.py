@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from adapters_storage.memory.tables import Repository
 from licore.audit import AuditEntry, AuditFilter
 from licore.model import Page
@@ -26,8 +28,16 @@ class MemoryAuditLog(Repository):
 
     async def of_studio(self, studio_id: str, where: AuditFilter, limit: int,
                         cursor: str | None) -> Page[AuditEntry]:
+        return self._newest(lambda e: e.studio_id == studio_id, where, limit, cursor)
+
+    async def everywhere(self, where: AuditFilter, limit: int,
+                         cursor: str | None) -> Page[AuditEntry]:
+        return self._newest(lambda e: True, where, limit, cursor)
+
+    def _newest(self, scope: Callable[[AuditEntry], bool], where: AuditFilter, limit: int,
+                cursor: str | None) -> Page[AuditEntry]:
         found = sorted((e for e in self.t.audit.values()
-                        if e.studio_id == studio_id and (cursor is None or e.id < cursor)
+                        if scope(e) and (cursor is None or e.id < cursor)
                         and _passes(e, where)), key=lambda e: e.id, reverse=True)
         shown = found[:limit]
         return Page(tuple(shown), shown[-1].id if len(found) > limit else None)

@@ -75,9 +75,17 @@ class SqlAuditLog(Repository):
 
     async def of_studio(self, studio_id: str, where: AuditFilter, limit: int,
                         cursor: str | None) -> Page[AuditEntry]:
+        return await self._newest("studio_id = ?", [studio_id], where, limit, cursor)
+
+    async def everywhere(self, where: AuditFilter, limit: int,
+                         cursor: str | None) -> Page[AuditEntry]:
+        return await self._newest("1 = 1", [], where, limit, cursor)
+
+    async def _newest(self, scope: str, scoped: list[Any], where: AuditFilter, limit: int,
+                      cursor: str | None) -> Page[AuditEntry]:
         conditions, params = where_sql(where)
-        sql = f"SELECT {_COLUMNS} FROM audit_entries WHERE studio_id = ?{conditions}"
-        params = [studio_id, *params]
+        sql = f"SELECT {_COLUMNS} FROM audit_entries WHERE {scope}{conditions}"
+        params = [*scoped, *params]
         if cursor is not None:
             sql += " AND id < ?"
             params.append(cursor)

@@ -95,9 +95,19 @@ class AuditTrail:
     storage: Storage
 
     async def list(self, studio: ActingStudio, command: ListAudit) -> Page[AuditEntry]:
-        where = AuditFilter(command.action, command.actor, command.subject, command.since,
-                            command.until)
-        limit = command.page.limit or DEFAULT_PAGE
         async with self.storage.unit_of_work() as uow:
-            return await uow.audit.of_studio(studio.studio_id, where, limit,
+            return await uow.audit.of_studio(studio.studio_id, _where(command),
+                                             command.page.limit or DEFAULT_PAGE,
                                              command.page.cursor)
+
+    async def everywhere(self, command: ListAudit) -> Page[AuditEntry]:
+        """Every studio's entries and the operator's own (people, apps): `licore audit`."""
+        async with self.storage.unit_of_work() as uow:
+            return await uow.audit.everywhere(_where(command),
+                                              command.page.limit or DEFAULT_PAGE,
+                                              command.page.cursor)
+
+
+def _where(command: ListAudit) -> AuditFilter:
+    return AuditFilter(command.action, command.actor, command.subject, command.since,
+                       command.until)
