@@ -365,6 +365,30 @@ ORDER_IMAGES = Doc("orderProductImages", "Put a product's images in a new order:
                    body=obj(["product_id", "image_ids"], product_id=PRODUCT_ID,
                             image_ids=array(STR)),
                    errors=(404,), reads=OrderImages)
+# the audit trail (docs/audit.md, an extension)
+
+ANY: J = {}  # a changed field's value: a string, number, boolean, list of names or null
+AUDIT_ENTRY = obj(
+    ["id", "at", "actor", "request_id", "action", "subject", "changes"],
+    id=STR, at=TIME,
+    actor=obj(["kind", "id", "key_id"],
+              kind={"enum": ["person", "app", "operator", "platform", "service"]}, id=STR,
+              key_id=NSTR),
+    request_id=NSTR, action=STR, subject=obj(["type", "id"], type=STR, id=STR),
+    changes=array(obj(["field", "shown", "old", "new"], field=STR, shown=BOOL, old=ANY,
+                      new=ANY)))
+_MOMENT = limited(bounds.MOMENT)
+LIST_AUDIT = Doc(
+    "listAudit", "The studio's audit trail, newest first (extension)",
+    _listing("entries", AUDIT_ENTRY),
+    params=[{**q(name, False), "schema": limited(bounds.IDENTIFIER)}
+            for name in ("action", "actor", "subject")]
+    + [{"name": name, "in": "query", "required": False, "schema": _MOMENT}
+       for name in ("since", "until")] + PAGE_PARAMS,
+    description="`action` is an action (`license.revoked`) or its family (`license`); "
+                "`actor` an actor's kind, id or key id; `subject` a subject's type or id; "
+                "`since` and `until` unix seconds, both inclusive. Without `limit`, 100 "
+                "entries and `next_cursor`.")
 
 # licore's license shapes (docs/licenses.md, extensions)
 

@@ -34,11 +34,12 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters_http import json_text, site
+from licore.audit import REQUEST_ID
 
 access_log = logging.getLogger("licore.access")
 
-request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id",
-                                                                      default=None)
+# The core's: the audit trail writes it beside each change (docs/audit.md).
+request_id: contextvars.ContextVar[str | None] = REQUEST_ID
 
 # A request id names a request in the logs; it guards nothing, so it needs to be unique, not
 # unpredictable. Drawn from a generator seeded once from the system: a fresh draw from the

@@ -29,6 +29,7 @@ from licore import commands as c
 from licore import images as im
 from licore import license_commands as lc
 from licore import scopes as sc
+from licore.audit import AuditEntry
 from licore.errors import InvalidRequest
 from licore.events import MessageKind
 from licore.model import KeptAnswer, License, Page
@@ -177,6 +178,11 @@ def roles_answer(command: c.ChatRolesOf | c.SetChatRoles, roles: Any) -> Answer:
     return shown if isinstance(command, c.ChatRolesOf) else {"ok": True, **shown}
 
 
+def audit_answer(command: c.ListAudit, found: Page[AuditEntry]) -> Answer:
+    """Always a page, with `next_cursor`: the trail answers 100 entries without `limit`."""
+    return wire.listing("entries", found, wire.audit_entry, command.page.limit or 0)
+
+
 def deliveries(path: str, kind: MessageKind, name: str,
                doc: Doc) -> Endpoint[c.ListDeliveries, Any]:
     return Endpoint("GET", path, op.deliveries(kind), query(c.ListDeliveries),
@@ -270,6 +276,7 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
     Endpoint("POST", "/products/images/order", op.ORDER_IMAGES, body(im.OrderImages),
              lambda cmd, found: {"ok": True, **wire.images(cmd.product_id, found)},
              doc=d.ORDER_IMAGES),
+    Endpoint("GET", "/audit", op.AUDIT, query(c.ListAudit), audit_answer, doc=d.LIST_AUDIT),
     # licore's license shapes (docs/licenses.md)
     Endpoint("POST", "/licenses/transfer", op.TRANSFER, body(lc.TransferLicense),
              lambda _, moved: wire.transferred(moved.value, moved.now),

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from licore import licenses
+from licore.audit import AuditEntry
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.images import ProductImage
 from licore.licenses import LicenseState
@@ -172,6 +173,18 @@ def webhook(e: WebhookEndpoint) -> J:
 def webhook_secret(e: WebhookEndpoint, secret: str) -> J:
     """The one answer that shows the secret (creation, rotation)."""
     return {"ok": True, **webhook(e), "secret": secret}
+
+
+def audit_entry(e: AuditEntry) -> J:
+    """An audit entry (docs/audit.md); a change told by name alone has null values."""
+    return {"id": e.id, "at": iso(e.at),
+            "actor": {"kind": e.actor.kind.value, "id": e.actor.id, "key_id": e.actor.key_id},
+            "request_id": e.request_id, "action": e.action,
+            "subject": {"type": e.subject_type, "id": e.subject_id},
+            "changes": [{"field": c.field, "shown": c.shown,
+                         "old": list(c.old) if isinstance(c.old, tuple) else c.old,
+                         "new": list(c.new) if isinstance(c.new, tuple) else c.new}
+                        for c in e.changes]}
 
 
 def delivery(m: Message) -> J:

@@ -418,6 +418,24 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE versions ADD COLUMN withdrawn_at {bigint}",
         "ALTER TABLE licenses ADD COLUMN channel TEXT NOT NULL DEFAULT 'stable'",
     ],
+    [
+        # The audit trail (docs/audit.md): one row a state change, read by studio newest
+        # first (ids sort by time) and swept by age.
+        """CREATE TABLE audit_entries (
+            id {id} PRIMARY KEY,
+            studio_id {id},
+            at {bigint} NOT NULL,
+            actor_kind TEXT NOT NULL,
+            actor_id TEXT NOT NULL,
+            key_id TEXT,
+            request_id TEXT,
+            action TEXT NOT NULL,
+            subject_type TEXT NOT NULL,
+            subject_id TEXT NOT NULL,
+            changes TEXT NOT NULL)""",
+        "CREATE INDEX audit_entries_studio ON audit_entries(studio_id, id)",
+        "CREATE INDEX audit_entries_at ON audit_entries(at)",
+    ],
 ]
 
 

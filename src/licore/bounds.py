@@ -92,6 +92,7 @@ CHANNEL = Text(min_len=1, max_len=20, pattern=r"stable|beta", shape="stable or b
 # Lists (contract 3, extension).
 PAGE_LIMIT = WholeNumber(1, 1000)
 CURSOR = Text(min_len=1, max_len=100)
+MOMENT = WholeNumber(0, 253_402_300_799)  # unix seconds, up to the year 9999
 
 # Packages (contract 4).
 PLACEHOLDER = Text(min_len=4, max_len=64, pattern=r"[A-Za-z0-9_]+",

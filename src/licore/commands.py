@@ -432,3 +432,18 @@ class SetChatRoles:
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     roles: tuple[RoleName, ...] = attrs.field(converter=_role_names, validator=_few_roles)
+
+
+# The audit trail (docs/audit.md, an extension) --------------------------------------------
+
+@attrs.frozen
+class ListAudit:
+    """`action` an action or its family (`license`), `actor` an actor's kind, id or key id,
+    `subject` a subject's type or id; `since` and `until` unix seconds, both inclusive."""
+
+    action: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+    actor: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+    subject: str | None = attrs.field(default=None, validator=bounds.IDENTIFIER)
+    since: int | None = attrs.field(default=None, validator=bounds.MOMENT)
+    until: int | None = attrs.field(default=None, validator=bounds.MOMENT)
+    page: Paging = Paging()

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
+from licore.audit import AuditEntry, AuditFilter
 from licore.device_flow import DeviceState
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.images import ImageFile, ProductImage
@@ -463,6 +464,24 @@ class RequestRecords(Protocol):
     def usage(self) -> UsageRecords: ...
 
 
+class AuditLog(Protocol):
+    """The audit trail (docs/audit.md): written in the unit of work of the change it tells."""
+
+    async def add(self, entry: AuditEntry) -> None: ...
+    async def of_studio(self, studio_id: str, where: AuditFilter, limit: int,
+                        cursor: str | None) -> Page[AuditEntry]:
+        """The studio's entries that `where` lets through, newest first, `limit` of them
+        older than the entry `cursor` names."""
+        ...
+    async def everywhere(self, where: AuditFilter, limit: int,
+                         cursor: str | None) -> Page[AuditEntry]:
+        """`of_studio` over every entry, any studio's or none's: the operator's view."""
+        ...
+    async def sweep(self, before: int) -> int:
+        """Delete entries made before `before`; how many went."""
+        ...
+
+
 class UnitOfWork(RequestRecords, Protocol):
     """Every repository one unit of work reaches; it commits or rolls back as one."""
 
@@ -494,6 +513,8 @@ class UnitOfWork(RequestRecords, Protocol):
     def hooks(self) -> Hooks: ...
     @property
     def images(self) -> Images: ...
+    @property
+    def audit(self) -> AuditLog: ...
 
 
 

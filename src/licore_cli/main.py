@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters_storage.probe import problem
+from licore.audit import Actor, ActorKind, AuditEntry, acting
+from licore.commands import ListAudit, Paging
 from licore.errors import LicoreError
 from licore.model import Account, Client
 from licore.scopes import Permission
@@ -51,8 +53,21 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
     return asyncio.run(run())
 
 
+def _operator() -> Actor:
+    """Who the audit trail names for a verb: the operator, by their login name."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no name for the uid (a bare container)
+        name = "operator"
+    return Actor(ActorKind.OPERATOR, name)
+
+
 def _with_use_cases(action: Callable[[UseCases], Awaitable[Any]]) -> Any:
-    return _with_deps(lambda deps: action(UseCases.of(deps)))
+    async def as_operator(deps: Deps) -> Any:
+        with acting(_operator()):
+            return await action(UseCases.of(deps))
+
+    return _with_deps(as_operator)
 
 
 def _read_password(args: argparse.Namespace) -> str | None:
@@ -264,6 +279,23 @@ def cmd_client_add(args: argparse.Namespace) -> None:
     _emit(args, _client(client), client.id)
 
 
+def cmd_audit(args: argparse.Namespace) -> None:
+    from adapters_http.wire import audit_entry
+
+    command = ListAudit(args.action, args.actor, args.subject, page=Paging(args.limit))
+    found = _with_use_cases(lambda u: u.operator.audit(args.studio, command)).items
+    _emit(args, [{**audit_entry(e), "studio_id": e.studio_id} for e in found],
+          "\n".join(_audit_line(e) for e in found))
+
+
+def _audit_line(e: AuditEntry) -> str:
+    who = f"{e.actor.kind.value} {e.actor.id}" + (f" (key {e.actor.key_id})"
+                                                  if e.actor.key_id else "")
+    told = "; ".join(f"{c.field}: {c.old} -> {c.new}" if c.shown else f"{c.field} changed"
+                     for c in e.changes)
+    return f"{e.id}  {e.action}  by {who}  {e.subject_type} {e.subject_id}  {told}".rstrip()
+
+
 def cmd_client_list(args: argparse.Namespace) -> None:
     clients = _with_use_cases(lambda u: u.operator.clients())
     _emit(args, [_client(c) for c in clients], "\n".join(
@@ -444,6 +476,16 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--description")
     u.add_argument("--scopes", help="the whole new registration, space-separated")
     u.set_defaults(func=cmd_client_update)
+
+    au = sub.add_parser("audit", help="the audit trail, newest first: every studio's "
+                        "changes and the operator's own (docs/audit.md)")
+    au.add_argument("--studio", help="only this studio's (its name)")
+    au.add_argument("--action", help="an action (license.revoked) or its family (license)")
+    au.add_argument("--actor", help="an actor's kind (app, person, operator, platform, "
+                    "service), id or key id")
+    au.add_argument("--subject", help="a subject's type (license, product, ...) or id")
+    au.add_argument("--limit", type=int, default=50, help="entries shown (1 to 1000)")
+    au.set_defaults(func=cmd_audit)
 
     b = sub.add_parser("backup", help="copy the database while the server runs (SQLite's "
                        "online backup; PostgreSQL through pg_dump)")

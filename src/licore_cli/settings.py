@@ -176,6 +176,8 @@ FIELDS: tuple[Field, ...] = (
     Field("PLATFORM_TIMEOUT", _whole(1, 60), 5),
     Field("CLAIM_RATE_LIMIT", _whole(1), DEFAULTS.claim_rate_limit),
     Field("USAGE_RETENTION_DAYS", _whole(1, 36500), DEFAULTS.usage_retention_days),
+    # days the audit trail keeps an entry (docs/audit.md); 0 keeps them for good
+    Field("AUDIT_RETENTION_DAYS", _whole(0, 36500), DEFAULTS.audit_retention_days),
     Field("OIDC_ISSUER", _issuer, "https://apis.roblox.com/oauth/"),
     Field("OIDC_METADATA_URL", _url, None),
     Field("OIDC_CLIENT_ID", _text, None),
@@ -287,6 +289,7 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         max_upload_bytes=values["MAX_UPLOAD_BYTES"],
         claim_rate_limit=values["CLAIM_RATE_LIMIT"],
         usage_retention_days=values["USAGE_RETENTION_DAYS"],
+        audit_retention_days=values["AUDIT_RETENTION_DAYS"],
         outbox=Schedule(base=values["OUTBOX_RETRY_BASE"], lease=values["OUTBOX_LEASE"],
                         studio_slots=values["OUTBOX_STUDIO_SLOTS"]))
     events = EventSettings(

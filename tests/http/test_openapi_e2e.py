@@ -227,6 +227,9 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("POST", "/v1/licenses/places/reset", httpx.post(f"{u}/licenses/places/reset",
                                                        headers=h, json=buyer))
     go("POST", "/v1/licenses/rekey", httpx.post(f"{u}/licenses/rekey", headers=h, json=buyer))
+    # the audit trail (docs/audit.md): entries with changes of every kind of value by now
+    go("GET", "/v1/audit", httpx.get(f"{u}/audit", headers=h))
+    go("GET", "/v1/audit", httpx.get(f"{u}/audit", headers=h, params={"since": "x"}))
     go("GET", "/v1/licenses", httpx.get(f"{u}/licenses", headers=h,
                                         params={"product_id": pid}))
     go("POST", "/v1/licenses/transfer", httpx.post(f"{u}/licenses/transfer", headers=h, json={

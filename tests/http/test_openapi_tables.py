@@ -33,7 +33,7 @@ def test_the_document_describes_exactly_the_calls_the_app_answers() -> None:
     doc = openapi_document("http://127.0.0.1")
     documented = {(method, path) for path, ops in doc["paths"].items() for method in ops}
     assert documented == served()
-    assert len(documented) == 51
+    assert len(documented) == 52
 
 
 def test_each_partner_call_names_the_scope_its_route_requires() -> None:

@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from adapters_http.decoding import parse_json
 from adapters_http.web import session
+from adapters_http.web.audit_page import audit_page
 from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
 from adapters_http.web.usage_pages import product_usage, studio_usage
@@ -499,6 +500,7 @@ PAGES = [
     DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
     DashboardPage("GET", BASE + "/usage", studio_usage),
     DashboardPage("GET", PRODUCT + "/usage", product_usage),
+    DashboardPage("GET", BASE + "/audit", audit_page),
 ]
 
 

@@ -43,6 +43,7 @@ GUIDES = (
     Guide("selling", "Sellers"),
     Guide("events", "Sellers"),
     Guide("instances", "Sellers"),
+    Guide("audit", "Sellers"),
     Guide("runtime", "Game developers"),
     Guide("sdk", "Game developers"),
     Guide("sealing", "Game developers"),

@@ -38,6 +38,15 @@ def when(ts: int | None) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _audit_value(value: object) -> str:
+    """A changed field's value as the audit page shows it."""
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return ", ".join(value) or "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _seller_json(value: UnlockData | ProtectionSettings) -> str:
     """The seller's unlock data or rules as the JSON text they edit in a form."""
     if isinstance(value, UnlockData):
@@ -64,6 +73,7 @@ templates = jinja2.Environment(
     lstrip_blocks=True,
 )
 templates.filters["when"] = when
+templates.filters["audit_value"] = _audit_value
 templates.filters["permission"] = _permission
 templates.filters["seller_json"] = _seller_json
 templates.filters["paragraphs"] = _paragraphs

@@ -18,6 +18,7 @@ from adapters_http.bodies import parse_form, read_bytes
 from adapters_http.decoding import check_text
 from adapters_http.web.render import error_page
 from adapters_http.web.session import Visitor, check_csrf, visitor
+from licore.audit import Actor, ActorKind, acting
 from licore.errors import InvalidRequest, LicoreError
 from licore.model import Account
 from licore.services.signin import Sessions
@@ -128,7 +129,11 @@ def page_route(sessions: Sessions, path: str, handler: Handler, *, method: str =
                 back = here + (f"?{request.url.query}" if request.url.query else "")
                 target = back if method == "GET" else "/"
                 return redirect(request, f"/signin?next={quote(target, safe='')}")
-            return await handler(Ctx(request, who, form, upload, upload_name))
+            if who.account is None:
+                return await handler(Ctx(request, who, form, upload, upload_name))
+            # What a page changes is the signed-in person's doing (docs/audit.md).
+            with acting(Actor(ActorKind.PERSON, who.account.id)):
+                return await handler(Ctx(request, who, form, upload, upload_name))
         except LicoreError as error:
             return error_page(request, who, error)
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from adapters_storage.memory.abuse import MemoryAlerts, MemoryBlacklist
+from adapters_storage.memory.audit import MemoryAuditLog
 from adapters_storage.memory.catalog import (
     MemoryLicenses,
     MemoryPreparedCopies,
@@ -60,6 +61,7 @@ class MemoryUnitOfWork:
         self.idempotency = MemoryIdempotencyKeys(tables)
         self.usage = MemoryUsage(tables)
         self.images = MemoryImages(tables)
+        self.audit = MemoryAuditLog(tables)
 
 
 class MemoryStorage:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from licore.audit import AuditEntry
 from licore.events import ChatRole, Message, WebhookEndpoint
 from licore.images import ProductImage
 from licore.lanes import Breaker
@@ -85,6 +86,7 @@ class Tables:
     usage_events: dict[tuple[str, int, str, str], int] = attrs.Factory(dict)
     # image id -> the image and its file
     images: dict[str, tuple[ProductImage, bytes]] = attrs.Factory(dict)
+    audit: dict[str, AuditEntry] = attrs.Factory(dict)  # id -> entry (docs/audit.md)
 
     def snapshot(self) -> Tables:
         return Tables(**{f.name: dict(getattr(self, f.name)) for f in attrs.fields(Tables)})

@@ -4,6 +4,7 @@ transaction, which the storage adapter begins, commits or rolls back."""
 from __future__ import annotations
 
 from adapters_storage.sql.abuse import SqlAlerts, SqlBlacklist
+from adapters_storage.sql.audit import SqlAuditLog
 from adapters_storage.sql.catalog import (
     SqlLicenses,
     SqlPreparedCopies,
@@ -49,3 +50,4 @@ class SqlUnitOfWork:
         self.idempotency = SqlIdempotencyKeys(db)
         self.usage = SqlUsage(db, source)
         self.images = SqlImages(db, dialect)
+        self.audit = SqlAuditLog(db)

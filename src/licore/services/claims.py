@@ -11,6 +11,7 @@ from typing import assert_never
 import attrs
 
 from licore.actors import ActingPerson
+from licore.audit import Actor, ActorKind, acting
 from licore.commands import ClaimPurchase
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound, PassNotOwned, PlatformUnavailable
 from licore.licenses import LicenseEvent, LicenseState, Source
@@ -81,7 +82,9 @@ class Claims:
                                           "try again in a minute")
             case _:
                 assert_never(answer)
-        return await self._record(account.platform_id, product)
+        # The license is the platform's word, not the person's: the trail names the pass.
+        with acting(Actor(ActorKind.PLATFORM, f"purchase_pass:{product.purchase_pass_id}")):
+            return await self._record(account.platform_id, product)
 
     async def _record(self, platform_id: str, product: Product) -> Claim:
         for _ in range(3):

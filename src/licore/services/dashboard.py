@@ -14,6 +14,7 @@ from licore import licenses as lic
 from licore import scopes as sc
 from licore import usage
 from licore.actors import ActingStudio
+from licore.audit import AuditEntry
 from licore.commands import (
     AddWebhook,
     ChangeLicense,
@@ -21,6 +22,7 @@ from licore.commands import (
     ChangeSettings,
     CreateProduct,
     LicenseTarget,
+    ListAudit,
     ListDeliveries,
     Paging,
     PublishVersion,
@@ -40,11 +42,12 @@ from licore.license_commands import (
     TransferLicense,
 )
 from licore.licenses import LicenseEvent
-from licore.model import Alert, License, Place, Product, Studio, Version
+from licore.model import Alert, License, Page, Place, Product, Studio, Version
 from licore.ports import Clock, ConnectedApp
 from licore.protection import Trace
 from licore.scopes import Permission
 from licore.services import operator
+from licore.services.audit import AuditTrail
 from licore.services.builds import Copies
 from licore.services.images import ProductImages
 from licore.services.keys import Keys
@@ -251,6 +254,12 @@ class Dashboard:
             raise NotFound("no license for that user and product")
         return LicenseDetail(policy.product, license, lic.status(license, self.clock.now()),
                              places, policy)
+
+    async def audit(self, seat: Seat, command: ListAudit) -> Page[AuditEntry]:
+        """The studio's audit trail, for those who may manage its licenses (the trail tells
+        of licenses, keys and webhooks; `GET /v1/audit` needs `licenses:read` alike)."""
+        return await AuditTrail(self.storage).list(seat.require(Permission.MANAGE_LICENSES),
+                                                   command)
 
     async def events(self, seat: Seat) -> EventsOverview | None:
         """None without the manage_licenses permission: events are mostly about licenses,

@@ -10,6 +10,7 @@ import attrs
 from licore import device_flow as df
 from licore import scopes as sc
 from licore import tokens
+from licore.audit import Actor, ActorKind, acting
 from licore.device_flow import DeviceEffect, DeviceEvent, DeviceState
 from licore.errors import (
     ExpiredToken,
@@ -212,11 +213,15 @@ class DeviceFlow:
         plain = tokens.make_api_key(kind, self.random.token_bytes(40))
         now = self.clock.now()
         assert device.account_id is not None
-        await uow.api_keys.add(ApiKey(
-            id=self.ids.new("key"), digest=tokens.api_key_digest(plain), kind=kind,
-            scopes=device.granted_scopes, client_id=device.client_id,
-            account_id=device.account_id, studio_id=device.studio_id,
-            created_at=now, last_used_at=now))
+        key_id = self.ids.new("key")
+        # The app's poll takes the key the person approved: the audit trail names the app
+        # and the key (the approver is the key's `account_id`).
+        with acting(Actor(ActorKind.APP, device.client_id, key_id)):
+            await uow.api_keys.add(ApiKey(
+                id=key_id, digest=tokens.api_key_digest(plain), kind=kind,
+                scopes=device.granted_scopes, client_id=device.client_id,
+                account_id=device.account_id, studio_id=device.studio_id,
+                created_at=now, last_used_at=now))
         return TokenResponse(plain, "Bearer", sc.format_scopes(device.granted_scopes),
                              device.studio_id)
 

@@ -21,6 +21,7 @@ class Housekeeping:
     clock: Clock
     every: int = SWEEP_EVERY  # seconds between sweeps
     usage_retention_days: int = 400  # the usage rollup's hours kept (docs/operators.md)
+    audit_retention_days: int = 0  # the audit trail's entries kept this long; 0: always
 
     async def open(self) -> None:
         """Connect now, before serving: the first requests of a fresh worker must not race
@@ -36,11 +37,15 @@ class Housekeeping:
 
     async def sweep(self) -> int:
         """Forget used nonces that can no longer be replayed (their payloads have expired),
-        counters of windows long past and idempotency keys past their 24 hours. Safe to run
-        from every server process at once."""
+        counters of windows long past, idempotency keys past their 24 hours and audit
+        entries past the operator's retention. Safe to run from every server process at
+        once."""
         now = self.clock.now()
         async with self.storage.unit_of_work() as uow:
-            return (await uow.runtime.sweep_nonces(now)
-                    + await uow.counters.sweep(now - COUNTER_RETENTION)
-                    + await uow.idempotency.sweep(now)
-                    + await uow.usage.sweep(now - self.usage_retention_days * DAY))
+            swept = (await uow.runtime.sweep_nonces(now)
+                     + await uow.counters.sweep(now - COUNTER_RETENTION)
+                     + await uow.idempotency.sweep(now)
+                     + await uow.usage.sweep(now - self.usage_retention_days * DAY))
+            if self.audit_retention_days:
+                swept += await uow.audit.sweep(now - self.audit_retention_days * DAY)
+            return swept

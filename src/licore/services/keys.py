@@ -17,6 +17,7 @@ import attrs
 from licore import api_keys, tokens
 from licore import scopes as sc
 from licore.actors import ActingPerson, ActingStudio
+from licore.audit import Actor, ActorKind, acting
 from licore.errors import InvalidToken, LicoreError, NotFound, RateLimited
 from licore.model import ApiKey
 from licore.ports import Clock, ConnectedApp
@@ -124,8 +125,10 @@ class Keys:
     async def revoke(self, key: ApiKey) -> None:
         """POST /revoke by the holder (the key was authenticated by the caller)."""
         outcome = api_keys.transition(api_keys.KeyState.ACTIVE, api_keys.KeyEvent.HOLDER_REVOKES)
-        async with self.storage.unit_of_work() as uow:
-            await _apply(uow, key, outcome.effects, self.clock.now())
+        # The holder is the app with the key (docs/audit.md).
+        with acting(Actor(ActorKind.APP, key.client_id, key.id)):
+            async with self.storage.unit_of_work() as uow:
+                await _apply(uow, key, outcome.effects, self.clock.now())
 
     async def revoke_bearer(self, bearer: str | None, note: Note = _unnoted) -> None:
         """POST /revoke with `Authorization: Bearer`: the key revokes itself (counted as a

@@ -8,10 +8,14 @@ import attrs
 
 from licore import bounds
 from licore import scopes as sc
+from licore.actors import ActingStudio
+from licore.audit import AuditEntry
+from licore.commands import ListAudit
 from licore.errors import AlreadyExists, InvalidRequest, NotFound
-from licore.model import Account, Client, Membership, Studio
+from licore.model import Account, Client, Membership, Page, Studio
 from licore.ports import Clock, PasswordHasher
 from licore.scopes import Permission
+from licore.services.audit import AuditTrail
 from licore.services.ids import Ids
 from licore.storage_ports import Storage, UnitOfWork
 
@@ -170,6 +174,17 @@ class Operator:
     async def clients(self) -> Sequence[Client]:
         async with self.storage.unit_of_work() as uow:
             return await uow.clients.all()
+
+    async def audit(self, studio_name: str | None, command: ListAudit) -> Page[AuditEntry]:
+        """The audit trail: one studio's (by name), or everything (docs/audit.md)."""
+        trail = AuditTrail(self.storage)
+        if studio_name is None:
+            return await trail.everywhere(command)
+        async with self.storage.unit_of_work() as uow:
+            studio = await uow.studios.by_name(studio_name)
+        if studio is None:
+            raise NotFound(f"no studio named {studio_name!r}")
+        return await trail.list(ActingStudio(studio.id), command)
 
 
     async def set_client_disabled(self, client_id: str, disabled: bool) -> int:

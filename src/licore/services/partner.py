@@ -19,11 +19,13 @@ import attrs
 from licore import commands as c
 from licore import images as im
 from licore import license_commands as lc
+from licore.audit import Actor, ActorKind, AuditEntry, acting
 from licore.errors import LicenseRevoked
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
 from licore.licenses import LicenseEvent
 from licore.model import Alert, License, Page, Place, Product
 from licore.ports import LibraryEntry
+from licore.services.audit import AuditTrail
 from licore.services.builds import Download
 from licore.services.claims import Claim, ClaimResult, Claims
 from licore.services.idempotency import Idempotency, Once, Outcome
@@ -72,6 +74,7 @@ class Partner:
     once: Idempotency  # calls sent with an Idempotency-Key (docs/api.md)
     usage: Usage  # usage over time (docs/api.md, "Usage")
     images: ProductImages  # product images (docs/api.md, an extension)
+    audit: AuditTrail  # the audit trail (docs/audit.md)
 
     def as_of(self, value: T) -> AsOf[T]:
         return AsOf(value, self.lifecycle.clock.now())
@@ -81,7 +84,8 @@ class Partner:
         """The call's answer, or the specification's error: authenticate, read the
         command, run the use case."""
         caller = await self.keys.authenticate(bearer, operation.scope, note)
-        return await operation.run(self, caller, await command())
+        with acting(_app(caller)):
+            return await operation.run(self, caller, await command())
 
     async def call_once(self, operation: Operation[C, R], bearer: str | None,
                         command: Callable[[], Awaitable[C]], note: Note,
@@ -95,8 +99,14 @@ class Partner:
         cmd = await command()
         owner = (f"studio:{caller.key.studio_id}" if caller.key.studio_id is not None
                  else f"person:{caller.key.account_id}")
-        return await self.once.run(owner, key, once.fingerprint(),
-                                   lambda: operation.run(self, caller, cmd), once.answer)
+        with acting(_app(caller)):
+            return await self.once.run(owner, key, once.fingerprint(),
+                                       lambda: operation.run(self, caller, cmd), once.answer)
+
+
+def _app(caller: Caller) -> Actor:
+    """Who the audit trail names for a call: the app, and the key it called with."""
+    return Actor(ActorKind.APP, caller.key.client_id, caller.key.id)
 
 
 async def _as_of(p: Partner, running: Awaitable[T]) -> AsOf[T]:
@@ -234,6 +244,12 @@ REMOVE_IMAGE = Operation[im.RemoveImage, None](
     "products:write", lambda p, who, cmd: p.images.remove(who.studio, cmd))
 ORDER_IMAGES = Operation[im.OrderImages, tuple[im.ProductImage, ...]](
     "products:write", lambda p, who, cmd: p.images.order(who.studio, cmd))
+
+
+# the audit trail (docs/audit.md, an extension); the read scope the webhooks' and places'
+# lists use, since the trail tells of licenses, keys and webhooks alike
+AUDIT = Operation[c.ListAudit, Page[AuditEntry]](
+    "licenses:read", lambda p, who, cmd: p.audit.list(who.studio, cmd))
 
 
 # licore's license shapes (docs/licenses.md, extensions) ----------------------------------

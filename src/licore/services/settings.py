@@ -22,5 +22,6 @@ class Settings:
     max_upload_bytes: int = 50 * 1024 * 1024
     claim_rate_limit: int = 10  # "I bought this" presses, a person, a minute
     usage_retention_days: int = 400  # the usage rollup's hours older than this are swept
+    audit_retention_days: int = 365  # the audit trail's entries are kept this long; 0: always
     # retries of outgoing messages (docs/events.md)
     outbox: Schedule = attrs.field(factory=Schedule)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import attrs
 
 from licore.services.announce import Announcer
+from licore.services.audit import Audited, AuditTrail
 from licore.services.builds import Copies
 from licore.services.claims import Claims
 from licore.services.dashboard import Dashboard
@@ -54,14 +55,17 @@ class UseCases:
     lifecycle: LicenseLifecycle  # licore's license shapes (docs/licenses.md)
     usage: Usage  # usage over time (docs/api.md, "Usage")
     images: ProductImages  # product images (docs/web.md)
+    audit: AuditTrail  # the audit trail (docs/audit.md)
 
     @classmethod
     def of(cls, deps: Deps) -> UseCases:
         clock, settings = deps.clock, deps.settings
         # Every use case gets the joining storage: inside a call sent with an
-        # Idempotency-Key its units of work are the call's one transaction.
-        storage = Joining(deps.storage)
+        # Idempotency-Key its units of work are the call's one transaction. Over it, the
+        # audited one: every change is told in its own unit of work (docs/audit.md).
         ids = Ids(clock, deps.random)
+        storage = Audited(Joining(deps.storage), ids)
+        trail = AuditTrail(storage)
         copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
         announce = Announcer(clock, ids)
         keys = Keys(storage, clock, settings.partner_rate_limit)
@@ -94,9 +98,11 @@ class UseCases:
                             announce, settings.outbox),
                    keys,
                    Partner(keys, products, licensing, library, claims, packages, webhooks,
-                           lifecycle, Idempotency(deps.storage, clock), usage, images),
+                           lifecycle, Idempotency(deps.storage, clock), usage, images,
+                           trail),
                    Sessions(storage, clock, ids,
                             LocalAccounts(storage, deps.passwords, deps.offload)),
                    Housekeeping(storage, clock,
-                                usage_retention_days=settings.usage_retention_days),
-                   lifecycle, usage, images)
+                                usage_retention_days=settings.usage_retention_days,
+                                audit_retention_days=settings.audit_retention_days),
+                   lifecycle, usage, images, trail)
