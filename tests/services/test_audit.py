@@ -6,14 +6,18 @@ fields told are named, and the secrets never appear."""
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any, TypeVar
 
 import attrs
 import pytest
+from PIL import Image
 
+from adapters_formats.codec import RobloxModelCodec
 from adapters_http.wire import audit_entry
 from licore import commands as c
+from licore import images as im
 from licore import license_commands as lc
 from licore.actors import ActingPerson, ActingStudio
 from licore.audit import REQUEST_ID, Actor, ActorKind, AuditEntry, AuditFilter, acting
@@ -27,6 +31,7 @@ from licore.services.idempotency import Once
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
 from tests.support.fakes import FakeClock, make_deps
+from tests.support.models import product_model
 from tests.support.scenario import World, build_world, key_record
 
 T = TypeVar("T")
@@ -264,3 +269,43 @@ async def test_a_key_revoked_by_its_holder_is_the_apps_doing(storage: Storage) -
     await uc.keys.revoke_bearer(world.studio_key)
     [revoked] = await trail(uc, world.studio.id, action="api_key.revoked")
     assert revoked.actor == Actor(ActorKind.APP, world.client.id, key.id)
+
+
+async def test_publishing_to_a_channel_and_withdrawing_are_told(storage: Storage) -> None:
+    """Release channels (docs/api.md): a publish names its channel, a build sent from beta
+    to stable is told again, and a withdrawal is told once (a second changes nothing)."""
+    uc, world, _, product_id = await setup(storage)
+    studio = ActingStudio(world.studio.id)
+    data = RobloxModelCodec().write(product_model())
+    first = (await uc.packages.upload(studio, c.UploadVersion(product_id, "1", data))).version
+    second = (await uc.packages.upload(studio, c.UploadVersion(product_id, "2", data))).version
+    await uc.packages.publish(studio, c.PublishVersion(product_id, first.id))
+    await uc.packages.publish(studio, c.PublishVersion(product_id, second.id, "beta"))
+    await uc.packages.publish(studio, c.PublishVersion(product_id, second.id))
+    for _ in range(2):
+        await uc.packages.withdraw(studio, c.WithdrawVersion(product_id, first.id))
+    told = [(e.action, e.subject_id, {ch.field: ch.new for ch in e.changes})
+            for e in reversed(await trail(uc, world.studio.id, action="version"))]
+    assert [t for t in told if t[0] != "version.uploaded"] == [
+        ("version.published", first.id, {"label": "1", "channel": "stable"}),
+        ("version.published", second.id, {"label": "2", "channel": "beta"}),
+        ("version.published", second.id, {"label": "2", "channel": "stable"}),
+        ("version.withdrawn", first.id, {"withdrawn_at": told[-1][2]["withdrawn_at"]}),
+    ]
+
+
+async def test_a_products_pictures_are_told(storage: Storage) -> None:
+    uc, world, _, product_id = await setup(storage)
+    studio = ActingStudio(world.studio.id)
+    made = []
+    for colour in ((1, 2, 3), (4, 5, 6)):
+        out = io.BytesIO()
+        Image.new("RGB", (12, 9), colour).save(out, "PNG")
+        made.append(await uc.images.add(studio, im.AddImage(product_id, out.getvalue())))
+    await uc.images.order(studio, im.OrderImages(product_id, (made[1].id, made[0].id)))
+    await uc.images.remove(studio, im.RemoveImage(product_id, made[0].id))
+    told = [(e.action, e.subject_id) for e in reversed(await trail(uc, world.studio.id))
+            if "image" in e.action]
+    assert told == [("product.image_added", made[0].id), ("product.image_added", made[1].id),
+                    ("product.images_ordered", product_id),
+                    ("product.image_removed", made[0].id)]
