@@ -540,7 +540,7 @@ class Storage(Protocol):
 
     def note_call(self, call: Call) -> None:
         """Keep a runtime call for the usage rollup. It reaches the database with a later
-        runtime batch (within about a second), never with a trip of
+        runtime batch (within a few seconds), never with a trip of
         its own per call."""
         ...
 

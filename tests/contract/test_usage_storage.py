@@ -146,3 +146,25 @@ async def test_what_happened_is_counted_per_product_hour_kind_and_subject(
     assert studio == [EventCount(day, "download", "1.0", 1),
                       EventCount(day, "download", "1.1", 1), EventCount(day, "granted", "", 2),
                       EventCount(day, "revoked", "", 1)]
+
+
+async def test_a_user_seen_again_in_the_hour_counts_once_whichever_process_wrote_it(
+        database_url: str) -> None:
+    """A process leaves the users and places it already wrote this hour out of later
+    writes (`HotPath._add`); the distinct counts stay right, also when another process
+    wrote them too."""
+    a, b = open_storage(database_url), open_storage(database_url)
+    try:
+        await a.migrate()
+        await _seed(a)
+        for store in (a, b, a):
+            store.note_call(call("check", "ok", "2", "g1"))
+            await store.flush_usage()
+        a.note_call(call("check", "ok", "3", "g1"))
+        await a.flush_usage()
+        calls, reach = await _read(a, "prd_1")
+    finally:
+        await a.close()
+        await b.close()
+    assert calls == [CallCount(H, "check", "ok", 4)]
+    assert reach == [Reach(H, 2, 1, 0)]

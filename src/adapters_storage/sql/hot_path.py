@@ -13,16 +13,19 @@ import secrets
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, suppress
 
+import attrs
+
 from adapters_storage.batching import Answer, Batcher, NonceRequest, RuntimeRequest
 from adapters_storage.sql.common import Executor, row_source
 from adapters_storage.sql.runtime import runtime_batch, use_nonces
 from adapters_storage.sql.usage import add_usage
 from licore.runtime import Facts as RuntimeFacts
-from licore.usage import Call, tally
+from licore.usage import Call, SeenKey, tally
 
 Autocommit = Callable[[], AbstractAsyncContextManager[Executor]]
 SHARDS_FROM = 1 << 16  # shard 0 is the units of work's; every shard a 4-byte int to psycopg
-USAGE_FLUSH_EVERY = 1.0  # seconds: the kept calls ride a runtime batch at most this often
+USAGE_FLUSH_EVERY = 5.0  # seconds: the kept calls ride a runtime batch at most this often
+SEEN_MAX = 100_000  # users and places this process remembers writing; past it, forgotten
 
 
 def process_shard() -> int:
@@ -46,6 +49,10 @@ class HotPath:
         self._calls: list[Call] = []  # kept for the usage rollup, not yet written
         self._written_at = 0.0  # the event loop's time of the last write of them
         self._timer: asyncio.Task[None] | None = None
+        # (product, hour, user or place) this process has written: not sent again, so a
+        # user calling all hour costs the database one row once.
+        self._seen_users: set[SeenKey] = set()
+        self._seen_places: set[SeenKey] = set()
 
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
@@ -62,10 +69,11 @@ class HotPath:
         return answers
 
     # The usage rollup (licore.usage): each call is kept here, and the calls kept ride the
-    # next runtime batch once a second has passed since the last write, rolled up into a
-    # few rows (one per product, hour, endpoint and outcome), on the batch's connection.
-    # Under load that is three statements a second, whatever the rate of calls; when no
-    # batch comes, a timer writes them on its own a second later.
+    # next runtime batch once USAGE_FLUSH_EVERY seconds have passed since the last write,
+    # rolled up into a few rows (one per product, hour, endpoint and outcome, and the
+    # users and places not written before), on the batch's connection. Under load that is
+    # at most three statements every few seconds, whatever the rate of calls; when no
+    # batch comes, a timer writes them on its own.
 
     def note_call(self, call: Call) -> None:
         self._calls.append(call)
@@ -73,7 +81,8 @@ class HotPath:
             self._timer = asyncio.get_running_loop().create_task(self._write_later())
 
     def _due(self) -> list[Call]:
-        """The kept calls, taken, when a second has passed since they were last written."""
+        """The kept calls, taken, when USAGE_FLUSH_EVERY seconds have passed since they
+        were last written."""
         now = asyncio.get_running_loop().time()
         if not self._calls or now - self._written_at < USAGE_FLUSH_EVERY:
             return []
@@ -84,7 +93,17 @@ class HotPath:
     async def _write(self, db: Executor, calls: Sequence[Call]) -> None:
         # A failed write loses these calls from the rollup, never a runtime answer.
         with suppress(Exception):
-            await add_usage(db, self.source, tally(calls), self.shard or 0)
+            await self._add(db, calls)
+
+    async def _add(self, db: Executor, calls: Sequence[Call]) -> None:
+        t = tally(calls)
+        fresh = attrs.evolve(t, users=t.users - self._seen_users,
+                             places=t.places - self._seen_places)
+        await add_usage(db, self.source, fresh, self.shard or 0)
+        if len(self._seen_users) + len(self._seen_places) > SEEN_MAX:
+            self._seen_users, self._seen_places = set(), set()
+        self._seen_users |= fresh.users
+        self._seen_places |= fresh.places
 
     async def _write_later(self) -> None:
         try:
@@ -102,7 +121,7 @@ class HotPath:
         taken, self._calls = self._calls, []
         if taken:
             async with self.autocommit() as db:
-                await add_usage(db, self.source, tally(taken), self.shard or 0)
+                await self._add(db, taken)
 
     async def close(self) -> None:
         if self._timer is not None:

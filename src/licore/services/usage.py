@@ -18,8 +18,8 @@ class Usage:
     async def series(self, studio: ActingStudio, query: UsageOf) -> Series:
         """One product's series (another studio's product is `not_found`), or the studio's
         with no product named. This process's calls not yet written are written first, so
-        a seller reading right after a call sees it (other processes' follow within about
-        a second)."""
+        a seller reading right after a call sees it (other processes' follow within a few
+        seconds)."""
         await self.storage.flush_usage()
         asked = (studio.studio_id, query.product_id, query.first, query.last, query.step)
         async with self.storage.unit_of_work() as uow:
