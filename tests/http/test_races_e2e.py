@@ -15,7 +15,15 @@ import httpx
 import psycopg
 import pytest
 
-from tests.http.e2e import People, auth, cli, decide, license_key, owner_key, setup_people
+from tests.http.e2e import (
+    People,
+    add_client,
+    auth,
+    decide,
+    license_key,
+    owner_key,
+    setup_people,
+)
 from tests.support.crowd import crowd
 from tests.support.server import Server, running_server
 
@@ -103,8 +111,8 @@ def test_one_grant_a_thousand_times_gives_one_license(server: Server, key: str) 
 
 def test_one_approved_code_claimed_a_thousand_times_gives_one_key(
         server: Server, people: People) -> None:
-    client = cli(server.database_url, "client", "add", f"Racer {secrets.token_hex(2)}",
-                 "--description", "x", "--scopes", "library:read")
+    client = add_client(server.database_url, f"Racer {secrets.token_hex(2)}", "x",
+                        "library:read")
     flow = httpx.post(f"{server.url}/auth/device/code",
                       json={"client_id": client, "scope": "library:read"}).json()
     decide(server.database_url, people.buyer_id, flow["user_code"], True)
