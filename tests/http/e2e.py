@@ -138,6 +138,25 @@ def altered(key: str) -> str:
     return key[:-1] + ("x" if key[-1] != "x" else "y")
 
 
+def add_client(database_url: str, name: str, description: str, scopes: str) -> str:
+    """An app, as `licore client add` makes it (the same use case), from the test process:
+    a `licore` process costs about a second of CPU to start, for one row."""
+    from licore.services.wiring import UseCases
+
+    async def add(d: Deps) -> str:
+        return (await UseCases.of(d).operator.add_client(name, description, scopes)).id
+
+    return core(database_url, add)
+
+
+def set_client_disabled(database_url: str, client_id: str, disabled: bool) -> int:
+    """`licore client disable`/`enable`'s use case, from the test process: the keys revoked."""
+    from licore.services.wiring import UseCases
+
+    return core(database_url, lambda d: UseCases.of(d).operator.set_client_disabled(
+        client_id, disabled))
+
+
 def license_key(server: Server, product_id: str, platform_id: str) -> str:
     """The plain license key of a buyer's license, as the server keeps it (encrypted)."""
 

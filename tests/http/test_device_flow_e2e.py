@@ -16,12 +16,13 @@ from licore.services.wiring import UseCases
 from licore.tokens import device_code_digest
 from tests.http.e2e import (
     People,
+    add_client,
     auth,
-    cli,
     core,
     decide,
     obtain_key,
     poll,
+    set_client_disabled,
     setup_people,
     start_flow,
 )
@@ -139,8 +140,8 @@ def test_unknown_device_code_is_expired_token(server: Server) -> None:
 
 @pytest.fixture(scope="module")
 def narrow_client(server: Server) -> str:
-    return cli(server.database_url, "client", "add", "Reader", "--description", "Reads",
-               "--scopes", "library:read")
+    return add_client(server.database_url, "Reader", "Reads",
+               "library:read")
 
 
 @pytest.mark.parametrize(("body", "error", "field"), [
@@ -169,19 +170,19 @@ def test_device_code_rejects_non_json_and_disabled_clients(server: Server,
     r = httpx.post(f"{server.url}/auth/device/code", content=b"{not json",
                    headers={"content-type": "application/json"})
     assert (r.status_code, r.json()["error"]) == (400, "invalid_request")
-    other = cli(server.database_url, "client", "add", "Old", "--description", "x",
-                "--scopes", "library:read")
+    other = add_client(server.database_url, "Old", "x",
+                "library:read")
     flow = start_flow(server, other, "library:read")
     decide(server.database_url, people.buyer_id, flow["user_code"], True, None)
     key = poll(server, flow["device_code"]).json()["access_token"]
     assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 200
-    cli(server.database_url, "client", "disable", other)
+    set_client_disabled(server.database_url, other, True)
     r = httpx.post(f"{server.url}/auth/device/code", json={"client_id": other,
                                                            "scope": "library:read"})
     assert (r.status_code, r.json()["error"]) == (400, "invalid_client")
     # Its keys stopped working with it, and enabling it again does not bring them back.
     assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401
-    cli(server.database_url, "client", "enable", other)
+    set_client_disabled(server.database_url, other, False)
     assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401
     assert start_flow(server, other, "library:read")["user_code"]
 
@@ -256,15 +257,15 @@ def test_disabling_an_app_fails_its_pending_flows_and_revokes_its_keys(
     """Issue 13, case 4: a flow pending (or approved, not yet claimed) when the operator
     disables the app gives no key: the poll is `invalid_client`, approval is refused, and
     every key the app already had is revoked."""
-    app = cli(server.database_url, "client", "add", "Doomed", "--description", "x",
-              "--scopes", "library:read")
+    app = add_client(server.database_url, "Doomed", "x",
+              "library:read")
     held = start_flow(server, app, "library:read")
     decide(server.database_url, people.buyer_id, held["user_code"], True)
     key = poll(server, held["device_code"]).json()["access_token"]
     pending = start_flow(server, app, "library:read")
     approved = start_flow(server, app, "library:read")
     decide(server.database_url, people.buyer_id, approved["user_code"], True)
-    cli(server.database_url, "client", "disable", app)
+    set_client_disabled(server.database_url, app, True)
     for flow in (pending, approved):
         r = poll(server, flow["device_code"])
         assert (r.status_code, r.json()["error"]) == (400, "invalid_client"), r.text
@@ -284,5 +285,5 @@ def test_disabling_an_app_fails_its_pending_flows_and_revokes_its_keys(
 
     # Nothing was claimed: the approved one stays approved and can never be claimed.
     assert core(server.database_url, states) == [DeviceState.PENDING, DeviceState.APPROVED]
-    cli(server.database_url, "client", "enable", app)
+    set_client_disabled(server.database_url, app, False)
     assert httpx.get(f"{server.url}/v1/library", headers=auth(key)).status_code == 401

@@ -21,7 +21,15 @@ from licore.builds.tree import Prop
 from licore.device_flow import DeviceState
 from licore.services.deps import Deps
 from licore.tokens import device_code_digest
-from tests.http.e2e import People, auth, cli, core, license_key, owner_key, setup_people
+from tests.http.e2e import (
+    People,
+    add_client,
+    auth,
+    core,
+    license_key,
+    owner_key,
+    setup_people,
+)
 from tests.http.test_runtime_e2e import ALL, v1
 from tests.sdk.installer_vm import StudioVM, call, items
 from tests.support.models import LICENSE_SCRIPT, PLACEHOLDER, product_model
@@ -65,9 +73,8 @@ def world(server: Server) -> World:
     _upload(server, key, product, "1.0", greeting="one")
     v1(server, "POST", "/licenses", key, json={"product_id": product, "user": "29"})
     # The installer as its operator registers it: library scopes only.
-    client = cli(server.database_url, "client", "add", "Studio installer", "--description",
-                 "Inserts products you own into Studio", "--scopes",
-                 "library:read library:download")
+    client = add_client(server.database_url, "Studio installer",
+                        "Inserts products you own into Studio", "library:read library:download")
     return World(people, "buyer9", key, product, client)
 
 

@@ -21,11 +21,12 @@ def people(server: Server) -> People:
 
 @pytest.fixture(scope="module")
 def keys(server: Server, people: People) -> dict[str, str]:
-    from tests.http.e2e import cli
+    from tests.http.e2e import cli_batch
 
-    rival_owner = cli(server.database_url, "account", "add", "rival", "--platform-id", "999",
-                      "--no-password")
-    rival = cli(server.database_url, "studio", "add", "Rival", "--owner", "rival")
+    rival_owner, rival = cli_batch(
+        server.database_url,
+        (["account", "add", "rival", "--platform-id", "999", "--no-password"], ""),
+        (["studio", "add", "Rival", "--owner", "rival"], ""))
     return {
         "studio": owner_key(server, people, ALL_STUDIO),
         "rival": obtain_key(server, people, ALL_STUDIO, rival_owner, rival),

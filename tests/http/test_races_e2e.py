@@ -6,7 +6,6 @@ as the requests that succeeded)."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +15,16 @@ import httpx
 import psycopg
 import pytest
 
-from tests.http.e2e import People, auth, cli, decide, license_key, owner_key, setup_people
+from tests.http.e2e import (
+    People,
+    add_client,
+    auth,
+    decide,
+    license_key,
+    owner_key,
+    setup_people,
+)
+from tests.support.crowd import crowd
 from tests.support.server import Server, running_server
 
 ATTEMPTS = 1000
@@ -55,14 +63,7 @@ def burst(server: Server, path: str, bodies: list[dict[str, Any]],
     """Every body POSTed at once, each on a connection of its own. A request that got no
     answer at all fails the test with the server's log."""
 
-    async def go() -> list[httpx.Response | BaseException]:
-        limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=0)
-        async with httpx.AsyncClient(base_url=server.url, limits=limits,
-                                     timeout=httpx.Timeout(120)) as client:
-            return await asyncio.gather(*(client.post(path, json=b, headers=headers)
-                                          for b in bodies), return_exceptions=True)
-
-    answers = asyncio.run(go())
+    answers = crowd(server.url, [(path, b, headers) for b in bodies])
     lost = Counter(repr(a) for a in answers if isinstance(a, BaseException))
     assert not lost, (lost, server.log()[-4000:])
     return [a for a in answers if isinstance(a, httpx.Response)]
@@ -110,8 +111,8 @@ def test_one_grant_a_thousand_times_gives_one_license(server: Server, key: str) 
 
 def test_one_approved_code_claimed_a_thousand_times_gives_one_key(
         server: Server, people: People) -> None:
-    client = cli(server.database_url, "client", "add", f"Racer {secrets.token_hex(2)}",
-                 "--description", "x", "--scopes", "library:read")
+    client = add_client(server.database_url, f"Racer {secrets.token_hex(2)}", "x",
+                        "library:read")
     flow = httpx.post(f"{server.url}/auth/device/code",
                       json={"client_id": client, "scope": "library:read"}).json()
     decide(server.database_url, people.buyer_id, flow["user_code"], True)
@@ -147,15 +148,7 @@ def test_a_fresh_server_takes_a_thousand_first_requests_without_a_5xx(server: Se
     """Issue 13, case 9: each worker connects before it serves, so the first requests of a
     fresh server do not race to open a pool."""
     with running_server(server.database_url, **PATIENT) as fresh:
-        async def go() -> list[httpx.Response | BaseException]:
-            limits = httpx.Limits(max_connections=ATTEMPTS, max_keepalive_connections=0)
-            async with httpx.AsyncClient(base_url=fresh.url, limits=limits,
-                                         timeout=httpx.Timeout(120)) as client:
-                return await asyncio.gather(
-                    *(client.get("/v1/products", headers=auth(key)) for _ in range(ATTEMPTS)),
-                    return_exceptions=True)
-
-        answers = asyncio.run(go())
+        answers = crowd(fresh.url, [("/v1/products", None, auth(key))] * ATTEMPTS)
         got = Counter(a.status_code if isinstance(a, httpx.Response) else repr(a)
                       for a in answers)
         assert got == {200: ATTEMPTS}, (got, fresh.log()[-3000:])

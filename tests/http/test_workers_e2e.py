@@ -9,7 +9,6 @@ not move the count this test reads."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import secrets
@@ -23,6 +22,7 @@ import pytest
 
 from tests.conftest import PG_URL, _postgres_or_skip
 from tests.http.e2e import auth, license_key, obtain_key, setup_people
+from tests.support.crowd import crowd
 from tests.support.server import Server, running_server
 
 # Four workers start slowly on a loaded machine, and a test waits for them twice over.
@@ -82,21 +82,7 @@ def hammer(server: Server, calls: list[Call], callers: int
            ) -> list[httpx.Response | BaseException]:
     """Every call POSTed, `callers` at a time, each on a new connection (so the calls spread
     over the workers)."""
-
-    async def go() -> list[httpx.Response | BaseException]:
-        limits = httpx.Limits(max_connections=callers, max_keepalive_connections=0)
-        gate = asyncio.Semaphore(callers)
-        async with httpx.AsyncClient(base_url=server.url, limits=limits,
-                                     timeout=httpx.Timeout(120)) as client:
-            async def one(path: str, body: dict[str, str],
-                          headers: dict[str, str]) -> httpx.Response:
-                async with gate:
-                    return await client.post(path, json=body, headers=headers)
-
-            return await asyncio.gather(*(one(*call) for call in calls),
-                                        return_exceptions=True)
-
-    return asyncio.run(go())
+    return crowd(server.url, calls, at_once=callers)
 
 
 def test_four_workers_on_shared_counters_never_deadlock(own_database: str) -> None:
