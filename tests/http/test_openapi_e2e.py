@@ -227,6 +227,10 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("POST", "/v1/licenses/places/reset", httpx.post(f"{u}/licenses/places/reset",
                                                        headers=h, json=buyer))
     go("POST", "/v1/licenses/rekey", httpx.post(f"{u}/licenses/rekey", headers=h, json=buyer))
+    # usage over time (docs/api.md, "Usage"): a series, and a range refused
+    go("GET", "/v1/usage", httpx.get(f"{u}/usage", headers=h, params={
+        "product_id": pid, "from": "0", "to": str(3 * 3600)}))
+    go("GET", "/v1/usage", httpx.get(f"{u}/usage", headers=h, params={"from": "x", "to": "1"}))
     # the audit trail (docs/audit.md): entries with changes of every kind of value by now
     go("GET", "/v1/audit", httpx.get(f"{u}/audit", headers=h))
     go("GET", "/v1/audit", httpx.get(f"{u}/audit", headers=h, params={"since": "x"}))
