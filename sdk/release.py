@@ -164,14 +164,24 @@ def wally_zip(package: Path = PACKAGE) -> bytes:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for rel in wally_contents(package):
             if rel.endswith("/"):
-                archive.writestr(rel, b"")
+                data = b""
             elif rel == "default.project.json":
                 project = json.loads((package / rel).read_text(encoding="utf-8"))
                 project["name"] = part
-                archive.writestr(rel, json.dumps(project, indent=2))
+                data = json.dumps(project, indent=2).encode()
             else:
-                archive.write(package / rel, rel)
+                data = (package / rel).read_bytes()
+            archive.writestr(_entry(rel), data)
     return out.getvalue()
+
+
+def _entry(rel: str) -> zipfile.ZipInfo:
+    """The same bytes for the same sources, whenever and wherever built: a fixed time (a
+    name's own time would be the clock's, or the checkout's mtime) and fixed permissions."""
+    info = zipfile.ZipInfo(rel, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (0o40755 << 16 | 0x10) if rel.endswith("/") else (0o100644 << 16)
+    return info
 
 
 def wally_file_name(package: Path = PACKAGE) -> str:

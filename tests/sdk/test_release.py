@@ -191,3 +191,10 @@ def test_npm_pack_builds_a_tarball_a_roblox_ts_project_installs_and_compiles(
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     out = (home / "out" / "server" / "main.server.luau").read_text(encoding="utf-8")
     assert '"@rbxts", "licore")' in out and "Licore.new({" in out
+
+
+def test_the_wally_package_is_the_same_bytes_whenever_it_is_built() -> None:
+    """No entry carries the clock's time or the checkout's: two builds seconds apart, or on
+    two machines, are byte for byte one package."""
+    entries = zipfile.ZipFile(io.BytesIO(release.wally_zip())).infolist()
+    assert entries and {e.date_time for e in entries} == {(1980, 1, 1, 0, 0, 0)}
