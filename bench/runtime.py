@@ -255,11 +255,11 @@ def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> l
     sample, note = loaded(name, url)
     lp, licore, bp, bare = servers(url, tmp)
     fp, floor = floor_server(url, tmp)
-    for port in (lp, fp):
-        passing(port, sample, args.paths)
     notes = [note]
     rows: list[str] = []
     try:
+        for port in (lp, fp):
+            passing(port, sample, args.paths)
         for path, script in scripts(sample, args.paths, tmp).items():
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
             drive(fp, path, script, argparse.Namespace(duration=2, connections=8))
