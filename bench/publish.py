@@ -85,7 +85,8 @@ async def one(mib: float, buyers: int, sample: int, form: str, concurrency: int)
     compact = form == "compact"
     print(f"{len(data) / 2**20:.2f} MiB {download.SHAPE} build, "
           f"{download.instances(data):,} instances, {form} nodes, {buyers} buyers, "
-          f"{concurrency} calls at a time; load average at start {os.getloadavg()[0]:.1f}")
+          f"{concurrency} calls at a time; load average at start {os.getloadavg()[0]:.1f}",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         w = await download.published(
             data, Path(tmp) / "bench.db",
@@ -105,6 +106,8 @@ async def one(mib: float, buyers: int, sample: int, form: str, concurrency: int)
             await asyncio.gather(*(call(b) for b in storm))
 
         storm_cpu, storm_wall = await _cpu(everyone)
+        print(f"  storm: {buyers} first calls {storm_cpu:.1f} s CPU ({storm_wall:.1f} s wall), "
+              f"{storm_cpu / buyers:.2f} s a buyer", flush=True)
         cached_cpu, cached_wall = await _cpu(everyone)
         codec = w.uc.runtime.models
         digest = hashlib.sha256(data).hexdigest()
@@ -118,8 +121,6 @@ async def one(mib: float, buyers: int, sample: int, form: str, concurrency: int)
         before = await _whole_copy_cold(w, alone[0], compact)
         await w.storage.close()
     floor = build_cpu + cached_cpu
-    print(f"  storm: {buyers} first calls {storm_cpu:.1f} s CPU ({storm_wall:.1f} s wall), "
-          f"{storm_cpu / buyers:.2f} s a buyer")
     print(f"  one version build (the template) {build_cpu:.2f} s CPU; {buyers} cached calls "
           f"{cached_cpu:.1f} s CPU ({cached_wall:.1f} s wall), {cached_cpu / buyers:.2f} s each")
     print(f"  storm / (version build + {buyers} cached calls): {storm_cpu:.1f} / {floor:.1f} "

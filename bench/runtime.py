@@ -4,14 +4,17 @@
         [--paths /runtime/unlock ...] [--runs 3] [--licenses 100000]
     .venv/bin/python bench/runtime.py --workers 1 2 4 --only postgres --duration 5
 
-Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn worker) and
-the bare app under the same Hypercorn settings, drives each with wrk (Debian's `wrk`; one
-thread, so the server keeps the other core) and prints requests per second and p50/p99
-latency for /check, /unlock and /version as ratios to the bare app, for SQLite and PostgreSQL,
-with the one-minute load average when each measurement began, and the server processes' CPU
-time per request (bare's over licore's: the throughput ratio each would have with a core to
-itself, which moves less than req/s on a shared machine). With `--runs N` the bare app and
-licore are measured in turn N times per endpoint and the median ratios are printed too.
+Loads 100,000 licenses across 100 products, starts `licore serve` (one Hypercorn worker),
+the bare app and the same-work app (`bench/floor_app.py`, the floor: the call's own work
+done the cheapest honest way) under the same Hypercorn settings, drives each with wrk
+(Debian's `wrk`; one thread, so the server keeps the other core) and prints requests per
+second and p50/p99 latency for /check, /unlock and /version as ratios to the bare app, for
+SQLite and PostgreSQL, with the one-minute load average when each measurement began, and
+the server processes' CPU time per request (bare's over licore's: the throughput ratio each
+would have with a core to itself, which moves less than req/s on a shared machine), and the
+floor's req/s, p50 and CPU time a call with licore's CPU time a call over it ("x cpu"; the
+aim is at most 1.2). With `--runs N` the three are measured in turn N times per endpoint and
+the median ratios are printed too. `--connections 1` measures a lone caller.
 
 With `--workers 1 2 4` it measures how throughput grows with server processes instead: for
 each count in turn, licore (`licore serve --workers N`) and the bare app (Hypercorn
@@ -226,37 +229,70 @@ def loaded(name: str, url: str) -> tuple[list[tuple[str, str, str]], str]:
                     f"{time.perf_counter() - t0:.1f} s")
 
 
+def floor_server(url: str, tmp: Path) -> tuple[int, subprocess.Popen[bytes]]:
+    """The same-work app (`bench/floor_app.py`) on the same data, same Hypercorn settings."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench"), "LICORE_DATABASE_URL": url,
+           "LICORE_KEK": KEK.hex()}
+    return port, start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{port}",
+                        "floor_app:app"], env, port, tmp)
+
+
+def passing(port: int, sample: list[tuple[str, str, str]], paths: list[str]) -> None:
+    """Each call passed for a license of the sample (`success` for /check, `ok` for the
+    others): a floor that refused every call would be cheap for the wrong reason."""
+    user, product, key = sample[0]
+    for path in paths:
+        body = {"user_id": user, "product_id": product, "key": key,
+                "nonce": secrets.token_hex(16)}
+        got = httpx.post(f"http://127.0.0.1:{port}{path}", json=body, timeout=10).json()
+        passed = got.get("success" if path.endswith("check") else "ok") is True
+        if not passed or (path.endswith("unlock") and "cipher" not in got):
+            raise RuntimeError(f"{path} on port {port} answered {got}")
+
+
 def bench_backend(name: str, url: str, args: argparse.Namespace, tmp: Path) -> list[str]:
     sample, note = loaded(name, url)
     lp, licore, bp, bare = servers(url, tmp)
+    fp, floor = floor_server(url, tmp)
     notes = [note]
     rows: list[str] = []
     try:
+        for port in (lp, fp):
+            passing(port, sample, args.paths)
         for path, script in scripts(sample, args.paths, tmp).items():
             drive(lp, path, script, argparse.Namespace(duration=2, connections=8))  # warm up
+            drive(fp, path, script, argparse.Namespace(duration=2, connections=8))
             ratios: list[float] = []
             cpu_ratios: list[float] = []
+            floor_cpu: list[float] = []
             for _ in range(args.runs):
                 load_avg = os.getloadavg()[0]
                 base = drive(bp, path, script, args, bare.pid)
+                same = drive(fp, path, script, args, floor.pid)
                 mine = drive(lp, path, script, args, licore.pid)
                 ratios.append(mine["rps"] / base["rps"])
                 cpu_ratios.append(base["cpu_ms"] / mine["cpu_ms"])
+                floor_cpu.append(mine["cpu_ms"] / same["cpu_ms"])
                 rows.append(
                     f"{name:<10} {path:<16} {mine['rps']:>9.0f} {base['rps']:>9.0f} "
                     f"{ratios[-1]:>6.2f}   {mine['p50']:>6.2f} {base['p50']:>6.2f} "
                     f"{mine['p50'] / base['p50']:>6.2f}   {mine['p99']:>7.2f} "
                     f"{base['p99']:>7.2f} {mine['p99'] / base['p99']:>6.2f}   "
                     f"{int(mine['errors'])}   {load_avg:>4.1f}   {mine['cpu_ms']:>6.3f} "
-                    f"{base['cpu_ms']:>6.3f} {cpu_ratios[-1]:>6.2f}")
+                    f"{base['cpu_ms']:>6.3f} {cpu_ratios[-1]:>6.2f}   {same['rps']:>9.0f} "
+                    f"{same['p50']:>6.2f} {same['cpu_ms']:>6.3f} {floor_cpu[-1]:>6.2f} "
+                    f"{int(same['errors'])}")
             if args.runs > 1:
                 notes.append(
                     f"{name}: {path} median over {args.runs} runs: req/s ratio "
                     f"{statistics.median(ratios):.2f} ({min(ratios):.2f} to {max(ratios):.2f}), "
                     f"CPU ratio {statistics.median(cpu_ratios):.2f} "
-                    f"({min(cpu_ratios):.2f} to {max(cpu_ratios):.2f})")
+                    f"({min(cpu_ratios):.2f} to {max(cpu_ratios):.2f}), CPU a call over the "
+                    f"floor's {statistics.median(floor_cpu):.2f} "
+                    f"({min(floor_cpu):.2f} to {max(floor_cpu):.2f})")
     finally:
-        for proc in (licore, bare):
+        for proc in (licore, bare, floor):
             proc.terminate()
             proc.wait(10)
     return notes + rows
@@ -316,7 +352,8 @@ def main() -> None:
     header = WORKERS_HEADER if args.workers else (
         f"{'backend':<10} {'endpoint':<16} {'rps':>9} {'bare':>9} {'ratio':>6}   "
         f"{'p50 ms':>6} {'bare':>6} {'ratio':>6}   {'p99 ms':>7} {'bare':>7} "
-        f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}")
+        f"{'ratio':>6}   errors   load   {'cpu ms':>6} {'bare':>6} {'ratio':>6}   "
+        f"{'floor rps':>9} {'p50 ms':>6} {'cpu ms':>6} {'x cpu':>6} errors")
     results: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
