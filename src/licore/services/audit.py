@@ -10,7 +10,7 @@ context (`licore.audit.acting`, `REQUEST_ID`), set once at each edge."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,12 +20,11 @@ from licore.actors import ActingStudio
 from licore.audit import AuditEntry, AuditFilter
 from licore.commands import ListAudit
 from licore.model import Page
-from licore.runtime import Facts as RuntimeFacts
 from licore.services import audited as a
 from licore.services.audit_journal import Journal
 from licore.services.ids import Ids
+from licore.services.overlay import Overlay
 from licore.storage_ports import Storage, UnitOfWork
-from licore.usage import Call
 
 DEFAULT_PAGE = 100  # the trail only grows: a list without `limit` answers this many
 
@@ -56,7 +55,7 @@ class AuditedUnitOfWork:
 
 
 @attrs.frozen
-class Audited:
+class Audited(Overlay):
     """The storage the use cases are given: `inner`, whose units of work tell their changes."""
 
     inner: Storage
@@ -67,32 +66,6 @@ class Audited:
         async with self.inner.unit_of_work() as uow:
             audited: UnitOfWork = AuditedUnitOfWork(uow, self.ids)
             yield audited
-
-    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
-                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        return await self.inner.runtime_read(buckets, window_start, key_digest, user_id,
-                                             game_id)
-
-    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self.inner.use_nonce(license_id, nonce, expires_at, now)
-
-    def note_call(self, call: Call) -> None:
-        self.inner.note_call(call)
-
-    async def flush_usage(self) -> None:
-        await self.inner.flush_usage()
-
-    async def migrate(self) -> None:
-        await self.inner.migrate()
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def ready(self) -> bool:
-        return await self.inner.ready()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @attrs.frozen

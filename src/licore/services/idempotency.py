@@ -23,7 +23,7 @@ a 5xx or 429 leaves nothing behind either, and its retry runs again too."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from typing import TypeVar
@@ -34,9 +34,8 @@ from licore import bounds
 from licore.errors import IdempotencyKeyReused
 from licore.model import IdempotencyRecord, KeptAnswer
 from licore.ports import Clock
-from licore.runtime import Facts as RuntimeFacts
+from licore.services.overlay import Overlay
 from licore.storage_ports import Storage, UnitOfWork
-from licore.usage import Call
 
 R = TypeVar("R")
 HEADER = "Idempotency-Key"
@@ -104,7 +103,7 @@ _CALL: ContextVar[_Call | None] = ContextVar("licore_idempotent_call", default=N
 
 
 @attrs.frozen
-class Joining:
+class Joining(Overlay):
     """The storage the use cases are given: `inner` itself, except that inside a keyed call
     every unit of work is the call's one transaction (see the module's note)."""
 
@@ -119,32 +118,6 @@ class Joining:
         # Entered and left with the use case's block, but committed (or rolled back) only
         # when the call ends: what the use case wrote and the kept answer go together.
         yield await call.begin(self.inner)
-
-    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
-                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        return await self.inner.runtime_read(buckets, window_start, key_digest, user_id,
-                                             game_id)
-
-    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self.inner.use_nonce(license_id, nonce, expires_at, now)
-
-    def note_call(self, call: Call) -> None:
-        self.inner.note_call(call)
-
-    async def flush_usage(self) -> None:
-        await self.inner.flush_usage()
-
-    async def migrate(self) -> None:
-        await self.inner.migrate()
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def ready(self) -> bool:
-        return await self.inner.ready()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @attrs.frozen
