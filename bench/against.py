@@ -2,7 +2,7 @@
 same moment, rounds taken in turn, so a change's cost is read as a ratio and not against a
 figure measured on another evening.
 
-    python -m bench.against e2d1f20 [--only sqlite] [--rounds 8] [--duration 3]
+    python -m bench.against e2d1f20 [--today REV] [--only sqlite] [--rounds 8] [--duration 3]
 
 It checks the earlier commit out into a temporary worktree, loads each code's own database
 with the same number of licenses (each through its own `bench/runtime.py` loader), and starts
@@ -69,21 +69,29 @@ def databases(backend: str, tmp: Path) -> tuple[str, str, list[str]]:
     return old, new, schemas
 
 
-def bench_backend(backend: str, old_tree: Path, args: argparse.Namespace, tmp: Path) -> None:
+def load_in(tree: Path, url: str, licenses: int) -> list[tuple[str, str, str]]:
+    """`licenses` loaded into `url` by the loader of the commit checked out at `tree`."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_OLD, runtime.KEK.hex(), str(licenses), url],
+        cwd=tree, env={**os.environ, "PYTHONPATH": f"{tree / 'src'}:{tree}"},
+        capture_output=True, text=True, check=True).stdout
+    return [(u, p, k) for u, p, k in json.loads(loaded.strip().splitlines()[-1])]
+
+
+def bench_backend(backend: str, old_tree: Path, new_tree: Path | None,
+                  args: argparse.Namespace, tmp: Path) -> None:
+    """`new_tree`: another commit checked out to stand for today (None: this checkout)."""
     old_url, new_url, schemas = databases(backend, tmp)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        loaded = subprocess.run(
-            [sys.executable, "-c", LOAD_OLD, runtime.KEK.hex(), str(args.licenses), old_url],
-            cwd=old_tree, env={**os.environ, "PYTHONPATH": f"{old_tree / 'src'}:{old_tree}"},
-            capture_output=True, text=True, check=True).stdout
-        old_sample = [(u, p, k) for u, p, k in json.loads(loaded.strip().splitlines()[-1])]
-        new_sample = asyncio.run(runtime.load(new_url))
+        old_sample = load_in(old_tree, old_url, args.licenses)
+        new_sample = (load_in(new_tree, new_url, args.licenses) if new_tree
+                      else asyncio.run(runtime.load(new_url)))
         bp = free_port()
         bare = start([str(BIN / "hypercorn"), "--bind", f"127.0.0.1:{bp}", "bare_app:app"],
                      {**os.environ, "PYTHONPATH": str(ROOT / "bench")}, bp, tmp)
         servers = {"bare": (bp, bare), "earlier": serve(old_url, tmp, str(old_tree / "src")),
-                   "today": serve(new_url, tmp, None)}
+                   "today": serve(new_url, tmp, str(new_tree / "src") if new_tree else None)}
         procs = [p for _, p in servers.values()]
         for path in args.paths:
             scripts = {"bare": lua(new_sample, path, tmp / "new"),
@@ -120,6 +128,7 @@ def bench_backend(backend: str, old_tree: Path, args: argparse.Namespace, tmp: P
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("commit")
+    parser.add_argument("--today", help="another commit to stand for today's code")
     parser.add_argument("--only", choices=["sqlite", "postgres"])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--duration", type=int, default=3)
@@ -134,16 +143,19 @@ def main() -> None:
         tmp = Path(tmp_name)
         (tmp / "old").mkdir()
         (tmp / "new").mkdir()
-        old_tree = tmp / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
-                        str(old_tree), args.commit], check=True)
+        trees = {"tree": args.commit, **({"today-tree": args.today} if args.today else {})}
+        for name, commit in trees.items():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q",
+                            str(tmp / name), commit], check=True)
         try:
             for backend in ("sqlite", "postgres"):
                 if args.only in (None, backend):
-                    bench_backend(backend, old_tree, args, tmp)
+                    bench_backend(backend, tmp / "tree",
+                                  tmp / "today-tree" if args.today else None, args, tmp)
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(old_tree)], check=False)
+            for name in trees:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(tmp / name)], check=False)
 
 
 if __name__ == "__main__":
