@@ -81,6 +81,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture
+def page(browser: Any, site: Server) -> Iterator[Any]:
+    """A page of a fresh browser context on the module's site, at a desktop size."""
+    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
+    opened = context.new_page()
+    try:
+        yield opened
+    finally:
+        context.close()
+
+
+@pytest.fixture
 def screenshots(tmp_path: Path) -> Path:
     """Where screenshots go: docs/screenshots/ when LICORE_SCREENSHOTS=docs (to refresh the
     pictures in the documentation), a scratch directory otherwise."""

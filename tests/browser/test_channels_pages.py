@@ -4,7 +4,6 @@ and the Runtime API follows each step at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,6 @@ from tests.support.models import product_model
 from tests.support.server import Server
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def page(browser: Any, site: Server) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def latest(site: Server, product: str, buyer: str, key: str, **sent: str) -> str:

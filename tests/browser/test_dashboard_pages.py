@@ -3,7 +3,6 @@ server: what the pages do must show in the Runtime and Partner APIs at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +54,6 @@ def world(site: Server) -> World:
     app = add_client(site, "Build Bot", "products:read products:write licenses:read "
                                         "library:read library:download")
     return World(dora, lena, nora, ben, studio, app)
-
-
-@pytest.fixture
-def page(browser: Any, site: Server) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def obtain_key(site: Server, world: World, scope: str, who: Person,

@@ -5,7 +5,6 @@ through the Partner API and the Runtime API."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -60,16 +59,6 @@ def world(site: Server) -> World:
     r = httpx.post(f"{site.url}/auth/device/token", json={"device_code": flow["device_code"]})
     assert r.status_code == 200, r.text
     return World(sam, una, ben, nora, studio, app, r.json()["access_token"])
-
-
-@pytest.fixture
-def page(browser: Any, site: Server) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def partner(site: Server, world: World, path: str, **params: str) -> Any:

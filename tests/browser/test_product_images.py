@@ -5,7 +5,6 @@ may download, and an older one downloads as their own copy."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +41,6 @@ def world(site: Server) -> World:
     studio = add_studio(site, "Iris Works", iris)
     add_collaborator(site, studio, lou, Permission.MANAGE_LICENSES)
     return World(iris, buyer, lou, studio)
-
-
-@pytest.fixture
-def page(browser: Any, site: Server) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def picture(path: Path, kind: str, color: tuple[int, int, int],

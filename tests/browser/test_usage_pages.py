@@ -5,7 +5,6 @@ period the picker offers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +57,6 @@ def shop(site: Server) -> Shop:
     for _ in range(2):
         assert not runtime_check(site, product, "8202", "lk_" + "Q" * 40)
     return Shop(seller, studio, key, product)
-
-
-@pytest.fixture
-def page(browser: Any, site: Server) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def api_points(site: Server, shop: Shop, page: Any, product: str | None) -> list[dict[str, Any]]:
