@@ -23,8 +23,8 @@ def test_the_operator_reads_the_trail(tmp_path: Path) -> None:
               "--scopes", "library:read")
     everything = json.loads(run("audit", "--json"))
     actions = [e["action"] for e in everything]
-    # Newest first; a studio and its owner's seat are made in one transaction, in the same
-    # second, so the trail does not order those two.
+    # Newest first; a studio and its owner's seat are made in one transaction, within one
+    # millisecond (ids sort by the millisecond), so the trail does not order those two.
     assert actions[0] == "app.registered" and actions[3] == "account.created"
     assert set(actions[1:3]) == {"collaborator.added", "studio.created"}
     assert {e["actor"]["kind"] for e in everything} == {"operator"}
