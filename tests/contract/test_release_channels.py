@@ -4,7 +4,7 @@ offered, what a buyer may list and download, and what the seller's webhooks are 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import attrs
 import pytest
@@ -14,7 +14,7 @@ from adapters_formats.codec import RobloxModelCodec
 from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
 from licore.errors import InvalidRequest, NotFound
-from licore.events import Delivered, MessageKind, Topic
+from licore.events import MessageKind, Topic
 from licore.license_commands import TransferLicense
 from licore.licenses import LicenseEvent
 from licore.model import License, Product, Version
@@ -22,23 +22,12 @@ from licore.releases import Channel
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
-from tests.support.fakes import FakeClock, make_deps
+from tests.support.fakes import FakeClock, Receiver, make_deps
 from tests.support.models import product_model
 from tests.support.scenario import World, build_world
 
 IP = "127.0.0.1"
 NONCE = "n" * 16
-
-
-class Receiver:
-    """The webhook sender's port answered without sending: the tests read the outbox."""
-
-    async def send(self, url: str, message_id: str, timestamp: int, body: str,
-                   secrets: Sequence[str]) -> Delivered:
-        return Delivered(True, status=204)
-
-    async def refusal(self, url: str) -> str | None:
-        return None
 
 
 @attrs.frozen

@@ -6,7 +6,7 @@ people who hold it already, page by page, on every storage."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 
 import attrs
 import pytest
@@ -18,7 +18,6 @@ from licore import commands as c
 from licore.actors import ActingStudio
 from licore.errors import InvalidRequest
 from licore.events import (
-    Delivered,
     Message,
     MessageKind,
     MessageState,
@@ -33,24 +32,13 @@ from licore.services.dashboard import Seat
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
-from tests.support.fakes import FakeClock, make_deps
+from tests.support.fakes import FakeClock, Receiver, make_deps
 from tests.support.models import product_model, script
 from tests.support.scenario import World, build_world
 from tests.support.standins import ChatStandIn, running
 
 GUILD, ROLE, OTHER_ROLE = "700", "800", "801"
 TOPICS = tuple(t.value for t in Topic)
-
-
-class Receiver:
-    """The webhook sender's port answered without sending: these tests read the outbox."""
-
-    async def send(self, url: str, message_id: str, timestamp: int, body: str,
-                   secrets: Sequence[str]) -> Delivered:
-        return Delivered(True, status=204)
-
-    async def refusal(self, url: str) -> str | None:
-        return None
 
 
 @attrs.frozen

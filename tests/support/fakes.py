@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemRandom
 from adapters_formats.codec import RobloxModelCodec
 from adapters_formats.images import PillowImages
 from adapters_protection.luau_protector import LuauProtector
+from licore.events import Delivered
 from licore.services.deps import Deps, Settings
 from licore.storage_ports import Storage
 
@@ -46,3 +49,15 @@ def make_deps(storage: Storage, clock: FakeClock | None = None,
                 vault=AesGcmKeyVault(TEST_KEK), passwords=FastPasswords(),
                 models=RobloxModelCodec(), protector=LuauProtector(),
                 settings=settings or Settings(), images=PillowImages())
+
+
+class Receiver:
+    """The webhook sender's port answered without sending: tests that use it read the
+    outbox instead."""
+
+    async def send(self, url: str, message_id: str, timestamp: int, body: str,
+                   secrets: Sequence[str]) -> Delivered:
+        return Delivered(True, status=204)
+
+    async def refusal(self, url: str) -> str | None:
+        return None
