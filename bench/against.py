@@ -48,9 +48,7 @@ def lua(sample: list[tuple[str, str, str]], path: str, where: Path) -> Path:
 
 def serve(url: str, tmp: Path, pythonpath: str | None) -> tuple[int, subprocess.Popen[bytes]]:
     port = free_port()
-    env = {**os.environ, "LICORE_DATABASE_URL": url, "LICORE_KEK": runtime.KEK.hex(),
-           "LICORE_DATA_DIR": str(tmp), "LICORE_RUNTIME_KEY_RATE_LIMIT": "1000000000",
-           "LICORE_RUNTIME_IP_RATE_LIMIT": "1000000000"}
+    env = runtime.licore_env(url, tmp)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     return port, start([str(BIN / "licore"), "serve", "--port", str(port), "--only", "runtime"],

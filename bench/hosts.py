@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 
 from bench import runtime
-from bench.runtime import BIN, KEK, PG, ROOT, drive, free_port, loaded, scripts, start
+from bench.runtime import BIN, PG, ROOT, drive, free_port, licore_env, loaded, scripts, start
 
 HOSTS = ("127.0.0.1", "127.0.0.2")
 
@@ -35,9 +35,7 @@ HOSTS = ("127.0.0.1", "127.0.0.2")
 def launch(kind: str, url: str, tmp: Path, host: str) -> tuple[int, subprocess.Popen[bytes]]:
     port = free_port()
     if kind == "licore":
-        env = {**os.environ, "LICORE_DATABASE_URL": url, "LICORE_KEK": KEK.hex(),
-               "LICORE_DATA_DIR": str(tmp), "LICORE_RUNTIME_KEY_RATE_LIMIT": "1000000000",
-               "LICORE_RUNTIME_IP_RATE_LIMIT": "1000000000"}
+        env = licore_env(url, tmp)
         argv = [str(BIN / "licore"), "serve", "--host", host, "--port", str(port),
                 "--only", "runtime"]
     else:

@@ -198,12 +198,18 @@ def drive(port: int, path: str, script: Path, args: argparse.Namespace,
             "cpu_ms": 1000 * cpu / max(1, r["requests"])}
 
 
+def licore_env(url: str, tmp: Path) -> dict[str, str]:
+    """What a benchmarked `licore serve` runs with: the database, the benchmark's key (the
+    loader sealed the licenses with it), a data folder, and rate limits out of the way."""
+    return {**os.environ, "LICORE_DATABASE_URL": url, "LICORE_KEK": KEK.hex(),
+            "LICORE_DATA_DIR": str(tmp), "LICORE_RUNTIME_KEY_RATE_LIMIT": "1000000000",
+            "LICORE_RUNTIME_IP_RATE_LIMIT": "1000000000"}
+
+
 def servers(url: str, tmp: Path, workers: int = 1
             ) -> tuple[int, subprocess.Popen[bytes], int, subprocess.Popen[bytes]]:
     """licore and the bare app, each with `workers` Hypercorn workers: (port, process) each."""
-    env = {**os.environ, "LICORE_DATABASE_URL": url, "LICORE_KEK": KEK.hex(),
-           "LICORE_DATA_DIR": str(tmp), "LICORE_RUNTIME_KEY_RATE_LIMIT": "1000000000",
-           "LICORE_RUNTIME_IP_RATE_LIMIT": "1000000000"}
+    env = licore_env(url, tmp)
     lp, bp = free_port(), free_port()
     licore = start([str(BIN / "licore"), "serve", "--port", str(lp), "--only", "runtime",
                     "--workers", str(workers)], env, lp, tmp, workers)
