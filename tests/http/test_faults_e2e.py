@@ -44,7 +44,9 @@ def workers_of(server: Server) -> set[int]:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
         except FileNotFoundError:
             continue
-        if b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+        # Workers are forked from the supervisor (the same command line); multiprocessing's
+        # resource tracker is the one other child.
+        if b"resource_tracker" not in cmdline:
             found.add(int(child))
     return found
 
