@@ -62,6 +62,9 @@ async def test_another_thread_checkpoints_the_wal_the_loops_writes_grow(tmp_path
     try:
         for i in range(writes):  # one write each: a counter of its own
             await store.runtime_read([f"k{i}"], 60, "d", "2", None)
+            # A lone call never waits, so it never lets the loop turn; a server's loop
+            # turns between requests (it waits for the next one), and starts the checkpoint.
+            await asyncio.sleep(0)
         if store._checkpoint is not None:
             await store._checkpoint
         # Frames in the WAL since it last started over: without the checkpoints every
