@@ -33,8 +33,8 @@ from licore.runtime import Facts as RuntimeFacts
 from licore.usage import Call
 
 BUSY_TIMEOUT_MS = 30_000
-# Direct writes between two checkpoints (aiosqlite's, off the loop): about SQLite's own
-# automatic checkpoint of a 1,000-page WAL, for the hot path's few pages a statement.
+# Direct writes between two checkpoints (on another thread, `_restart_wal`): about SQLite's
+# own automatic checkpoint of a 1,000-page WAL, at the hot path's two pages or so a write.
 CHECKPOINT_AFTER = 500
 CHECKPOINT_WAIT = 1.0  # seconds a checkpoint waits for a writer or reader; then the next
 RETRY_AFTER = 2  # seconds, told to callers when the file stayed locked past the timeout
