@@ -113,11 +113,14 @@ async def load(url: str) -> list[tuple[str, str, str]]:
                         now, now, current_version_id="ver_1", current_version="1.0.0",
                         unlock_data=UnlockData.of({"level": i, "flags": list(range(8))}))
             products.append(await uow.products.add(p, f"p{i}"))
-    per_product = LICENSES // PRODUCTS
+    # Below SAMPLE (or PRODUCTS) licenses every license is sampled (or has a product of
+    # its own): the steps are at least 1.
+    per_product = max(1, LICENSES // PRODUCTS)
+    every = max(1, LICENSES // SAMPLE)
     for start in range(0, LICENSES, 10_000):
         async with deps.storage.unit_of_work() as uow:
             for n in range(start, min(start + 10_000, LICENSES)):
-                product = products[n // per_product]
+                product = products[min(n // per_product, PRODUCTS - 1)]
                 key = make_license_key(secrets.token_bytes(48))
                 lic = License(deps.new_id("lic"), product.id, str(10_000 + n), Source.GRANT,
                               LicenseState.ACTIVE, now, now)
@@ -125,7 +128,7 @@ async def load(url: str) -> list[tuple[str, str, str]]:
                               now, now, deps.vault.encrypt(key, lic.id),
                               deps.vault.lookup_digest(key), 1)
                 await uow.licenses.add(lic)
-                if n % (LICENSES // SAMPLE) == 0:
+                if n % every == 0:
                     sample.append((lic.platform_id, product.id, key))
     await deps.storage.close()
     return sample

@@ -3,6 +3,15 @@
 A small pool of connections in WAL mode. Every unit of work starts with `BEGIN IMMEDIATE`, so
 writers from any number of processes on one file queue on SQLite's own lock (with a busy
 timeout) instead of failing half-way, and readers are never blocked by WAL.
+
+The runtime hot path's single statements (count, look-up, nonce, usage rollup) run on the
+event loop's own thread through one more connection (`_Direct`), because aiosqlite's hop to
+its thread and back cost more than the statement itself (docs/performance.md). That is safe
+only as it is done here: in WAL mode, each statement in autocommit (one index probe or one
+small upsert, microseconds), with a busy timeout of 0, so a statement that would have to wait
+for a lock fails at once, having done nothing, and runs again through aiosqlite, which waits.
+The loop thread never waits on a lock, and never checkpoints (that fsyncs): another thread
+does (`_restart_wal`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ from licore.runtime import Facts as RuntimeFacts
 from licore.usage import Call
 
 BUSY_TIMEOUT_MS = 30_000
+# Direct writes between two checkpoints (on another thread, `_restart_wal`): about SQLite's
+# own automatic checkpoint of a 1,000-page WAL, at the hot path's two pages or so a write.
+CHECKPOINT_AFTER = 500
+CHECKPOINT_WAIT = 1.0  # seconds a checkpoint waits for a writer or reader; then the next
 RETRY_AFTER = 2  # seconds, told to callers when the file stayed locked past the timeout
 WAL_ATTEMPTS = 600  # 30 seconds, like the busy timeout
 
@@ -43,14 +56,75 @@ class _Executor:
         return cursor.rowcount
 
 
+def _waits(exc: sqlite3.OperationalError) -> bool:
+    """Whether the statement failed only because it would have had to wait for a lock."""
+    return exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _restart_wal(path: str) -> None:
+    """Copy the WAL into the database and have the next writer start it over (`RESTART`).
+    A passive checkpoint, as SQLite's automatic one, never lets a WAL start over while the
+    loop keeps writing (a write lands during every checkpoint), so it would grow without end;
+    this one holds writers off while it runs, and they go through aiosqlite meanwhile."""
+    conn = sqlite3.connect(path, timeout=CHECKPOINT_WAIT)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(RESTART)")
+    finally:
+        conn.close()
+
+
+class _Direct:
+    """An executor for the hot path's autocommit statements: each runs on the calling
+    (event loop) thread through `conn`, and, when it would have to wait for a lock, through
+    an aiosqlite connection of the pool instead (taken at the first such statement, given
+    back when the block ends). A statement that failed that way did nothing: it runs once."""
+
+    def __init__(self, storage: SqliteStorage, conn: sqlite3.Connection) -> None:
+        self.storage = storage
+        self.conn = conn
+        self.pooled: aiosqlite.Connection | None = None
+
+    async def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            found: list[tuple[Any, ...]] = self.conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not _waits(exc):
+                raise
+            return await (await self._fallback()).rows(sql, params)
+        self.storage.wrote_directly()
+        return found
+
+    async def run(self, sql: str, params: Sequence[Any] = ()) -> int:
+        try:
+            count = self.conn.execute(sql, params).rowcount
+        except sqlite3.OperationalError as exc:
+            if not _waits(exc):
+                raise
+            return await (await self._fallback()).run(sql, params)
+        self.storage.wrote_directly()
+        return count
+
+    async def _fallback(self) -> _Executor:
+        if self.pooled is None:
+            self.pooled = await self.storage._acquire()
+        return _Executor(self.pooled)
+
+
 class SqliteStorage:
-    def __init__(self, path: str | Path, pool_size: int = 1) -> None:
+    def __init__(self, path: str | Path, pool_size: int = 1, direct: bool = True) -> None:
+        """`direct`: the hot path's statements on the loop's thread (see the module); off,
+        they all go through aiosqlite (the tests run the hot path both ways)."""
         self.path = str(path)
         self.pool_size = pool_size
         self._idle: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
         self._all: list[aiosqlite.Connection] = []
         self._opening = asyncio.Lock()
-        self._hot = HotPath(self._autocommit, "sqlite")
+        self._hot = HotPath(self._hot_statements, "sqlite")
+        self._direct_wanted = direct
+        self._direct: sqlite3.Connection | None = None
+        self._changes = 0  # the direct connection's total_changes when last looked at
+        self._unchecked = 0  # direct writes since the last checkpoint was started
+        self._checkpoint: asyncio.Task[None] | None = None
 
     @classmethod
     def from_url(cls, url: str) -> SqliteStorage:
@@ -124,6 +198,75 @@ class SqliteStorage:
         finally:
             self._idle.put_nowait(conn)
 
+    @asynccontextmanager
+    async def _hot_statements(self) -> AsyncIterator[_Executor | _Direct]:
+        """Where the hot path's statements run: on this thread (`_Direct`) once the
+        database is known to be in WAL mode, else through aiosqlite."""
+        conn = self._direct if self._direct is not None else await self._open_direct()
+        if conn is None:
+            async with self._autocommit() as db:
+                yield db
+            return
+        direct = _Direct(self, conn)
+        try:
+            yield direct
+        finally:
+            if direct.pooled is not None:
+                self._idle.put_nowait(direct.pooled)
+
+    async def _open_direct(self) -> sqlite3.Connection | None:
+        """The hot path's own connection, opened once a pooled connection has put the file
+        in WAL mode; None (aiosqlite for everything) when it is not (`:memory:`), or when
+        opening had to wait for a lock (tried again on the next call)."""
+        if not self._direct_wanted:
+            return None
+        async with self._autocommit():  # opens the pool's first connection: WAL is set
+            pass
+        if self._direct is not None:
+            return self._direct
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                               cached_statements=512)
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            wal = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            # Checkpoints fsync: never on the loop's thread (see `wrote_directly`).
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if _waits(exc):
+                return None
+            raise
+        if not wal:
+            conn.close()
+            self._direct_wanted = False
+            return None
+        self._direct, self._changes = conn, conn.total_changes
+        return conn
+
+    def wrote_directly(self) -> None:
+        """After a direct statement: past CHECKPOINT_AFTER writes, checkpoint the WAL on
+        another thread."""
+        assert self._direct is not None
+        changes = self._direct.total_changes
+        if changes == self._changes:
+            return
+        self._changes = changes
+        self._unchecked += 1
+        if self._unchecked >= CHECKPOINT_AFTER and self._checkpoint is None:
+            self._unchecked = 0
+            self._checkpoint = asyncio.get_running_loop().create_task(self._checkpoint_wal())
+
+    async def _checkpoint_wal(self) -> None:
+        try:
+            await asyncio.to_thread(_restart_wal, self.path)
+        except sqlite3.Error:
+            pass  # the next one tries again; readers and writers never need it
+        finally:
+            self._checkpoint = None
+
     async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
                            user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
         return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
@@ -156,6 +299,11 @@ class SqliteStorage:
     async def close(self) -> None:
         if self._all:
             await self._hot.close()
+        if self._checkpoint is not None:
+            await self._checkpoint
+        if self._direct is not None:
+            self._direct.close()
+            self._direct = None
         for conn in self._all:
             await conn.close()
         self._all.clear()

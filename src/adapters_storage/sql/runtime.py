@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from adapters_storage.batching import Answer, NonceRequest, RuntimeRequest
 from adapters_storage.records import column_list, columns, from_row
@@ -72,6 +73,26 @@ class SqlRateCounters(Repository):
 # statements on both databases, with the rows spelled out (SQLite) or as arrays (PostgreSQL).
 
 
+def _upsert(source: RowSource, increments: dict[str, int], window_start: int,
+            shard: int | None) -> tuple[str, list[Any]]:
+    """`add_hits`'s upsert (see there), returning `bucket, count`: this shard's count."""
+    rows_sql, params = source(("TEXT", "BIGINT", "INTEGER", "INTEGER"),
+                              [(b, window_start, shard or 0, increments[b])
+                               for b in sorted(increments)])
+    return (f"INSERT INTO rate_counters (bucket, window_start, shard, count) {rows_sql} "
+            "ON CONFLICT (bucket, window_start, shard) DO UPDATE "
+            "SET count = rate_counters.count + excluded.count RETURNING bucket, count",
+            params)
+
+
+# With a shard, the total of each bucket in `mine` (the upsert's rows): the outer SELECT
+# reads the snapshot the statement began with, so the other shards as committed then, and
+# not this shard's update, which `mine` carries. Parameters: the window, the shard.
+_WITH_OTHERS = ("SELECT mine.bucket, mine.count + COALESCE(("
+                "SELECT SUM(o.count) FROM rate_counters o WHERE o.bucket = mine.bucket "
+                "AND o.window_start = ? AND o.shard <> ?), 0) FROM mine")
+
+
 async def add_hits(db: Executor, source: RowSource, increments: dict[str, int],
                    window_start: int, shard: int | None = None) -> dict[str, int]:
     """Add each bucket's increment and return its new count. One statement for every bucket:
@@ -89,22 +110,12 @@ async def add_hits(db: Executor, source: RowSource, increments: dict[str, int],
     """
     if not increments:
         return {}  # `VALUES` with no rows is not SQL
-    rows_sql, params = source(("TEXT", "BIGINT", "INTEGER", "INTEGER"),
-                              [(b, window_start, shard or 0, increments[b])
-                               for b in sorted(increments)])
-    upsert = (f"INSERT INTO rate_counters (bucket, window_start, shard, count) {rows_sql} "
-              "ON CONFLICT (bucket, window_start, shard) DO UPDATE "
-              "SET count = rate_counters.count + excluded.count RETURNING bucket, count")
+    upsert, params = _upsert(source, increments, window_start, shard)
     if shard is None:
         rows = await db.rows(upsert, params)
     else:
-        # The outer SELECT reads the snapshot the statement began with: the other shards as
-        # committed then, and not this shard's update, which `mine` carries.
-        rows = await db.rows(
-            f"WITH mine AS ({upsert}) SELECT mine.bucket, mine.count + COALESCE(("
-            "SELECT SUM(o.count) FROM rate_counters o WHERE o.bucket = mine.bucket "
-            "AND o.window_start = ? AND o.shard <> ?), 0) FROM mine",
-            [*params, window_start, shard])
+        rows = await db.rows(f"WITH mine AS ({upsert}) {_WITH_OTHERS}",
+                             [*params, window_start, shard])
     return {r[0]: int(r[1]) for r in rows}
 
 
@@ -132,17 +143,39 @@ async def use_nonces(db: Executor, source: RowSource, now: int,
             for i, r in enumerate(requests)]
 
 
-async def runtime_batch(db: Executor, source: RowSource, window_start: int,
-                        requests: Sequence[RuntimeRequest],
-                        shard: int | None = None) -> list[Answer]:
-    """Count every request (in `shard`, see `add_hits`) and load every request's facts: two
-    statements in all."""
-    increments: dict[str, int] = {}
-    for r in requests:
-        for bucket in r.buckets:
-            increments[bucket] = increments.get(bucket, 0) + 1
-    totals = await add_hits(db, source, increments, window_start, shard)
-    # Each request sees the count as it stood when it arrived in the batch.
+# What the runtime look-up reads for each request `req` (i, digest, user_id, game_id) whose
+# key digest names a license: the license, its product, and the few facts beside them.
+_FACTS = (
+    f"{column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
+    "COALESCE(p.place_limit, s.place_limit), "
+    "EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
+    "AND b.platform_id = req.user_id), "
+    "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
+    "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
+    "AND lp.game_id = req.game_id), "
+    "(SELECT t.unlock_data FROM product_tiers t WHERE t.product_id = l.product_id "
+    "AND t.name = l.tier)")
+_JOINED = ("JOIN licenses l ON l.key_digest = req.digest "
+           "JOIN products p ON p.id = l.product_id JOIN studios s ON s.id = p.studio_id")
+_LEFT_JOINED = _JOINED.replace("JOIN", "LEFT JOIN")
+
+
+def _facts(row: Sequence[Any]) -> RuntimeFacts:
+    """A request's facts from `_FACTS`'s columns (the license's id None: no license)."""
+    nl, np_ = len(columns(License)), len(columns(Product))
+    if row[0] is None:
+        return RuntimeFacts(None, None, 0, False)
+    n = nl + np_
+    return RuntimeFacts(
+        from_row(License, row[:nl]), from_row(Product, row[nl:n]),
+        int(row[n]), bool(row[n + 1]), int(row[n + 2]),
+        None if row[n + 3] is None else int(row[n + 3]),
+        None if row[n + 4] is None else UnlockData(row[n + 4]))
+
+
+def _counts(requests: Sequence[RuntimeRequest], increments: dict[str, int],
+            totals: dict[str, int]) -> list[list[int]]:
+    """Each request's counts as they stood when it arrived in the batch."""
     seen: dict[str, int] = {}
     counts: list[list[int]] = []
     for r in requests:
@@ -151,30 +184,49 @@ async def runtime_batch(db: Executor, source: RowSource, window_start: int,
             seen[bucket] = seen.get(bucket, 0) + 1
             mine.append(totals[bucket] - increments[bucket] + seen[bucket])
         counts.append(mine)
-    rows_sql, params = source(("INTEGER", "TEXT", "TEXT", "TEXT"),
-                              [(i, r.key_digest, r.user_id, r.game_id)
-                               for i, r in enumerate(requests)])
-    rows = await db.rows(
-        f"WITH req (i, digest, user_id, game_id) AS ({rows_sql}) "
-        f"SELECT req.i, {column_list(License, 'l.')}, {column_list(Product, 'p.')}, "
-        "COALESCE(p.place_limit, s.place_limit), "
-        "EXISTS (SELECT 1 FROM blacklist b WHERE b.studio_id = p.studio_id "
-        "AND b.platform_id = req.user_id), "
-        "(SELECT COUNT(*) FROM license_places lp WHERE lp.license_id = l.id), "
-        "(SELECT lp.place_rank FROM license_places lp WHERE lp.license_id = l.id "
-        "AND lp.game_id = req.game_id), "
-        "(SELECT t.unlock_data FROM product_tiers t WHERE t.product_id = l.product_id "
-        "AND t.name = l.tier) "
-        "FROM req JOIN licenses l ON l.key_digest = req.digest "
-        "JOIN products p ON p.id = l.product_id JOIN studios s ON s.id = p.studio_id",
-        params)
+    return counts
+
+
+async def runtime_batch(db: Executor, source: RowSource, window_start: int,
+                        requests: Sequence[RuntimeRequest],
+                        shard: int | None = None) -> list[Answer]:
+    """Count every request (in `shard`, see `add_hits`) and load every request's facts: two
+    statements on SQLite (cheap there: no round trip), one on PostgreSQL (`shard` given),
+    where each statement is a trip to the server and back, a lone caller's largest wait."""
+    increments: dict[str, int] = {}
+    for r in requests:
+        for bucket in r.buckets:
+            increments[bucket] = increments.get(bucket, 0) + 1
+    req_sql, req_params = source(("INTEGER", "TEXT", "TEXT", "TEXT"),
+                                 [(i, r.key_digest, r.user_id, r.game_id)
+                                  for i, r in enumerate(requests)])
     facts = [RuntimeFacts(None, None, 0, False) for _ in requests]
-    nl, np_ = len(columns(License)), len(columns(Product))
-    n = 1 + nl + np_
+    if shard is not None and increments:
+        # The count rides the look-up as a data-modifying CTE, its totals as two arrays in
+        # bucket order on every row; a request whose key names no license still gets its row
+        # (LEFT JOIN: a license always has its product and studio), so the totals always
+        # come back. The statement's own transaction commits without waiting for the WAL's
+        # flush to disk (`synchronous_commit` off for it alone): it writes only counts, which
+        # a crash may lose the last fraction of a second of, as SQLite's WAL (synchronous
+        # NORMAL) may; that wait was most of a lone caller's time. Nonces stay durable.
+        upsert, params = _upsert(source, increments, window_start, shard)
+        rows = await db.rows(
+            f"WITH mine AS ({upsert}), hits (bucket, total) AS ({_WITH_OTHERS}), "
+            f"req (i, digest, user_id, game_id) AS ({req_sql}) "
+            "SELECT req.i, (SELECT array_agg(bucket ORDER BY bucket) FROM hits), "
+            "(SELECT array_agg(total ORDER BY bucket) FROM hits), "
+            f"(SELECT set_config('synchronous_commit', 'off', true)), {_FACTS} "
+            f"FROM req {_LEFT_JOINED}",
+            [*params, window_start, shard, *req_params])
+        totals = dict(zip(rows[0][1], map(int, rows[0][2]), strict=True))
+        for row in rows:
+            facts[int(row[0])] = _facts(row[4:])
+        return list(zip(_counts(requests, increments, totals), facts, strict=True))
+    totals = await add_hits(db, source, increments, window_start, shard)
+    rows = await db.rows(
+        f"WITH req (i, digest, user_id, game_id) AS ({req_sql}) "
+        f"SELECT req.i, {_FACTS} FROM req {_JOINED}",
+        req_params)
     for row in rows:
-        facts[int(row[0])] = RuntimeFacts(
-            from_row(License, row[1:1 + nl]), from_row(Product, row[1 + nl:n]),
-            int(row[n]), bool(row[n + 1]), int(row[n + 2]),
-            None if row[n + 3] is None else int(row[n + 3]),
-            None if row[n + 4] is None else UnlockData(row[n + 4]))
-    return list(zip(counts, facts, strict=True))
+        facts[int(row[0])] = _facts(row[1:])
+    return list(zip(_counts(requests, increments, totals), facts, strict=True))

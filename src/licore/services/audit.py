@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import cached_property
 from typing import Any
 
 import attrs
@@ -30,23 +31,65 @@ DEFAULT_PAGE = 100  # the trail only grows: a list without `limit` answers this 
 
 
 class AuditedUnitOfWork:
-    """The storage's unit of work, its audited repositories in place of its own."""
+    """The storage's unit of work, its audited repositories in place of its own. Each is
+    made when first used: most units of work touch one or two of the twelve (a runtime
+    call's place and alerts none), and making them all was most of this layer's cost."""
 
     def __init__(self, inner: UnitOfWork, ids: Ids) -> None:
-        journal = Journal(inner, ids)
         self._inner = inner
-        self.accounts = a.AuditedAccounts(inner.accounts, journal)
-        self.studios = a.AuditedStudios(inner.studios, journal)
-        self.clients = a.AuditedClients(inner.clients, journal)
-        self.api_keys = a.AuditedApiKeys(inner.api_keys, journal)
-        self.products = a.AuditedProducts(inner.products, journal)
-        self.versions = a.AuditedVersions(inner.versions, journal)
-        self.licenses = a.AuditedLicenses(inner.licenses, journal)
-        self.blacklist = a.AuditedBlacklist(inner.blacklist, journal)
-        self.hooks = a.AuditedHooks(inner.hooks, journal)
-        self.outbox = a.AuditedOutbox(inner.outbox, journal)
-        self.runtime = a.AuditedRuntime(inner.runtime, journal)
-        self.images = a.AuditedImages(inner.images, journal)
+        self._ids = ids
+
+    @cached_property
+    def _journal(self) -> Journal:  # one per unit of work, shared by its repositories
+        return Journal(self._inner, self._ids)
+
+    @cached_property
+    def accounts(self) -> a.AuditedAccounts:
+        return a.AuditedAccounts(self._inner.accounts, self._journal)
+
+    @cached_property
+    def studios(self) -> a.AuditedStudios:
+        return a.AuditedStudios(self._inner.studios, self._journal)
+
+    @cached_property
+    def clients(self) -> a.AuditedClients:
+        return a.AuditedClients(self._inner.clients, self._journal)
+
+    @cached_property
+    def api_keys(self) -> a.AuditedApiKeys:
+        return a.AuditedApiKeys(self._inner.api_keys, self._journal)
+
+    @cached_property
+    def products(self) -> a.AuditedProducts:
+        return a.AuditedProducts(self._inner.products, self._journal)
+
+    @cached_property
+    def versions(self) -> a.AuditedVersions:
+        return a.AuditedVersions(self._inner.versions, self._journal)
+
+    @cached_property
+    def licenses(self) -> a.AuditedLicenses:
+        return a.AuditedLicenses(self._inner.licenses, self._journal)
+
+    @cached_property
+    def blacklist(self) -> a.AuditedBlacklist:
+        return a.AuditedBlacklist(self._inner.blacklist, self._journal)
+
+    @cached_property
+    def hooks(self) -> a.AuditedHooks:
+        return a.AuditedHooks(self._inner.hooks, self._journal)
+
+    @cached_property
+    def outbox(self) -> a.AuditedOutbox:
+        return a.AuditedOutbox(self._inner.outbox, self._journal)
+
+    @cached_property
+    def runtime(self) -> a.AuditedRuntime:
+        return a.AuditedRuntime(self._inner.runtime, self._journal)
+
+    @cached_property
+    def images(self) -> a.AuditedImages:
+        return a.AuditedImages(self._inner.images, self._journal)
 
     def __getattr__(self, name: str) -> Any:
         # The repositories whose writes are not state changes of the trail (devices, copies,

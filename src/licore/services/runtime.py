@@ -33,6 +33,8 @@ from licore.services.limits import WINDOW
 from licore.storage_ports import Storage, UnitOfWork
 from licore.usage import Call, Endpoint, Outcome, hour_of
 
+SEALED_KEYS_KEPT = 20_000  # licenses whose sealed-code key a process keeps (~5 MB at most)
+
 
 def _channel(asked: str | None) -> Channel | None:
     return None if asked is None else Channel(asked)
@@ -113,6 +115,10 @@ class Runtime:
     announce: Announcer
     limits: RuntimeLimits = RuntimeLimits()
     once: SingleFlight = run_alone
+    # license id -> its sealed-code key: two HMACs an /unlock, the same answer every time
+    # for a license (made from its id under the server's key), so made once a process.
+    _sealed_keys: dict[str, str] = attrs.field(factory=dict, init=False, repr=False,
+                                               eq=False)
 
     async def _store_alerts(self, uow: UnitOfWork, facts: Facts,
                             drafts: Sequence[AlertDraft]) -> None:
@@ -190,7 +196,12 @@ class Runtime:
             return None
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
-        sealed_key = sealed_code_key(self.copies.license_secret(lic))
+        sealed_key = self._sealed_keys.get(lic.id)
+        if sealed_key is None:
+            if len(self._sealed_keys) >= SEALED_KEYS_KEPT:
+                self._sealed_keys.clear()
+            sealed_key = sealed_code_key(self.copies.license_secret(lic))
+            self._sealed_keys[lic.id] = sealed_key
         return Unlocked(exp, seal(command.key, command.nonce,
                                   _unlock_plaintext(command.nonce, rt.unlock_data(judged.facts),
                                                     exp, sealed_key)))
