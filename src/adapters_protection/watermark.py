@@ -27,8 +27,8 @@ import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-
-import attrs
+from functools import lru_cache
+from typing import NamedTuple
 
 from adapters_protection.edits import Edit
 from adapters_protection.strings import BadEscape, decode_quoted
@@ -75,9 +75,10 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 Token = tuple[str, str, int, int]
 
 
-@attrs.frozen
-class Carrier:
-    """One bit of a copy: its position id, the bit written, and where (character offsets)."""
+class Carrier(NamedTuple):
+    """One bit of a copy: its position id, the bit written, and where (character offsets).
+    A named tuple rather than an attrs class: a text holds hundreds of thousands of them,
+    and a tuple is made several times faster than a frozen attrs instance."""
 
     position: bytes
     bit: int
@@ -129,6 +130,7 @@ def _long_end(text: str, after: int, close: str, closes: dict[str, int]) -> int:
     return text.find(close, after) + len(close)
 
 
+@lru_cache(maxsize=1 << 12)  # a script writes the same few integers over and over
 def _integer(text: str) -> tuple[int, int, int] | None:
     """(value, 1 for hexadecimal, 1 for a leading zero) of an integer literal a carrier
     may re-form."""
@@ -233,33 +235,47 @@ def carriers(text: str) -> Iterator[Carrier]:
     """Every carrier in `text`, in order, holding only a window of tokens at a time."""
     stream = tokens(text)
     toks: list[Token] = []
+    size = 0
     exhausted = False
     context: deque[str] = deque(maxlen=_CONTEXT)
+    where = None  # " ".join(context), made when a carrier needs it and until it changes
+    append = context.append
     i = 0
     while True:
-        if not exhausted and i + _LOOKAHEAD >= len(toks):
+        if not exhausted and i + _LOOKAHEAD >= size:
             i, exhausted = _refill(toks, i, stream)
-        if i >= len(toks):
+            size = len(toks)
+        if i >= size:
             return
-        if _may_compare(toks, i):
+        tok = toks[i]
+        kind, word = tok[0], tok[1]
+        # _may_compare, written out: it is asked at every token
+        if i and toks[i - 1][1] in _OPENS and i + 2 < size and (
+                toks[i + 1][1] in _AFTER_FIRST or word == "#"):
             found = _comparison(toks, i, context)
             if found is not None:
                 yield from found[0]
-                context.append("C")
+                append("C")
+                where = None
                 i = found[1]
                 continue
-        kind, word = toks[i][0], toks[i][1]
         if kind == "num":
-            yield from _number(toks[i], " ".join(context))
+            if where is None:
+                where = " ".join(context)
+            yield from _number(tok, where)
         elif (word == "." or word == "[") and _after_value(toks, i):
-            index = _index(toks, i, " ".join(context))
+            if where is None:
+                where = " ".join(context)
+            index = _index(toks, i, where)
             if index is not None:
                 yield index[0]
-                context.append("." + index[1])
+                append("." + index[1])
+                where = None
                 i += len(index[0].tokens)
                 continue
         if kind != "op" or word not in _NOT_CONTEXT:
-            context.append(_CLASSES.get(kind, word))
+            append(_CLASSES.get(kind, word))
+            where = None
         i += 1
 
 
@@ -355,13 +371,13 @@ def _ordered(written: str, x: str, y: str) -> tuple[str, str, str, int] | None:
     return op, min(left, right), max(left, right), 1 if left > right else 0
 
 
-def _number(tok: Token, where: str) -> Iterator[Carrier]:
+def _number(tok: Token, where: str) -> list[Carrier]:
     whole = _integer(tok[1]) if tok[0] == "num" else None
-    if whole is not None:
-        value = str(whole[0])
-        yield Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,),
-                      "number")
-        yield Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")
+    if whole is None:
+        return []
+    value = str(whole[0])
+    return [Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,), "number"),
+            Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")]
 
 
 def read(text: str) -> Iterator[tuple[bytes, int, int]]:
