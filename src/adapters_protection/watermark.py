@@ -396,26 +396,38 @@ def _spaced(before: str, word: str, after: str) -> str:
         " " if joins(word[-1], after) else "")
 
 
+# A token boundary (a character of the marked text; True for an end) in the tree it is
+# confirmed on.
+_At = Callable[[int, bool], int]
+
+
 def mark_edits(text: str, root: Node,
-               code: Callable[[Sequence[bytes]], Sequence[int]]) -> list[Edit]:
+               code: Callable[[Sequence[bytes]], Sequence[int]],
+               located: Callable[[int, bool], int] | None = None) -> list[Edit]:
     """The edits that make every carrier of `text` hold the license's bit at its position
     (`code` gives the bits of many positions at once), each confirmed on the tree first.
-    Offsets are characters of `text`; edits are bytes of its UTF-8."""
+    Offsets are characters of `text`; edits are bytes of its UTF-8. `root` is the tree of
+    `text`, or of a text with the same tokens, differently spaced: then `located` gives
+    where a token's start (or, with True, its end) at a byte of `text` is in that one."""
     data = text.encode()
     offsets = None if len(data) == len(text) else _byte_offsets(text)
 
     def byte(i: int) -> int:
         return i if offsets is None else offsets[i]
 
+    def tree_at(i: int, end: bool) -> int:
+        """Where a token boundary at character i of `text` is in the tree."""
+        return byte(i) if located is None else located(byte(i), end)
+
     found = list(carriers(text))
     bits = dict(zip((c.position for c in found), code([c.position for c in found]),
                     strict=True))
     wanted = bits.__getitem__
-    inner = _inner_edits(found, wanted, root, byte)
+    inner = _inner_edits(found, wanted, root, tree_at)
     edits: list[Edit] = []
     for c in found:
         if c.kind == "comparison" and wanted(c.position) != c.bit:
-            edit = _mirrored(c, text, root, byte, inner)
+            edit = _mirrored(c, text, root, byte, tree_at, inner)
             if edit is not None:
                 edits.append(edit)
     for at, (end, new) in inner.items():
@@ -425,7 +437,7 @@ def mark_edits(text: str, root: Node,
 
 
 def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Node,
-                 byte: Callable[[int], int]) -> dict[int, tuple[int, str]]:
+                 at: _At) -> dict[int, tuple[int, str]]:
     """start -> (end, new text) of each number or field written anew for its bits."""
     inner: dict[int, tuple[int, str]] = {}
     numbers: dict[int, list[int]] = {}  # start -> the number's wanted [form, leading zero]
@@ -436,7 +448,7 @@ def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Nod
             form = numbers.setdefault(c.start, [whole[1], whole[2]])
             form[c.kind == "pad"] = wanted(c.position)
         elif c.kind == "index" and wanted(c.position) != c.bit:
-            new = _reformed(c, root, byte)
+            new = _reformed(c, root, at)
             if new is not None:
                 inner[c.start] = (c.end, new)
     for c in found:
@@ -445,20 +457,20 @@ def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Nod
             assert whole is not None
             hexadecimal, zero = numbers.pop(c.start)
             new = _written(whole[0], hexadecimal, zero)
-            if new != c.tokens[0][1] and _confirmed_number(c, root, byte):
+            if new != c.tokens[0][1] and _confirmed_number(c, root, at):
                 inner[c.start] = (c.end, new)
     return inner
 
 
-def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int],
+def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int], at: _At,
               inner: dict[int, tuple[int, str]]) -> Edit | None:
     """The edit writing comparison `c` the other way round (with the re-formed numbers
     and fields inside it), once the tree confirms it is one."""
     x_end = c.tokens[c.op_index - 1][3]
     op = c.tokens[c.op_index]
     y_start = c.tokens[c.op_index + 1][2]
-    if not _is_comparison(root, byte(c.start), byte(x_end), byte(op[2]), byte(op[3]),
-                          byte(y_start), byte(c.end)):
+    if not _is_comparison(root, at(c.start, False), at(x_end, True), at(op[2], False),
+                          at(op[3], True), at(y_start, False), at(c.end, True)):
         return None
     starts = [t[2] for t in c.tokens]
     new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
@@ -480,16 +492,16 @@ def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],
     return "".join(out)
 
 
-def _confirmed_number(c: Carrier, root: Node, byte: Callable[[int], int]) -> bool:
-    start, end = byte(c.start), byte(c.end)
+def _confirmed_number(c: Carrier, root: Node, at: _At) -> bool:
+    start, end = at(c.start, False), at(c.end, True)
     node = root.descendant_for_byte_range(start, end)
     return node is not None and node.type == "number" and (
         node.start_byte, node.end_byte) == (start, end)
 
 
-def _reformed(c: Carrier, root: Node, byte: Callable[[int], int]) -> str | None:
+def _reformed(c: Carrier, root: Node, at: _At) -> str | None:
     """A field access in its other form, where the tree confirms it."""
-    start, end = byte(c.start), byte(c.end)
+    start, end = at(c.start, False), at(c.end, True)
     opener = root.descendant_for_byte_range(start, start + 1)
     access = opener.parent if opener is not None else None
     wanted_type = "bracket_index_expression" if c.bit else "dot_index_expression"
