@@ -128,7 +128,7 @@ class _Analyzer:
 
     def block_body(self, block: Node | None) -> None:
         if block is not None:
-            self.do(*[(lambda s=s: self.statement(s)) for s in code_children(block)])
+            self.do(*[partial(self.statement, s) for s in code_children(block)])
 
     def block(self, block: Node | None) -> None:
         self.do(self.open, lambda: self.block_body(block), self.close)
@@ -283,7 +283,7 @@ class _Analyzer:
         if node is None:
             return
         if node.type == "expression_list":
-            self.do(*[(lambda c=c: self.expression(c)) for c in code_children(node)])
+            self.each(list(code_children(node)))
         else:
             self.expression(node)
 
@@ -297,7 +297,20 @@ class _Analyzer:
             handler(self, node)
 
     def each(self, nodes: list[Node | None]) -> None:
-        self.do(*[(lambda n=n: self.expression(n)) for n in nodes if n is not None])
+        # Each expression's own handler is scheduled directly (what `expression` would call
+        # when the task runs), and literals, which resolve nothing, are not scheduled at all:
+        # a script's tree has hundreds of thousands of these.
+        tasks: list[Task] = []
+        for n in nodes:
+            if n is None:
+                continue
+            kind = n.type
+            if kind in _LEAVES:
+                continue
+            handler = _EXPRESSIONS.get(kind)
+            tasks.append(partial(self.unsupported, n) if handler is None
+                         else partial(handler, self, n))
+        self.do(*tasks)
 
     def identifier(self, node: Node) -> None:
         self.reference(node)
@@ -406,6 +419,11 @@ _EXPRESSIONS: dict[str, _Handler] = {
     "if_expression": _Analyzer.if_expression,
     "cast_expression": _Analyzer.cast,
 }
+
+
+# Expressions whose handler does nothing: no variable can appear in them.
+_LEAVES = frozenset(kind for kind, handler in _EXPRESSIONS.items()
+                    if handler is _Analyzer.nothing)
 
 
 def analyse(root: Node) -> Analysis:

@@ -25,6 +25,7 @@ sees only ciphertext. All arithmetic stays below 2^53, so it is exact in Luau's 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import random
@@ -111,6 +112,14 @@ class CipherParameters:
         so they shadow nothing), the order of its terms, and each constant, which appears
         only as a little sum, difference or product. Reading the constants takes evaluating
         Luau expressions, not matching a pattern."""
+        # Only the table's size differs between one license's scripts, so the rest is
+        # written once per license and kind (a product's many scripts each paid for it).
+        before, after = _decoder_around_size(self, longest > _PIECE)
+        return f"{before}{keys}{after}"
+
+    def _decoder(self, long: bool) -> str:
+        """The decoder's text with NUL where its table's size goes (see `decoder`)."""
+        keys = "\0"
         shape = random.Random(self.shape)  # a layout, keyed like the rest; not a secret
         (b, c, h, m, s, n, v, t, p, r, x, o, j, k, i) = shape.sample(_LETTERS, 15)
 
@@ -139,7 +148,7 @@ class CipherParameters:
                 f"local {x}={b}({s},{i})if {x}>31 and {x}<127 then "
                 f"{p}=({x}-{'-'.join(terms)})%95 {x}={p}+32 end {r}={r}..{h}[{x}]")
         tail = f"{m}[{n}]={v} return {v} end return {m} end)(string.byte,string.char)"
-        if longest <= _PIECE:
+        if not long:
             return f"{head} end local {v}={r} {tail}"
         # Long literals: pieces of 64 characters, joined pairwise (linear, not quadratic).
         return (f"{head} if#{r}>{_PIECE - 1} then {j}={j}+1 {o}[{j}]={r} {r}=''end end "
@@ -147,6 +156,12 @@ class CipherParameters:
                 f"{k}={k}+1 {o}[{k}]={i}<{j} and {o}[{i}]..{o}[{i}+1]or {o}[{i}]end {j}={k} end "
                 f"local {v}={o}[1]{tail}").replace(f"local {t},{p},{r}=",
                                                    f"local {o},{j}={{}},0 local {t},{p},{r}=")
+
+
+@functools.lru_cache(maxsize=64)
+def _decoder_around_size(params: CipherParameters, long: bool) -> tuple[str, str]:
+    before, _, after = params._decoder(long).partition("\0")
+    return before, after
 
 
 # What a literal's use site looks like in a copy, for a holder of the secret (the tracer):

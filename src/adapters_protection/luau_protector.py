@@ -20,7 +20,7 @@ from adapters_protection.edits import Edit, apply
 from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
 from adapters_protection.literals import protect_literals, value_literals
-from adapters_protection.minify import strip
+from adapters_protection.minify import Located, strip, stripped
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
 from adapters_protection.seal_compiler import SealError
@@ -333,10 +333,18 @@ class LuauProtector:
         if flat:
             data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer,
                                                  keep=added))
-        if "strip" in transforms:
-            data, root, analysis = fresh(strip(data, root))
-        if "watermark" in transforms and not root.has_error:
-            data, root, analysis = fresh(self._watermark(data, root, license_secret))
+        if "strip" in transforms and "watermark" in transforms and not root.has_error:
+            # The stripped text has the very tokens of this one, so this tree confirms the
+            # watermark's edits (through where strip put each token): one parse fewer, of
+            # text as long as the copy.
+            minified, located = stripped(data, root)
+            data, root, analysis = fresh(self._watermark(minified, root, license_secret,
+                                                         located))
+        else:
+            if "strip" in transforms:
+                data, root, analysis = fresh(strip(data, root))
+            if "watermark" in transforms and not root.has_error:
+                data, root, analysis = fresh(self._watermark(data, root, license_secret))
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
@@ -344,6 +352,10 @@ class LuauProtector:
                 "turn this rule off for the script and report it)")])
         return data.decode()
 
-    def _watermark(self, data: bytes, root: Node, license_secret: bytes) -> bytes:
+    def _watermark(self, data: bytes, root: Node, license_secret: bytes,
+                   located: Located | None = None) -> bytes:
+        """`data` marked; `root` is its tree, or with `located`, that of the text it was
+        stripped from (see `minify.stripped`)."""
         return apply(data, mark_edits(data.decode(), root,
-                                      code_bits(self._bias_key, bits_key(license_secret))))
+                                      code_bits(self._bias_key, bits_key(license_secret)),
+                                      located))

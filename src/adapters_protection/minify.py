@@ -13,6 +13,8 @@ refuses the same on two lines as ambiguous. Leading `--!` directives (`--!strict
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 
 import tree_sitter
 
@@ -21,7 +23,7 @@ from adapters_protection.syntax import LANGUAGE, Node, is_interpolated
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _DIGITS = frozenset(b"0123456789")
 _OPERATORS = frozenset(b"+-*/%^#=<>~:.&|!?@")
-_SPACE = re.compile(rb"[ \t\n\r\f\v]+")
+_CHUNK = re.compile(rb"[^ \t\n\r\f\v]+")  # code between whitespace
 _SPECIAL = tree_sitter.Query(LANGUAGE, """
 (comment) @comment
 (hash_bang_line) @bang
@@ -93,21 +95,62 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
     return pieces
 
 
-def strip(data: bytes, root: Node) -> bytes:
-    out: list[bytes] = []
-    prev, prev_number = b"", False
+# _needs_space for every pair of bytes, the number rule aside: strip asks it at every join,
+# and one index into this table costs a fraction of the function call.
+_JOINS = bytes(_needs_space(bytes([a]), False, bytes([b]))
+               for a in range(256) for b in range(256))
+_AFTER_NUMBER = _WORD | frozenset(b".+-")  # what _needs_space keeps apart from a number
 
-    def put(text: bytes, number: bool = False) -> None:
-        nonlocal prev, prev_number
-        if prev and _needs_space(prev, prev_number, text):
+
+def strip(data: bytes, root: Node) -> bytes:
+    return stripped(data, root)[0]
+
+
+Located = Callable[[int, bool], int]
+
+
+def stripped(data: bytes, root: Node) -> tuple[bytes, Located]:
+    """`strip`'s output, and where each of its tokens is in `data`: given the offset of a
+    token's first byte in the output (or of its end, with True), the same in `data`. Tokens
+    are copied whole, so a tree of `data` answers for the output (the watermark confirms
+    its edits on it, and the output need not be parsed for that)."""
+    out: list[bytes] = []
+    # The last byte written (-1 before any) and whether it ended a number: all that decides
+    # the space before the next piece (see _needs_space).
+    last, number_before = -1, False
+    size = 0  # bytes written so far
+    # Where each piece copied from `data` starts in the output, and in `data`.
+    out_starts: list[int] = []
+    data_starts: list[int] = []
+
+    def put(text: bytes, at: int, number: bool = False) -> None:
+        nonlocal last, number_before, size
+        first = text[0]
+        if last >= 0 and (_JOINS[last << 8 | first]
+                          or (number_before and first in _AFTER_NUMBER)):
             out.append(b" ")
+            size += 1
+        out_starts.append(size)
+        data_starts.append(at)
         out.append(text)
-        prev, prev_number = text, number
+        size += len(text)
+        last, number_before = text[-1], number
 
     def code(lo: int, hi: int) -> None:
-        for chunk in _SPACE.split(data[lo:hi]):
-            if chunk:
-                put(chunk)
+        nonlocal last, number_before, size
+        for chunk in _CHUNK.finditer(data, lo, hi):
+            # put(chunk), written out: most pieces of a script are these
+            text = chunk.group()
+            first = text[0]
+            if last >= 0 and (_JOINS[last << 8 | first]
+                              or (number_before and first in _AFTER_NUMBER)):
+                out.append(b" ")
+                size += 1
+            out_starts.append(size)
+            data_starts.append(chunk.start())
+            out.append(text)
+            size += len(text)
+            last, number_before = text[-1], False
 
     pos = 0
     for start, end, kind in _pieces(data, root):
@@ -115,13 +158,25 @@ def strip(data: bytes, root: Node) -> bytes:
             continue  # inside a piece already written (a number in a string's `{...}`)
         code(pos, start)
         if kind == _DIRECTIVE:
-            out.append((data[start:end]).rstrip() + b"\n")
-            prev, prev_number = b"\n", False
+            directive = (data[start:end]).rstrip() + b"\n"
+            out_starts.append(size)
+            data_starts.append(-1)  # no token there
+            out.append(directive)
+            size += len(directive)
+            last, number_before = ord("\n"), False
         elif kind == _SEMICOLON:
-            if not prev.endswith(b";"):
-                put(b";")
+            if last != ord(";"):
+                put(b";", -1)  # not in `data`: nothing there to locate
         elif kind in (_ATOM, _NUMBER):
-            put(data[start:end], kind == _NUMBER)
+            put(data[start:end], start, kind == _NUMBER)
         pos = max(pos, end)
     code(pos, len(data))
-    return b"".join(out)
+
+    def located(offset: int, end: bool) -> int:
+        inside = offset - 1 if end else offset
+        k = bisect_right(out_starts, inside) - 1
+        if k < 0 or data_starts[k] < 0:
+            return -1
+        return data_starts[k] + inside - out_starts[k] + (1 if end else 0)
+
+    return b"".join(out), located

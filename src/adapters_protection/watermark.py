@@ -27,8 +27,8 @@ import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-
-import attrs
+from functools import lru_cache
+from typing import NamedTuple
 
 from adapters_protection.edits import Edit
 from adapters_protection.strings import BadEscape, decode_quoted
@@ -75,9 +75,10 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 Token = tuple[str, str, int, int]
 
 
-@attrs.frozen
-class Carrier:
-    """One bit of a copy: its position id, the bit written, and where (character offsets)."""
+class Carrier(NamedTuple):
+    """One bit of a copy: its position id, the bit written, and where (character offsets).
+    A named tuple rather than an attrs class: a text holds hundreds of thousands of them,
+    and a tuple is made several times faster than a frozen attrs instance."""
 
     position: bytes
     bit: int
@@ -129,6 +130,7 @@ def _long_end(text: str, after: int, close: str, closes: dict[str, int]) -> int:
     return text.find(close, after) + len(close)
 
 
+@lru_cache(maxsize=1 << 12)  # a script writes the same few integers over and over
 def _integer(text: str) -> tuple[int, int, int] | None:
     """(value, 1 for hexadecimal, 1 for a leading zero) of an integer literal a carrier
     may re-form."""
@@ -233,33 +235,47 @@ def carriers(text: str) -> Iterator[Carrier]:
     """Every carrier in `text`, in order, holding only a window of tokens at a time."""
     stream = tokens(text)
     toks: list[Token] = []
+    size = 0
     exhausted = False
     context: deque[str] = deque(maxlen=_CONTEXT)
+    where = None  # " ".join(context), made when a carrier needs it and until it changes
+    append = context.append
     i = 0
     while True:
-        if not exhausted and i + _LOOKAHEAD >= len(toks):
+        if not exhausted and i + _LOOKAHEAD >= size:
             i, exhausted = _refill(toks, i, stream)
-        if i >= len(toks):
+            size = len(toks)
+        if i >= size:
             return
-        if _may_compare(toks, i):
+        tok = toks[i]
+        kind, word = tok[0], tok[1]
+        # _may_compare, written out: it is asked at every token
+        if i and toks[i - 1][1] in _OPENS and i + 2 < size and (
+                toks[i + 1][1] in _AFTER_FIRST or word == "#"):
             found = _comparison(toks, i, context)
             if found is not None:
                 yield from found[0]
-                context.append("C")
+                append("C")
+                where = None
                 i = found[1]
                 continue
-        kind, word = toks[i][0], toks[i][1]
         if kind == "num":
-            yield from _number(toks[i], " ".join(context))
+            if where is None:
+                where = " ".join(context)
+            yield from _number(tok, where)
         elif (word == "." or word == "[") and _after_value(toks, i):
-            index = _index(toks, i, " ".join(context))
+            if where is None:
+                where = " ".join(context)
+            index = _index(toks, i, where)
             if index is not None:
                 yield index[0]
-                context.append("." + index[1])
+                append("." + index[1])
+                where = None
                 i += len(index[0].tokens)
                 continue
         if kind != "op" or word not in _NOT_CONTEXT:
-            context.append(_CLASSES.get(kind, word))
+            append(_CLASSES.get(kind, word))
+            where = None
         i += 1
 
 
@@ -355,13 +371,13 @@ def _ordered(written: str, x: str, y: str) -> tuple[str, str, str, int] | None:
     return op, min(left, right), max(left, right), 1 if left > right else 0
 
 
-def _number(tok: Token, where: str) -> Iterator[Carrier]:
+def _number(tok: Token, where: str) -> list[Carrier]:
     whole = _integer(tok[1]) if tok[0] == "num" else None
-    if whole is not None:
-        value = str(whole[0])
-        yield Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,),
-                      "number")
-        yield Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")
+    if whole is None:
+        return []
+    value = str(whole[0])
+    return [Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,), "number"),
+            Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")]
 
 
 def read(text: str) -> Iterator[tuple[bytes, int, int]]:
@@ -380,26 +396,38 @@ def _spaced(before: str, word: str, after: str) -> str:
         " " if joins(word[-1], after) else "")
 
 
+# A token boundary (a character of the marked text; True for an end) in the tree it is
+# confirmed on.
+_At = Callable[[int, bool], int]
+
+
 def mark_edits(text: str, root: Node,
-               code: Callable[[Sequence[bytes]], Sequence[int]]) -> list[Edit]:
+               code: Callable[[Sequence[bytes]], Sequence[int]],
+               located: Callable[[int, bool], int] | None = None) -> list[Edit]:
     """The edits that make every carrier of `text` hold the license's bit at its position
     (`code` gives the bits of many positions at once), each confirmed on the tree first.
-    Offsets are characters of `text`; edits are bytes of its UTF-8."""
+    Offsets are characters of `text`; edits are bytes of its UTF-8. `root` is the tree of
+    `text`, or of a text with the same tokens, differently spaced: then `located` gives
+    where a token's start (or, with True, its end) at a byte of `text` is in that one."""
     data = text.encode()
     offsets = None if len(data) == len(text) else _byte_offsets(text)
 
     def byte(i: int) -> int:
         return i if offsets is None else offsets[i]
 
+    def tree_at(i: int, end: bool) -> int:
+        """Where a token boundary at character i of `text` is in the tree."""
+        return byte(i) if located is None else located(byte(i), end)
+
     found = list(carriers(text))
     bits = dict(zip((c.position for c in found), code([c.position for c in found]),
                     strict=True))
     wanted = bits.__getitem__
-    inner = _inner_edits(found, wanted, root, byte)
+    inner = _inner_edits(found, wanted, root, tree_at)
     edits: list[Edit] = []
     for c in found:
         if c.kind == "comparison" and wanted(c.position) != c.bit:
-            edit = _mirrored(c, text, root, byte, inner)
+            edit = _mirrored(c, text, root, byte, tree_at, inner)
             if edit is not None:
                 edits.append(edit)
     for at, (end, new) in inner.items():
@@ -409,7 +437,7 @@ def mark_edits(text: str, root: Node,
 
 
 def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Node,
-                 byte: Callable[[int], int]) -> dict[int, tuple[int, str]]:
+                 at: _At) -> dict[int, tuple[int, str]]:
     """start -> (end, new text) of each number or field written anew for its bits."""
     inner: dict[int, tuple[int, str]] = {}
     numbers: dict[int, list[int]] = {}  # start -> the number's wanted [form, leading zero]
@@ -420,7 +448,7 @@ def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Nod
             form = numbers.setdefault(c.start, [whole[1], whole[2]])
             form[c.kind == "pad"] = wanted(c.position)
         elif c.kind == "index" and wanted(c.position) != c.bit:
-            new = _reformed(c, root, byte)
+            new = _reformed(c, root, at)
             if new is not None:
                 inner[c.start] = (c.end, new)
     for c in found:
@@ -429,20 +457,20 @@ def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Nod
             assert whole is not None
             hexadecimal, zero = numbers.pop(c.start)
             new = _written(whole[0], hexadecimal, zero)
-            if new != c.tokens[0][1] and _confirmed_number(c, root, byte):
+            if new != c.tokens[0][1] and _confirmed_number(c, root, at):
                 inner[c.start] = (c.end, new)
     return inner
 
 
-def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int],
+def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int], at: _At,
               inner: dict[int, tuple[int, str]]) -> Edit | None:
     """The edit writing comparison `c` the other way round (with the re-formed numbers
     and fields inside it), once the tree confirms it is one."""
     x_end = c.tokens[c.op_index - 1][3]
     op = c.tokens[c.op_index]
     y_start = c.tokens[c.op_index + 1][2]
-    if not _is_comparison(root, byte(c.start), byte(x_end), byte(op[2]), byte(op[3]),
-                          byte(y_start), byte(c.end)):
+    if not _is_comparison(root, at(c.start, False), at(x_end, True), at(op[2], False),
+                          at(op[3], True), at(y_start, False), at(c.end, True)):
         return None
     starts = [t[2] for t in c.tokens]
     new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
@@ -464,16 +492,16 @@ def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],
     return "".join(out)
 
 
-def _confirmed_number(c: Carrier, root: Node, byte: Callable[[int], int]) -> bool:
-    start, end = byte(c.start), byte(c.end)
+def _confirmed_number(c: Carrier, root: Node, at: _At) -> bool:
+    start, end = at(c.start, False), at(c.end, True)
     node = root.descendant_for_byte_range(start, end)
     return node is not None and node.type == "number" and (
         node.start_byte, node.end_byte) == (start, end)
 
 
-def _reformed(c: Carrier, root: Node, byte: Callable[[int], int]) -> str | None:
+def _reformed(c: Carrier, root: Node, at: _At) -> str | None:
     """A field access in its other form, where the tree confirms it."""
-    start, end = byte(c.start), byte(c.end)
+    start, end = at(c.start, False), at(c.end, True)
     opener = root.descendant_for_byte_range(start, start + 1)
     access = opener.parent if opener is not None else None
     wanted_type = "bracket_index_expression" if c.bit else "dot_index_expression"

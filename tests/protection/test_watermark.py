@@ -12,8 +12,9 @@ import pytest
 
 from adapters_protection.fingerprint import bias_key, bits_key, code_bits
 from adapters_protection.luau_protector import LuauProtector
+from adapters_protection.minify import stripped
 from adapters_protection.syntax import parser
-from adapters_protection.watermark import carriers, read, tokens
+from adapters_protection.watermark import carriers, mark_edits, read, tokens
 from licore.protection import parse_protection_settings
 from tests.protection.test_trace_attacks import renamed
 from tests.protection.test_tracing import _tokens
@@ -77,6 +78,24 @@ def test_the_edge_cases_keep_behaviour_and_carry_marks() -> None:
                  '["end"]', '"x == 1 in a string"', "[[t.field == 2]]", "not x ==",
                  "-x <", "1e3", "0.5", "0b101", "--[[ x == 1 in a comment ]]"):
         assert kept in copy, kept
+
+
+def test_a_stripped_text_is_marked_alike_on_the_tree_it_was_stripped_from() -> None:
+    """The protector confirms a stripped text's marks on the tree of the text before strip
+    (where strip put each token): the same edits as on the stripped text's own tree."""
+    spaced = EDGE_CASES
+    for before, after in (("first == true", "first  --[[ c ]]  ==\n true"),
+                          ("M.inner.depth == 3", "M .\n  inner . depth ==  3"),
+                          ("#t == 3", "#t\t== 3"), ("1e3", "1e3 -- a comment\n")):
+        spaced = spaced.replace(before, after)
+    for source in [EDGE_CASES, spaced, *(p.read_text() for p in CORPUS)]:
+        tree = parser().parse(source.encode()).root_node
+        assert not tree.has_error
+        minified, located = stripped(source.encode(), tree)
+        text = minified.decode()
+        own = mark_edits(text, parser().parse(minified).root_node, CODE)
+        assert own, source[:40]
+        assert mark_edits(text, tree, CODE, located) == own
 
 
 def test_two_licenses_differ_in_their_carriers_only() -> None:
