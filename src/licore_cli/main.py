@@ -28,7 +28,6 @@ from licore.services.deps import Deps
 from licore.services.operator import FIRST_ACCOUNT_COMMAND
 from licore.services.wiring import UseCases
 from licore_cli import kek, settings
-from licore_cli.compose import deps_from_env, secret
 
 
 class OperatorError(Exception):
@@ -41,6 +40,8 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
         wrong = await problem(loaded.database_url)
         if wrong:
             raise OperatorError(wrong)
+        from licore_cli.compose import deps_from_env
+
         deps = deps_from_env()
         try:
             await deps.storage.migrate()
@@ -103,9 +104,6 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    from hypercorn.config import Config
-    from hypercorn.run import run
-
     if args.workers < 1:
         raise OperatorError("--workers must be 1 or more")
     loaded = settings.load()
@@ -119,13 +117,29 @@ def cmd_serve(args: argparse.Namespace) -> None:
                                 f"{', '.join(sorted(unknown))}")
         os.environ["LICORE_ONLY"] = args.only
     _check_port_free(args.host, args.port)
-    no_accounts = not _with_use_cases(lambda u: u.operator.accounts())
-    secret("session_key", 32)  # made here, before the workers start, so they share one
     metrics_dir: str | None = None
     if args.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-        # set before any worker imports prometheus_client, so /metrics sums all workers
+        # Set before this process imports prometheus_client (with licore_cli.compose, in
+        # _serve), as the workers it forks inherit its metrics: so /metrics sums all workers.
+        assert "prometheus_client" not in sys.modules, "imported before its folder was set"
         metrics_dir = tempfile.mkdtemp(prefix="licore-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        code = _serve(args, loaded)
+    finally:
+        if metrics_dir is not None:  # ours, made above: one per serve, so remove it
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    raise SystemExit(code)
+
+
+def _serve(args: argparse.Namespace, loaded: settings.ServerSettings) -> int:
+    from hypercorn.config import Config
+    from hypercorn.run import run
+
+    from licore_cli.compose import secret
+
+    no_accounts = not _with_use_cases(lambda u: u.operator.accounts())
+    secret("session_key", 32)  # made here, before the workers start, so they share one
     config = Config()
     config.application_path = "licore_cli.asgi:app"
     config.bind = [f"{args.host}:{args.port}"]
@@ -149,17 +163,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     logging.getLogger("licore.serve").info(
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
-    try:
-        if config.workers == 0:
-            code = run(config)  # one process: Hypercorn drains on SIGTERM itself
-        else:
-            from licore_cli.supervisor import supervise
+    if config.workers == 0:
+        return int(run(config))  # one process: Hypercorn drains on SIGTERM itself
+    from licore_cli.supervisor import supervise
 
-            code = supervise(config, args.workers)
-    finally:
-        if metrics_dir is not None:  # ours, made above: one per serve, so remove it
-            shutil.rmtree(metrics_dir, ignore_errors=True)
-    raise SystemExit(code)
+    return supervise(config, args.workers)
 
 
 def cmd_worker(args: argparse.Namespace) -> None:

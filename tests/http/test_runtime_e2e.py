@@ -303,8 +303,12 @@ def test_serve_with_two_workers_and_its_metrics_folder_goes_with_it(
         children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
         workers = [p for p in children.read_text().split() if p]
         assert len(workers) >= 2
-        environ = Path(f"/proc/{workers[0]}/environ").read_bytes().split(b"\0")
-        (folder,) = [v.split(b"=", 1)[1].decode() for v in environ
-                     if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")]
+        # The folder a worker writes its metrics into: prometheus-client maps its files
+        # there (workers are forked, so /proc/PID/environ still shows the supervisor's
+        # environment as it was at start, before serve set PROMETHEUS_MULTIPROC_DIR).
+        maps = [line for pid in workers
+                for line in Path(f"/proc/{pid}/maps").read_text().splitlines()]
+        (folder,) = {str(Path(line.split()[-1]).parent) for line in maps
+                     if "/licore-metrics-" in line}
         assert Path(folder).is_dir()
     assert not Path(folder).exists()  # removed when serve stopped

@@ -89,6 +89,16 @@ class Server:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
+    def log_showing(self, text: str, seconds: float = 10) -> str:
+        """The log once it holds `text` (or as it is after `seconds`): a line about a request
+        may be written just after its answer has gone, and a loaded machine widens the gap."""
+        deadline = time.monotonic() + seconds
+        log = self.log()
+        while text not in log and time.monotonic() < deadline:
+            time.sleep(0.05)
+            log = self.log()
+        return log
+
     def _kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
