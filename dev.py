@@ -69,7 +69,7 @@ def serve(args: list[str]) -> None:
 def test(args: list[str]) -> None:
     _ensure_venv("test")
     started = time.monotonic()
-    workers = os.environ.get("LICORE_TEST_WORKERS") or str((os.cpu_count() or 1) + 1)
+    workers = os.environ.get("LICORE_TEST_WORKERS") or str((os.cpu_count() or 1) + 2)
     _say(f"lint, types, import rules, then the whole suite in {workers} workers "
          f"({MEASURED})")
     _run(BIN / "ruff", "check", "src", "tests", "bench", "dev.py", "noxfile.py")
@@ -78,8 +78,9 @@ def test(args: list[str]) -> None:
     # Their output is held back and printed after pytest's, and either failing fails the run.
     checks = [_start(BIN / "mypy"), _start(BIN / "lint-imports")]
     # Whole modules to a worker (their servers start once), the longest first
-    # (tests/support/ordering.py). One more worker than cores: much of an end-to-end test
-    # is waiting for a server process, which leaves a core free for another worker.
+    # (tests/support/ordering.py). Two more workers than cores: much of an end-to-end test
+    # is waiting (for a server process, an outbox's back-off, pip), and with one more the
+    # 2-core machine still sat idle a sixth of a run (1,058 CPU-seconds in 644 s).
     print("+", PY, "-m pytest -n", workers, "--dist loadfile", *args, flush=True)
     suite = subprocess.run([str(PY), "-m", "pytest", "-n", workers, "--dist", "loadfile",
                             *args], cwd=ROOT)
