@@ -81,9 +81,11 @@ def test(args: list[str]) -> None:
     # (tests/support/ordering.py). Two more workers than cores: much of an end-to-end test
     # is waiting (for a server process, an outbox's back-off, pip), and with one more the
     # 2-core machine still sat idle a sixth of a run (1,058 CPU-seconds in 644 s).
-    print("+", PY, "-m pytest -n", workers, "--dist loadfile", *args, flush=True)
-    suite = subprocess.run([str(PY), "-m", "pytest", "-n", workers, "--dist", "loadfile",
-                            *args], cwd=ROOT)
+    # --no-loadscope-reorder: xdist otherwise reorders modules by their number of tests,
+    # which sent the one-test wheel install (a minute of pip) last, with the other workers idle.
+    pytest = ["-m", "pytest", "-n", workers, "--dist", "loadfile", "--no-loadscope-reorder"]
+    print("+", PY, *pytest, *args, flush=True)
+    suite = subprocess.run([str(PY), *pytest, *args], cwd=ROOT)
     failed = [name for name, ok in (_finish(c) for c in checks) if not ok]
     if suite.returncode != 0:
         sys.exit(suite.returncode)
