@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -82,6 +82,14 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest_asyncio.fixture(params=["memory", "sqlite",
                                 pytest.param("postgres", marks=pytest.mark.postgres)])
 async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
+    async with migrated_storage(request, tmp_path) as store:
+        yield store
+
+
+@asynccontextmanager
+async def migrated_storage(request: pytest.FixtureRequest,
+                           tmp_path: Path) -> AsyncIterator[Storage]:
+    """The store `request.param` names (memory, sqlite, postgres), migrated, closed after."""
     store: Storage
     if request.param == "memory":
         store = MemoryStorage()

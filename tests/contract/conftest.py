@@ -11,24 +11,21 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from adapters_storage import MemoryStorage, SqliteStorage, open_storage
+from adapters_storage import SqliteStorage
 from licore.storage_ports import Storage
+from tests.conftest import migrated_storage
 
 
 @pytest_asyncio.fixture(params=["memory", "sqlite", "sqlite-aiosqlite",
                                 pytest.param("postgres", marks=pytest.mark.postgres)])
 async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Storage]:
-    store: Storage
-    if request.param == "memory":
-        store = MemoryStorage()
-    elif request.param == "sqlite":
-        store = open_storage(f"sqlite:///{tmp_path / 'licore.db'}")
-    elif request.param == "sqlite-aiosqlite":
-        store = SqliteStorage(tmp_path / "licore.db", direct=False)
-    else:
-        store = open_storage(request.getfixturevalue("pg_schema_url"))
-    await store.migrate()
+    if request.param != "sqlite-aiosqlite":
+        async with migrated_storage(request, tmp_path) as store:
+            yield store
+        return
+    aiosqlite_only = SqliteStorage(tmp_path / "licore.db", direct=False)
+    await aiosqlite_only.migrate()
     try:
-        yield store
+        yield aiosqlite_only
     finally:
-        await store.close()
+        await aiosqlite_only.close()
