@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters_storage import BUSY_WAIT
@@ -29,6 +30,22 @@ OUTAGE_WAIT = 0.5
 OPEN_WAIT = 10.0  # at start: connect before serving; past this, serve and keep trying
 CONNECT_TIMEOUT = 3  # seconds for one connection attempt (a host that drops packets)
 RETRY_AFTER = 2  # seconds, told to callers during an outage
+# The hot path's sessions (its statements are the same few, run thousands of times a second):
+# - a generic plan from the sixth run on: with the default (`auto`) PostgreSQL plans a batch
+#   of one afresh on every run, because the generic plan's guess of ten rows a batch looks
+#   dearer than the one-row plan; planning the look-up took 0.45 ms, four times running it;
+# - commits that do not wait for the WAL's flush to disk: counts, nonces and the usage
+#   rollup are all it writes, and a crash of the database server may forget the last
+#   fraction of a second of them, as SQLite's WAL (synchronous NORMAL) may for every write
+#   (docs/runtime.md says what that allows).
+HOT_SESSION = "-c plan_cache_mode=force_generic_plan -c synchronous_commit=off"
+
+
+def _hot_options(url: str) -> str:
+    """`HOT_SESSION` after any options the URL sets itself (a `search_path`, say): a keyword
+    given to the connection replaces the URL's, so they are joined."""
+    given = conninfo_to_dict(url).get("options")
+    return f"{given} {HOT_SESSION}" if given else HOT_SESSION
 
 
 @cache
@@ -56,18 +73,25 @@ class _Executor:
 
 
 class PostgresStorage:
-    def __init__(self, url: str, min_size: int = 1, max_size: int = 10,
-                 busy_wait: float = BUSY_WAIT) -> None:
+    def __init__(self, url: str, min_size: int = 1, max_size: int = 8,
+                 busy_wait: float = BUSY_WAIT, hot_size: int = 2) -> None:
+        """`min_size`/`max_size`: the units of work's pool. `hot_size`: the runtime hot
+        path's own pool (`HOT_SESSION`), opened as it is needed: its batches run one at a
+        time per statement kind, so two connections serve a process whatever its load, and
+        a burst of units of work never leaves a runtime call without one."""
         self.url = url
         self.busy_wait = busy_wait
+        # Statements outside a unit of work commit themselves: no BEGIN and COMMIT trips on
+        # the hot path. A unit of work opens its transaction explicitly.
         self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
                                         timeout=busy_wait,
                                         kwargs={"connect_timeout": CONNECT_TIMEOUT,
-                                                # Statements outside a unit of work
-                                                # commit themselves: no BEGIN and COMMIT
-                                                # trips on the hot path. A unit of work
-                                                # opens its transaction explicitly.
                                                 "autocommit": True})
+        self.hot_pool = AsyncConnectionPool(url, min_size=1, max_size=hot_size, open=False,
+                                            timeout=busy_wait,
+                                            kwargs={"connect_timeout": CONNECT_TIMEOUT,
+                                                    "autocommit": True,
+                                                    "options": _hot_options(url)})
         self._opened = False
         self._opening = asyncio.Lock()  # several first requests must not each open the pool
         self._down = False  # the last attempt to use the database failed to reach it
@@ -85,6 +109,7 @@ class PostgresStorage:
                 return
             try:
                 await self.pool.open(wait=True, timeout=OPEN_WAIT)
+                await self.hot_pool.open()
             except PoolTimeout:
                 # Open all the same: the pool keeps connecting in the background and the
                 # server answers 503 (and /readyz says so) until the database is back.
@@ -92,18 +117,21 @@ class PostgresStorage:
             self._opened = True
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection; a database that cannot be reached is `Unavailable` (HTTP 503
-        with Retry-After), never a driver error, and never a thirty-second hang."""
+    async def _connection(self, hot: bool = False
+                          ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection (of the hot path's pool with `hot`); a database that cannot
+        be reached is `Unavailable` (HTTP 503 with Retry-After), never a driver error, and
+        never a thirty-second hang."""
         await self._open()
+        pool = self.hot_pool if hot else self.pool
         try:
-            async with self.pool.connection(
+            async with pool.connection(
                     timeout=OUTAGE_WAIT if self._down else self.busy_wait) as conn:
                 yield conn
         except PoolTimeout as exc:
             # No connection in time. Busy (every connection in use) is not an outage; a pool
             # that holds no connection at all cannot reach the database.
-            if self.pool.get_stats().get("pool_size", 0) == 0:
+            if pool.get_stats().get("pool_size", 0) == 0:
                 self._down = True
             raise Unavailable(RETRY_AFTER) from exc
         except psycopg.OperationalError as exc:
@@ -125,7 +153,7 @@ class PostgresStorage:
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[_Executor]:
-        async with self._connection() as conn:
+        async with self._connection(hot=True) as conn:
             yield _Executor(conn)
 
     async def ready(self) -> bool:
@@ -161,4 +189,5 @@ class PostgresStorage:
         if self._opened:
             await self._hot.close()
             await self.pool.close()
+            await self.hot_pool.close()
             self._opened = False
