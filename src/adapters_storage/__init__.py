@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 # Seconds a request waits for a pooled PostgreSQL connection while the database answers.
 BUSY_WAIT = 30.0
+POOL_SIZE = 8  # PostgreSQL connections a process keeps for units of work, at most
 
 _WHERE = {"MemoryStorage": "adapters_storage.memory.storage",
           "PostgresStorage": "adapters_storage.postgres",
@@ -28,16 +29,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'adapters_storage' has no attribute {name!r}")
 
 
-def open_storage(url: str, busy_wait: float = BUSY_WAIT) -> SqliteStorage | PostgresStorage:
+def open_storage(url: str, busy_wait: float = BUSY_WAIT,
+                 pool_size: int = POOL_SIZE) -> SqliteStorage | PostgresStorage:
     """`busy_wait`: seconds a request waits for a PostgreSQL connection while the database
-    answers but every pooled connection is in use (docs/operators.md)."""
+    answers but every pooled connection is in use; `pool_size`: at most how many
+    connections a process keeps for units of work on PostgreSQL (docs/operators.md)."""
     if url.startswith(("postgresql://", "postgres://")):
         from adapters_storage.postgres import PostgresStorage
-        return PostgresStorage(url, busy_wait=busy_wait)
+        return PostgresStorage(url, max_size=pool_size, busy_wait=busy_wait)
     if url.startswith("sqlite:"):
         from adapters_storage.sqlite import SqliteStorage
         return SqliteStorage.from_url(url)
     raise ValueError("the database URL must start with sqlite:/// or postgresql://")
 
 
-__all__ = ["BUSY_WAIT", "MemoryStorage", "PostgresStorage", "SqliteStorage", "open_storage"]
+__all__ = ["BUSY_WAIT", "POOL_SIZE", "MemoryStorage", "PostgresStorage", "SqliteStorage",
+           "open_storage"]

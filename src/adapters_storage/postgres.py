@@ -14,7 +14,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from adapters_storage import BUSY_WAIT
+from adapters_storage import BUSY_WAIT, POOL_SIZE
 from adapters_storage.sql.common import apply_migrations
 from adapters_storage.sql.hot_path import HotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
@@ -73,7 +73,7 @@ class _Executor:
 
 
 class PostgresStorage:
-    def __init__(self, url: str, min_size: int = 1, max_size: int = 8,
+    def __init__(self, url: str, min_size: int = 1, max_size: int = POOL_SIZE,
                  busy_wait: float = BUSY_WAIT, hot_size: int = 2) -> None:
         """`min_size`/`max_size`: the units of work's pool. `hot_size`: the runtime hot
         path's own pool (`HOT_SESSION`), opened as it is needed: its batches run one at a

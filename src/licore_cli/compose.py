@@ -18,6 +18,7 @@ from licore.ports import ChatService, ImageCodec, ModelCodec, Platform, WebhookS
 from licore.protection import Protector
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
+from licore.storage_ports import Storage
 from licore_cli import settings
 from licore_cli.deferred import deferred
 from licore_cli.single_flight import AsyncSingleFlight
@@ -48,12 +49,18 @@ def secret(name: str, size: int) -> bytes:
     return bytes.fromhex(path.read_text().strip())
 
 
+def storage_for(loaded: settings.ServerSettings) -> Storage:
+    """The storage the settings name, with the operator's pool settings."""
+    return open_storage(loaded.database_url, busy_wait=loaded.database_busy_wait,
+                        pool_size=loaded.database_pool_size)
+
+
 def deps_from_env() -> Deps:
     loaded = settings.load()
     # Secrets are read (or made) now, in the process that starts first, not at first use.
     watermark = secret("watermark", 32)
     return Deps(
-        storage=open_storage(loaded.database_url, busy_wait=loaded.database_busy_wait),
+        storage=storage_for(loaded),
         clock=SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32)),

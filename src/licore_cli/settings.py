@@ -165,6 +165,9 @@ FIELDS: tuple[Field, ...] = (
     Field("SHUTDOWN_GRACE", _whole(0, 3600), 30),
     # seconds a request waits for a PostgreSQL connection while every pooled one is busy
     Field("DATABASE_BUSY_WAIT", _whole(1, 600), 30),
+    # PostgreSQL connections a server process keeps for units of work, at most (the runtime
+    # path keeps two more of its own)
+    Field("DATABASE_POOL_SIZE", _whole(1, 100), 8),
     # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
     Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
     # reverse proxies whose Forwarded / X-Forwarded-* headers name the real client
@@ -243,6 +246,7 @@ class ServerSettings:
     events: EventSettings
     listen_backlog: int = 4096
     database_busy_wait: int = 30
+    database_pool_size: int = 8
     platform: PlatformSettings | None = None
     trusted_proxies: tuple[Network, ...] = ()
     root_path: str = ""
@@ -317,5 +321,6 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           shutdown_grace=values["SHUTDOWN_GRACE"], core=core,
                           events=events, listen_backlog=values["LISTEN_BACKLOG"],
                           database_busy_wait=values["DATABASE_BUSY_WAIT"],
+                          database_pool_size=values["DATABASE_POOL_SIZE"],
                           platform=platform, trusted_proxies=values["TRUSTED_PROXIES"],
                           root_path=values["ROOT_PATH"])
