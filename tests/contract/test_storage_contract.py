@@ -410,6 +410,11 @@ async def test_a_versions_node_templates_are_kept_per_form_and_outlive_its_copie
             raise RuntimeError("boom")
     async with storage.unit_of_work() as uow:
         assert await uow.copies.template(version.id, False) == b"tagged"
+        # A withdrawn version's copies go (nobody downloads it again), and so do its
+        # templates: they would be dead weight as large as the build.
+        await uow.copies.drop(version_id=version.id)
+        assert await uow.copies.template(version.id, True) is None
+        assert await uow.copies.template(version.id, False) is None
 
 
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(

@@ -142,6 +142,8 @@ class MemoryPreparedCopies(Repository):
         for key in [k for k in self.t.copies if dropped(*k)]:
             del self.t.copies[key]
             self._forget_nodes(key)
+        for compact in (True, False):
+            self.t.templates.pop((version_id or "", compact), None)
 
     async def template(self, version_id: str, compact: bool) -> bytes | None:
         return self.t.templates.get((version_id, compact))

@@ -174,6 +174,7 @@ class SqlPreparedCopies(Repository):
                    version_id: str | None = None) -> None:
         if version_id is not None:
             await self.db.run("DELETE FROM prepared_copies WHERE version_id = ?", [version_id])
+            await self.db.run("DELETE FROM node_templates WHERE version_id = ?", [version_id])
         if license_id is not None:
             await self.db.run("DELETE FROM prepared_copies WHERE license_id = ?", [license_id])
         if product_id is not None:
