@@ -303,6 +303,13 @@ def test_serve_with_two_workers_and_its_metrics_folder_goes_with_it(
         children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
         workers = [p for p in children.read_text().split() if p]
         assert len(workers) >= 2
+        # Forked from the supervisor, which imported their modules once (licore_cli/
+        # supervisor.py): a forked worker runs the supervisor's command line; a spawned one
+        # would run multiprocessing's own (`... --multiprocessing-fork`).
+        command = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
+        lines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers]
+        assert sum(line == command for line in lines) == 2, lines
+        assert not any(b"--multiprocessing-fork" in line for line in lines), lines
         # The folder a worker writes its metrics into: prometheus-client maps its files
         # there (workers are forked, so /proc/PID/environ still shows the supervisor's
         # environment as it was at start, before serve set PROMETHEUS_MULTIPROC_DIR).
