@@ -43,7 +43,10 @@ def test_random_strings_decode_as_python_writes_them(value: list[str]) -> None:
     assert _decode(json.dumps({"k": value, "n": 1})) == {"k": value, "n": 1}
 
 
-@pytest.mark.parametrize("text", ['"abc', '["a", "b', '"a\\q"', '"a\\', '{"a": "b\\"}'])
-def test_an_unterminated_string_or_bad_escape_is_an_error(text: str) -> None:
-    with pytest.raises(Exception):
+@pytest.mark.parametrize(("text", "why"), [
+    ('"abc', "unterminated string"), ('["a", "b', "unterminated string"),
+    ('"a\\q"', "bad escape"), ('{"a": "b\\"}', "unterminated string"),
+])
+def test_an_unterminated_string_or_bad_escape_is_an_error(text: str, why: str) -> None:
+    with pytest.raises(RuntimeError, match=why):
         _decode(text)
