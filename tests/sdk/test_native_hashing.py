@@ -218,3 +218,33 @@ def test_a_game_with_httpservice_and_encodingservice_updates_through_both() -> N
     data, reason = method(client, "unlock")
     assert reason is None and roblox.sdk.to_python(data) == {"tier": "gold", "n": 7}
     assert encoding_service.hash_calls(roblox.sdk.lua) > after_update
+
+
+def _tagged(nonce: str, cipher: str) -> str:
+    # The tag the server would send over exactly this text (hex or not).
+    return hmac.new(session_key(KEY, nonce), f"{nonce}|tag|{cipher}".encode(),
+                    hashlib.sha256).hexdigest()
+
+
+# The characters on either side of each range of hex digits: 0-9, A-F, a-f.
+NEAR_HEX = "/:@G`g"
+
+
+@pytest.mark.parametrize("place", range(64))
+def test_a_character_beside_the_hex_ranges_is_refused_at_every_place_of_a_block(
+    native: LuauSdk, pure: LuauSdk, place: int
+) -> None:
+    # The native path reads each of a block's 64 characters through its place's own table.
+    nonce, good = "n0nce", "0123456789abcdef" * 8
+    for bad in NEAR_HEX:
+        cipher = good[:place] + bad + good[place + 1:]
+        for sdk in (native, pure):
+            assert _open(sdk, KEY, nonce, cipher, _tagged(nonce, cipher)) == (None, "tag_mismatch")
+
+
+def test_upper_case_hex_opens_alike_on_both_paths(native: LuauSdk, pure: LuauSdk) -> None:
+    plain = bytes(range(256)) + b"tail"  # whole blocks and a partial one, every byte value
+    sealed = seal(KEY, "n0nce", plain)
+    for cipher in (sealed.cipher.upper(), sealed.cipher.title()):
+        for sdk in (native, pure):
+            assert _open(sdk, KEY, "n0nce", cipher, _tagged("n0nce", cipher)) == (plain, None)
