@@ -51,20 +51,11 @@ class Batcher(Generic[K, Req, Ans]):
         self._draining = False
 
     async def read(self, key: K, request: Req) -> Ans:
-        if not self._draining:
-            # Nothing is running: this request is a batch of one, run in the caller's own
-            # task. A task and a future for it were most of a lone caller's cost here; the
-            # requests that arrive meanwhile wait, and go together once it is done.
-            self._draining = True
-            try:
-                return (await self._run(key, [request]))[0]
-            finally:
-                self._draining = False
-                if self._pending:
-                    self._draining = True
-                    asyncio.get_running_loop().create_task(self._drain())
         future: asyncio.Future[Ans] = asyncio.get_running_loop().create_future()
         self._pending.setdefault(key, []).append((request, future))
+        if not self._draining:
+            self._draining = True
+            asyncio.get_running_loop().create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
