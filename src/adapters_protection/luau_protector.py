@@ -19,7 +19,12 @@ from adapters_protection.cipher import readable_literals
 from adapters_protection.edits import Edit, apply
 from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
-from adapters_protection.literals import protect_literals, value_literals
+from adapters_protection.literals import (
+    decoder_standin,
+    protect_literals,
+    put_decoder,
+    value_literals,
+)
 from adapters_protection.minify import Located, strip, stripped
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
@@ -78,6 +83,7 @@ def _ambiguous_calls(root: Node) -> list[Node]:
     return sorted(found, key=lambda n: n.start_byte)
 
 
+_DECODERS_KEPT = 1 << 10
 _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 
@@ -153,6 +159,8 @@ class LuauProtector:
     def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
         self._bias_key = bias_key(watermark_secret)
+        # Finished string decoders (see `_finished_decoder`): a few per license.
+        self._decoders: dict[tuple[bytes, str, bool, bool], bytes] = {}
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
@@ -321,12 +329,14 @@ class LuauProtector:
                 data, root, analysis = fresh(rename_locals(data, analysis, namer))
             else:  # renaming touches no literal: both go in one pass over one parse
                 names = rename_edits(analysis, namer)
-        added = range(0)
+        added, decoder = range(0), ""
         if hoist or encrypt:
-            literal_copy, added = protect_literals(
+            literals = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
-                license_secret=license_secret, path=path, also=names)
-            data, root, analysis = fresh(literal_copy)
+                license_secret=license_secret, path=path, also=names,
+                standin=decoder_standin(data))
+            added, decoder = literals.added, literals.decoder
+            data, root, analysis = fresh(literals.data)
         # Flattening comes after the literals, so its state arithmetic stays out of the
         # constant table (it is keyed already, and a table read per transition is slower);
         # the decoder it leaves as generated (flattening it would only slow decoding).
@@ -350,7 +360,51 @@ class LuauProtector:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
+        if decoder:
+            finished = self._finished_decoder(path, decoder, transforms, license_secret)
+            try:
+                data = put_decoder(data, finished)
+            except ValueError as error:
+                raise ProtectionFailed([ProtectionProblem(
+                    path, 1, f"{error} (a protector fault; turn encrypt_strings off for the "
+                    "script and report it)")]) from None
         return data.decode()
+
+    def _finished_decoder(self, path: str, decoder: str, transforms: frozenset[str],
+                          license_secret: bytes) -> bytes:
+        """The string decoder as the passes after the literals would leave it in a copy.
+
+        Flatten leaves it as written; strip and the watermark see nothing around it but
+        `=` before and `;` after, and the watermark's carriers in it start past its
+        fourth token, so their positions come from its own text: the decoder comes out the
+        same in every script of a license with the same table size (and the stand-in in
+        its place gives the code after it the same four tokens of context). It is made once
+        per license and size, on a script holding it alone, parsed like any copy."""
+        strip_it = "strip" in transforms
+        marked = "watermark" in transforms
+        key = (license_secret, decoder, strip_it, marked)
+        finished = self._decoders.get(key)
+        if finished is not None:
+            return finished
+        head = b"local _="
+        data = head + decoder.encode()
+        root = self._parse(data).root_node
+        if strip_it and marked:
+            minified, located = stripped(data, root)
+            data = self._watermark(minified, root, license_secret, located)
+        elif strip_it:
+            data = strip(data, root)
+        elif marked:
+            data = self._watermark(data, root, license_secret)
+        error = first_syntax_error(self._parse(data).root_node)
+        if error is not None or not data.startswith(head):
+            raise ProtectionFailed([ProtectionProblem(
+                path, 1, "the protected copy's string decoder does not parse (a protector "
+                "fault; turn encrypt_strings off for the script and report it)")])
+        if len(self._decoders) >= _DECODERS_KEPT:
+            self._decoders.clear()
+        finished = self._decoders[key] = data[len(head):]
+        return finished
 
     def _watermark(self, data: bytes, root: Node, license_secret: bytes,
                    located: Located | None = None) -> bytes:
