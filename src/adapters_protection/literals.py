@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import attrs
 import tree_sitter
@@ -22,6 +23,7 @@ import tree_sitter
 from adapters_protection.cipher import CipherParameters
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
+from adapters_protection.scopes import Added, mover
 from adapters_protection.strings import (
     decode_quoted,
     interpolation_pieces,
@@ -140,6 +142,10 @@ class Literals:
     data: bytes  # the script with its literals protected
     added: range  # bytes of the declarations added at the top (the decoder and the tables)
     decoder: str  # the decoder a stand-in stands for in `data`; "" when it stands for none
+    moved: Callable[[int], int]  # where an identifier of the script is in `data`
+    # The locals declared in `added` (name, offset in `data`, the globals their value reads);
+    # None when the decoder is written out in `data` (it declares variables of its own).
+    declared: list[Added] | None
 
 
 def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
@@ -154,12 +160,22 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
     plan = _Plan(cipher, _Table(namer) if hoist else None)
     for node in value_literals(root):
         plan.literal(data, node)
-    prelude, edits, decoder = plan.finish(standin)
-    body = apply(data, [*edits, *also])
+    prelude, edits, decoder, declared = plan.finish(standin)
+    edits += also
+    body = apply(data, edits)
     at = prelude_offset(body)
     if prelude:
         body = body[:at] + prelude.encode() + b" " + body[at:]
-    return Literals(body, range(at, at + len(prelude.encode())), decoder if standin else "")
+    size = len(prelude.encode())
+    return Literals(body, range(at, at + size), decoder if standin else "",
+                    mover(edits, at, size + 1 if prelude else 0),
+                    [(name, at + offset, [(read, at + o) for read, o in reads])
+                     for name, offset, reads in declared]
+                    if standin or not decoder else None)
+
+
+# The globals a stand-in reads: its words but the fields after `.` (it is ASCII).
+_GLOBAL = re.compile(r"(?<![.\w])[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Plan:
@@ -211,15 +227,23 @@ class _Plan:
         else:
             self.plan(start, end, before, "s" + value.hex(), original, after)
 
-    def finish(self, standin: bool) -> tuple[str, list[Edit], str]:
-        """The declarations to add at the top, the edits of every planned literal, and the
-        decoder (with `standin`, the declarations hold a stand-in in its place)."""
+    def finish(self, standin: bool) -> tuple[str, list[Edit], str, list[Added]]:
+        """The declarations to add at the top, the edits of every planned literal, the
+        decoder (with `standin`, the declarations hold a stand-in in its place), and the
+        locals declared (offsets in the declarations; see `Literals.declared`)."""
         cipher, table = self.cipher, self.table
         prelude, expressions, decoder = (cipher.finish(standin) if cipher is not None
                                          else ("", [], ""))
+        declared: list[Added] = []
+        if prelude and cipher is not None:
+            value = len(f"local {cipher.table}=")
+            declared.append((cipher.table, len("local "), [
+                (m.group(), value + m.start())
+                for m in _GLOBAL.finditer(_standin(decoder) if standin else "")]))
         slots: dict[str, int] = {}
         if table is not None and self.uses:
             declaration, slots = table.finish()
+            declared.append((table.name, len(prelude) + len("local "), []))
             prelude += declaration
         edits: list[Edit] = [
             (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
@@ -227,7 +251,7 @@ class _Plan:
             for start, end, before, what, indexed, after in self.uses]
         edits += [(start, end, (before + expressions[use] + after).encode())
                   for start, end, before, use, after in self.encrypted]
-        return prelude, edits, decoder
+        return prelude, edits, decoder, declared
 
 
 def put_decoder(data: bytes, decoder: bytes) -> bytes:

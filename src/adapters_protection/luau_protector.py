@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import tree_sitter
 
+from adapters_protection import scopes
 from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.cipher import readable_literals
 from adapters_protection.edits import Edit, apply
@@ -28,6 +29,7 @@ from adapters_protection.literals import (
 from adapters_protection.minify import Located, strip, stripped
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
+from adapters_protection.scopes import Scopes
 from adapters_protection.seal_compiler import SealError
 from adapters_protection.sealed import (
     marked_functions,
@@ -330,19 +332,24 @@ class LuauProtector:
             else:  # renaming touches no literal: both go in one pass over one parse
                 names = rename_edits(analysis, namer)
         added, decoder = range(0), ""
+        carried: Scopes | None = None
         if hoist or encrypt:
             literals = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
                 license_secret=license_secret, path=path, also=names,
                 standin=decoder_standin(data))
             added, decoder = literals.added, literals.decoder
+            if flat and analysis is not None and literals.declared is not None:
+                carried = scopes.carried(analysis, literals.moved, literals.data,
+                                         literals.declared)
             data, root, analysis = fresh(literals.data)
         # Flattening comes after the literals, so its state arithmetic stays out of the
         # constant table (it is keyed already, and a table read per transition is slower);
         # the decoder it leaves as generated (flattening it would only slow decoding).
         if flat:
-            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer,
-                                                 keep=added))
+            if carried is None:
+                carried = scopes.of(analysis or analyse(root))
+            data, root, analysis = fresh(flatten(data, root, carried, namer, keep=added))
         if "strip" in transforms and "watermark" in transforms and not root.has_error:
             # The stripped text has the very tokens of this one, so this tree confirms the
             # watermark's edits (through where strip put each token): one parse fewer, of
