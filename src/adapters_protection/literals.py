@@ -150,7 +150,8 @@ class Literals:
 
 def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
                      encrypt: bool, license_secret: bytes, path: str,
-                     also: Sequence[Edit] = (), standin: bool = False) -> Literals:
+                     also: Sequence[Edit] = (), standin: bool = False,
+                     nodes: Sequence[Node] | None = None) -> Literals:
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
     must not touch a literal) applied in the same pass. With `standin` (only if
     `decoder_standin(data)`), the decoder is left out, a stand-in in its place: the caller
@@ -158,7 +159,7 @@ def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
     size, so the later passes need not read it again in each)."""
     cipher = _Strings(license_secret, namer, path) if encrypt else None
     plan = _Plan(cipher, _Table(namer) if hoist else None)
-    for node in value_literals(root):
+    for node in value_literals(root) if nodes is None else nodes:
         plan.literal(data, node)
     prelude, edits, decoder, declared = plan.finish(standin)
     edits += also

@@ -10,7 +10,7 @@ refused with the script and line named; protect never returns a partly protected
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tree_sitter
 
@@ -86,6 +86,7 @@ def _ambiguous_calls(root: Node) -> list[Node]:
 
 
 _DECODERS_KEPT = 1 << 10
+_CODES_KEPT = 1 << 8
 _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 
@@ -163,6 +164,8 @@ class LuauProtector:
         self._bias_key = bias_key(watermark_secret)
         # Finished string decoders (see `_finished_decoder`): a few per license.
         self._decoders: dict[tuple[bytes, str, bool, bool], bytes] = {}
+        self._last_literals: tuple[Node, list[Node]] | None = None
+        self._codes: dict[bytes, Callable[[Sequence[bytes]], list[int]]] = {}
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
@@ -217,13 +220,12 @@ class LuauProtector:
                          for n in analysis.env_users]
         return problems
 
-    @staticmethod
-    def _literal_problems(path: str, root: Node, analysis: Analysis,
+    def _literal_problems(self, path: str, root: Node, analysis: Analysis,
                           transforms: frozenset[str]) -> list[ProtectionProblem]:
         if not transforms & {"hoist_constants", "encrypt_strings"}:
             return []
         problems = []
-        for node in value_literals(root):
+        for node in self._value_literals(root):
             try:
                 if is_interpolated(node):
                     for start, end in interpolation_pieces(node):
@@ -246,6 +248,16 @@ class LuauProtector:
                     f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
                     f"(Luau allows {_MAX_UPVALUES})"))
         return problems
+
+    def _value_literals(self, root: Node) -> list[Node]:
+        """`value_literals(root)`, kept for the last tree asked about: the checks and the
+        literal pass both read them, one right after the other."""
+        last = self._last_literals  # one read: builds run on threads
+        if last is not None and last[0] is root:
+            return last[1]
+        nodes = value_literals(root)
+        self._last_literals = (root, nodes)
+        return nodes
 
     def _analyse(self, root: Node, transforms: frozenset[str]) -> Analysis | None:
         if transforms & _NEEDS_SCOPES and not root.has_error:
@@ -337,7 +349,7 @@ class LuauProtector:
             literals = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
                 license_secret=license_secret, path=path, also=names,
-                standin=decoder_standin(data))
+                standin=decoder_standin(data), nodes=self._value_literals(root))
             added, decoder = literals.added, literals.decoder
             if flat and analysis is not None and literals.declared is not None:
                 carried = scopes.carried(analysis, literals.moved, literals.data,
@@ -417,6 +429,10 @@ class LuauProtector:
                    located: Located | None = None) -> bytes:
         """`data` marked; `root` is its tree, or with `located`, that of the text it was
         stripped from (see `minify.stripped`)."""
-        return apply(data, mark_edits(data.decode(), root,
-                                      code_bits(self._bias_key, bits_key(license_secret)),
-                                      located))
+        code = self._codes.get(license_secret)
+        if code is None:  # a license's code, made once for all its scripts
+            if len(self._codes) >= _CODES_KEPT:
+                self._codes.clear()
+            code = self._codes[license_secret] = code_bits(self._bias_key,
+                                                           bits_key(license_secret))
+        return apply(data, mark_edits(data.decode(), root, code, located))
