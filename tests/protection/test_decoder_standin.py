@@ -15,7 +15,7 @@ from licore.protection import parse_protection_settings
 from tests.protection.vm import run
 
 CORPUS = sorted((Path(__file__).resolve().parent / "corpus").glob("*.luau"))
-RULES = {
+RULES: dict[str, dict[str, object]] = {
     "light": {"preset": "light"},
     "strong": {"preset": "strong"},
     "unstripped": {"transforms": ["rename_locals", "encrypt_strings", "flatten", "watermark"]},
@@ -26,7 +26,8 @@ _DECODER = re.compile(r'\(function\(\w,\w\)local .*?\(string(?:\.byte|\["byte"\]
 
 
 def _copies(rules: str, monkeypatch: pytest.MonkeyPatch | None = None) -> list[str]:
-    settings = parse_protection_settings({"rules": [{"paths": ["*"], **RULES[rules]}]})
+    rule: dict[str, object] = {"paths": ["*"], **RULES[rules]}
+    settings = parse_protection_settings({"rules": [rule]})
     if monkeypatch is not None:  # the decoder written out, and flatten analysing anew
         monkeypatch.setattr(luau_protector, "decoder_standin", lambda data: False)
     protector = LuauProtector()
