@@ -4,10 +4,11 @@ Transforms run in a fixed order, each on a fresh parse of the previous one's out
 rename_locals with hoist_constants and encrypt_strings (one pass: their edits never
 overlap), flatten, strip, watermark. Flatten reads the scopes of the original, carried
 through the literal pass; the string decoder goes through the passes after the literals as
-a stand-in, and is put in, finished once per license and size, at the end. The watermark goes last so that it is written in the
-very text the buyer gets, where tracing reads it. The output is a function of
-(source, rules, license secret) only. A script a rule cannot handle safely is
-refused with the script and line named; protect never returns a partly protected copy.
+a stand-in, and is put in, finished once per license and size, at the end. The watermark
+goes last so that it is written in the very text the buyer gets, where tracing reads it.
+The output is a function of (source, rules, license secret) only. A script a rule cannot
+handle safely is refused with the script and line named; protect never returns a partly
+protected copy.
 """
 
 from __future__ import annotations
