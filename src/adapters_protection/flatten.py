@@ -34,9 +34,9 @@ from bisect import bisect_left
 
 import tree_sitter
 
-from adapters_protection.analysis import Analysis, Binding, Function
 from adapters_protection.edits import prelude_offset
 from adapters_protection.names import Namer
+from adapters_protection.scopes import GLOBAL, Scopes
 from adapters_protection.syntax import (
     FUNCTIONS,
     LANGUAGE,
@@ -71,40 +71,31 @@ def _blocks_with_jumps(root: Node) -> set[int]:
     return marked
 
 
-def _declared(statement: Node, analysis: Analysis) -> list[Binding] | None:
+def _declared(statement: Node, scopes: Scopes) -> list[int] | None:
     """The locals a statement declares into its block ([] if none, None if unknown)."""
     if statement.type == "variable_declaration":
         holder = next((c for c in statement.named_children
                        if c.type == "assignment_statement"), statement)
         names = next(c for c in holder.named_children if c.type == "variable_list")
-        found = [analysis.binding_of(c) for i, c in enumerate(names.children)
+        found = [scopes.variable_at.get(c.start_byte) for i, c in enumerate(names.children)
                  if names.field_name_for_child(i) == "name"]
     elif statement.type == "function_declaration" and is_local(statement):
         name = statement.child_by_field_name("name")
-        found = [analysis.binding_of(name)] if name is not None else [None]
+        found = [scopes.variable_at.get(name.start_byte)] if name is not None else [None]
     else:
         return []
-    return None if any(b is None for b in found) else [b for b in found if b is not None]
+    return None if any(v is None for v in found) else [v for v in found if v is not None]
 
 
 class _Flattener:
-    def __init__(self, data: bytes, root: Node, analysis: Analysis, namer: Namer,
+    def __init__(self, data: bytes, root: Node, scopes: Scopes, namer: Namer,
                  keep: range) -> None:
         self.data = data
-        self.analysis = analysis
+        self.scopes = scopes
         self.namer = namer
-        # Where each name is spelled as a variable, and which variable it is (None: global).
-        self.uses: dict[str, list[tuple[int, Binding | None]]] = {}
-        for binding in analysis.bindings:
-            for ref in binding.references:
-                self.uses.setdefault(binding.name, []).append((ref.start_byte, binding))
-        for name, refs in analysis.globals.items():
-            self.uses.setdefault(name, []).extend((ref.start_byte, None) for ref in refs)
-        for entries in self.uses.values():
-            entries.sort(key=lambda e: e[0])
-        self.functions = {fn.node.id: fn for fn in analysis.functions if fn.node is not None}
-        self.main = analysis.functions[0]
-        self.plans: dict[int, list[Binding]] = {}
+        # Where each name is spelled as a variable, and which variable it is.
+        self.uses = scopes.uses
+        self.plans: dict[int, list[int]] = {}
         self.jumpy = _blocks_with_jumps(root)
         blocks = tree_sitter.QueryCursor(_BLOCKS).captures(root).get("block", [])
         starts = []
@@ -117,49 +108,49 @@ class _Flattener:
                 starts.append(node.start_byte)
         self.starts = sorted(starts)
 
-    def _function_of(self, block: Node) -> Function:
+    def _max_active(self, block: Node) -> int:
+        """Most locals active at once in the function holding `block`."""
         node = block.parent
         while node is not None:
             if node.type in FUNCTIONS:
-                return self.functions[node.id]
+                return self.scopes.max_active[node.start_byte]
             node = node.parent
-        return self.main
+        return self.scopes.main_max_active
 
-    def _eligible(self, block: Node) -> list[Binding] | None:
+    def _eligible(self, block: Node) -> list[int] | None:
         statements = [s for s in code_children(block) if s.type not in _SKIPPED]
         if len(statements) < _MIN_STATEMENTS or block.id in self.jumpy:
             return None
-        locals_: list[Binding] = []
+        locals_: list[int] = []
         for statement in statements:
-            declared = _declared(statement, self.analysis)
+            declared = _declared(statement, self.scopes)
             if declared is None:
                 return None
             locals_ += declared
-        names = [b.name for b in locals_]
-        if (len(set(names)) != len(names) or any(b.const for b in locals_)
+        names = [self.scopes.names[v] for v in locals_]
+        if (len(set(names)) != len(names) or any(self.scopes.const[v] for v in locals_)
                 or RESERVED.intersection(names)):
             return None
-        if self._function_of(block).max_active + len(locals_) + _RESERVED_LOCALS > _MAX_LOCALS:
+        if self._max_active(block) + len(locals_) + _RESERVED_LOCALS > _MAX_LOCALS:
             return None
-        for binding in locals_:
-            uses = self.uses[binding.name]
+        for variable, name in zip(locals_, names, strict=True):
+            uses = self.uses[name]
             i = bisect_left(uses, block.start_byte, key=lambda e: e[0])
             while i < len(uses) and uses[i][0] < block.end_byte:
-                if not self._unaffected(uses[i][1], binding, block):
+                if not self._unaffected(uses[i][1], variable, block):
                     return None
                 i += 1
         return locals_
 
-    @staticmethod
-    def _unaffected(owner: Binding | None, local: Binding, block: Node) -> bool:
+    def _unaffected(self, owner: int, local: int, block: Node) -> bool:
         """Whether a use of `local`'s name that means `owner` still does once `local` is
         declared at the top of `block`: yes for `local` itself and for variables declared
         inside the block (they shadow it); no for globals and outer variables."""
-        if owner is local:
+        if owner == local:
             return True
-        if owner is None or owner.declaration is None:
+        if owner == GLOBAL:
             return False
-        return block.start_byte <= owner.declaration.start_byte < block.end_byte
+        return block.start_byte <= self.scopes.declared_at[owner] < block.end_byte
 
     def _has_plan(self, lo: int, hi: int) -> bool:
         i = bisect_left(self.starts, lo)
@@ -304,10 +295,10 @@ def _search(state: str, branches: list[tuple[int, str]]) -> str:
             f"else {_search(state, branches[mid:])} end")
 
 
-def flatten(data: bytes, root: Node, analysis: Analysis, namer: Namer,
+def flatten(data: bytes, root: Node, scopes: Scopes, namer: Namer,
             keep: range = range(0)) -> bytes:
     """`data` with its blocks flattened, but for blocks that start in `keep`."""
-    flattener = _Flattener(data, root, analysis, namer, keep)
+    flattener = _Flattener(data, root, scopes, namer, keep)
     if not flattener.plans:
         return data
     directives = data[:prelude_offset(data)] if root.id in flattener.plans else b""

@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
+import attrs
 import tree_sitter
 
 from adapters_protection.cipher import CipherParameters
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.names import Namer
+from adapters_protection.scopes import Added, mover
 from adapters_protection.strings import (
     decode_quoted,
     interpolation_pieces,
@@ -69,11 +72,13 @@ class _Strings:
         self._uses.append((value, interpolated))
         return len(self._uses) - 1
 
-    def finish(self) -> tuple[str, list[str]]:
+    def finish(self, standin: bool) -> tuple[str, list[str], str]:
         """The declaration (one local: the table of decoded literals, with the decoder at
-        0, its array part sized for every key), and the expression of each use."""
+        0, its array part sized for every key), the expression of each use, and the
+        decoder's expression; with `standin`, the declaration holds a stand-in in its
+        place."""
         if not self._uses:
-            return "", []
+            return "", [], ""
         keys = list(range(1, len(self._uses) + 1))
         random.Random(self._seed).shuffle(keys)  # keyed per license and script
         t = self.table
@@ -83,7 +88,9 @@ class _Strings:
             # (Luau and tree-sitter-luau agree on them; nothing gains from relying on it)
             cipher = quote(self.params.encipher(value, key), b"{}`" if interpolated else b"")
             expressions.append(f"({t}[{key}]or {t}[0]({key},{cipher}))")
-        return (f"local {t}={self.params.decoder(self.longest, len(keys))};", expressions)
+        decoder = self.params.decoder(self.longest, len(keys))
+        declared = _standin(decoder) if standin else decoder
+        return f"local {t}={declared};", expressions, decoder
 
 
 def _call_argument(node: Node) -> bool:
@@ -108,22 +115,68 @@ def value_literals(root: Node) -> list[Node]:
                   key=lambda n: n.start_byte)
 
 
+# What the declaration of the decoded literals' table holds in place of the decoder, when
+# the caller puts the decoder in later (see `decoder_standin`). Like the decoder, it reads
+# the globals `table` and `string`, so a pass that asks which globals a block reads (flatten)
+# decides as it would with the decoder there. For the watermark's scanner, which reads each
+# carrier's position off the four tokens before it, the code after it reads the same as
+# after the decoder: it ends in the same four tokens, and it holds the decoder's pairs of
+# quotes `''` (its only quotes), so a scanner that reads code there as a string (after a
+# ciphertext with a backtick in it) comes out of it at the same place, as many strings read.
+STANDIN_NAME = "LicoreDecoder"
+
+
+def _standin(decoder: str) -> str:
+    quotes = "''," * decoder.count("''")
+    return f"{STANDIN_NAME}(table,{quotes}string.byte,string.char)"
+
+
+def decoder_standin(data: bytes) -> bool:
+    """Whether a stand-in can stand for the decoder in a copy of `data`: its name must be
+    one the script never spells, so that finding it finds the stand-in."""
+    return STANDIN_NAME.encode() not in data
+
+
+@attrs.frozen
+class Literals:
+    data: bytes  # the script with its literals protected
+    added: range  # bytes of the declarations added at the top (the decoder and the tables)
+    decoder: str  # the decoder a stand-in stands for in `data`; "" when it stands for none
+    moved: Callable[[int], int]  # where an identifier of the script is in `data`
+    # The locals declared in `added` (name, offset in `data`, the globals their value reads);
+    # None when the decoder is written out in `data` (it declares variables of its own).
+    declared: list[Added] | None
+
+
 def protect_literals(data: bytes, root: Node, namer: Namer, *, hoist: bool,
                      encrypt: bool, license_secret: bytes, path: str,
-                     also: Sequence[Edit] = ()) -> tuple[bytes, range]:
+                     also: Sequence[Edit] = (), standin: bool = False,
+                     nodes: Sequence[Node] | None = None) -> Literals:
     """`data` with its literals hoisted and/or encrypted, plus the edits in `also` (which
-    must not touch a literal) applied in the same pass; and the byte range of the
-    declarations added at the top (the decoder and the tables)."""
-    plan = _Plan(_Strings(license_secret, namer, path) if encrypt else None,
-                 _Table(namer) if hoist else None)
-    for node in value_literals(root):
+    must not touch a literal) applied in the same pass. With `standin` (only if
+    `decoder_standin(data)`), the decoder is left out, a stand-in in its place: the caller
+    writes it in (every script of a license has the same decoder, but for its table's
+    size, so the later passes need not read it again in each)."""
+    cipher = _Strings(license_secret, namer, path) if encrypt else None
+    plan = _Plan(cipher, _Table(namer) if hoist else None)
+    for node in value_literals(root) if nodes is None else nodes:
         plan.literal(data, node)
-    prelude, edits = plan.finish()
-    body = apply(data, [*edits, *also])
+    prelude, edits, decoder, declared = plan.finish(standin)
+    edits += also
+    body = apply(data, edits)
     at = prelude_offset(body)
     if prelude:
         body = body[:at] + prelude.encode() + b" " + body[at:]
-    return body, range(at, at + len(prelude.encode()))
+    size = len(prelude.encode())
+    return Literals(body, range(at, at + size), decoder if standin else "",
+                    mover(edits, at, size + 1 if prelude else 0),
+                    [(name, at + offset, [(read, at + o) for read, o in reads])
+                     for name, offset, reads in declared]
+                    if standin or not decoder else None)
+
+
+# The globals a stand-in reads: its words but the fields after `.` (it is ASCII).
+_GLOBAL = re.compile(r"(?<![.\w])[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Plan:
@@ -175,13 +228,23 @@ class _Plan:
         else:
             self.plan(start, end, before, "s" + value.hex(), original, after)
 
-    def finish(self) -> tuple[str, list[Edit]]:
-        """The declarations to add at the top, and the edits of every planned literal."""
+    def finish(self, standin: bool) -> tuple[str, list[Edit], str, list[Added]]:
+        """The declarations to add at the top, the edits of every planned literal, the
+        decoder (with `standin`, the declarations hold a stand-in in its place), and the
+        locals declared (offsets in the declarations; see `Literals.declared`)."""
         cipher, table = self.cipher, self.table
-        prelude, expressions = cipher.finish() if cipher is not None else ("", [])
+        prelude, expressions, decoder = (cipher.finish(standin) if cipher is not None
+                                         else ("", [], ""))
+        declared: list[Added] = []
+        if prelude and cipher is not None:
+            value = len(f"local {cipher.table}=")
+            declared.append((cipher.table, len("local "), [
+                (m.group(), value + m.start())
+                for m in _GLOBAL.finditer(_standin(decoder) if standin else "")]))
         slots: dict[str, int] = {}
         if table is not None and self.uses:
             declaration, slots = table.finish()
+            declared.append((table.name, len(prelude) + len("local "), []))
             prelude += declaration
         edits: list[Edit] = [
             (start, end, (before + (f"{table.name}[{slots[what]}]" if indexed and table
@@ -189,4 +252,15 @@ class _Plan:
             for start, end, before, what, indexed, after in self.uses]
         edits += [(start, end, (before + expressions[use] + after).encode())
                   for start, end, before, use, after in self.encrypted]
-        return prelude, edits
+        return prelude, edits, decoder, declared
+
+
+def put_decoder(data: bytes, decoder: bytes) -> bytes:
+    """`data` with `decoder` in place of its one stand-in. Later passes may have
+    re-spaced the stand-in or re-formed its field accesses (`string["byte"]`), but never
+    put a `)` inside it, so it ends at the first `)` after its name."""
+    start = data.find(STANDIN_NAME.encode())
+    end = data.find(b")", start) + 1
+    if start < 0 or data.find(STANDIN_NAME.encode(), end) >= 0:
+        raise ValueError("the copy does not hold exactly one decoder stand-in")
+    return data[:start] + decoder + data[end:]

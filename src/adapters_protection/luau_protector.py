@@ -2,27 +2,37 @@
 
 Transforms run in a fixed order, each on a fresh parse of the previous one's output:
 rename_locals with hoist_constants and encrypt_strings (one pass: their edits never
-overlap), flatten, strip, watermark. The watermark goes last so that it is written in the
-very text the buyer gets, where tracing reads it. The output is a function of
-(source, rules, license secret) only. A script a rule cannot handle safely is
-refused with the script and line named; protect never returns a partly protected copy.
+overlap), flatten, strip, watermark. Flatten reads the scopes of the original, carried
+through the literal pass; the string decoder goes through the passes after the literals as
+a stand-in, and is put in, finished once per license and size, at the end. The watermark
+goes last so that it is written in the very text the buyer gets, where tracing reads it.
+The output is a function of (source, rules, license secret) only. A script a rule cannot
+handle safely is refused with the script and line named; protect never returns a partly
+protected copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tree_sitter
 
+from adapters_protection import scopes
 from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.cipher import readable_literals
 from adapters_protection.edits import Edit, apply
 from adapters_protection.fingerprint import DEFAULT_SECRET, bias_key, bits_key, code_bits
 from adapters_protection.flatten import flatten
-from adapters_protection.literals import protect_literals, value_literals
+from adapters_protection.literals import (
+    decoder_standin,
+    protect_literals,
+    put_decoder,
+    value_literals,
+)
 from adapters_protection.minify import Located, strip, stripped
 from adapters_protection.names import Namer
 from adapters_protection.rename import rename_edits, rename_locals
+from adapters_protection.scopes import Scopes
 from adapters_protection.seal_compiler import SealError
 from adapters_protection.sealed import (
     marked_functions,
@@ -78,6 +88,8 @@ def _ambiguous_calls(root: Node) -> list[Node]:
     return sorted(found, key=lambda n: n.start_byte)
 
 
+_DECODERS_KEPT = 1 << 10
+_CODES_KEPT = 1 << 8
 _MIN_KEY = 16  # the tracer does not search for shorter keys
 
 
@@ -153,6 +165,10 @@ class LuauProtector:
     def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
         self._bias_key = bias_key(watermark_secret)
+        # Finished string decoders (see `_finished_decoder`): a few per license.
+        self._decoders: dict[tuple[bytes, str, bool, bool], bytes] = {}
+        self._last_literals: tuple[Node, list[Node]] | None = None
+        self._codes: dict[bytes, Callable[[Sequence[bytes]], list[int]]] = {}
 
     def _parse(self, data: bytes) -> tree_sitter.Tree:
         return self._parser.parse(data)
@@ -207,13 +223,12 @@ class LuauProtector:
                          for n in analysis.env_users]
         return problems
 
-    @staticmethod
-    def _literal_problems(path: str, root: Node, analysis: Analysis,
+    def _literal_problems(self, path: str, root: Node, analysis: Analysis,
                           transforms: frozenset[str]) -> list[ProtectionProblem]:
         if not transforms & {"hoist_constants", "encrypt_strings"}:
             return []
         problems = []
-        for node in value_literals(root):
+        for node in self._value_literals(root):
             try:
                 if is_interpolated(node):
                     for start, end in interpolation_pieces(node):
@@ -236,6 +251,16 @@ class LuauProtector:
                     f"hoist_constants/encrypt_strings need {_ADDED_LOCALS} more "
                     f"(Luau allows {_MAX_UPVALUES})"))
         return problems
+
+    def _value_literals(self, root: Node) -> list[Node]:
+        """`value_literals(root)`, kept for the last tree asked about: the checks and the
+        literal pass both read them, one right after the other."""
+        last = self._last_literals  # one read: builds run on threads
+        if last is not None and last[0] is root:
+            return last[1]
+        nodes = value_literals(root)
+        self._last_literals = (root, nodes)
+        return nodes
 
     def _analyse(self, root: Node, transforms: frozenset[str]) -> Analysis | None:
         if transforms & _NEEDS_SCOPES and not root.has_error:
@@ -321,18 +346,25 @@ class LuauProtector:
                 data, root, analysis = fresh(rename_locals(data, analysis, namer))
             else:  # renaming touches no literal: both go in one pass over one parse
                 names = rename_edits(analysis, namer)
-        added = range(0)
+        added, decoder = range(0), ""
+        carried: Scopes | None = None
         if hoist or encrypt:
-            literal_copy, added = protect_literals(
+            literals = protect_literals(
                 data, root, namer, hoist=hoist, encrypt=encrypt,
-                license_secret=license_secret, path=path, also=names)
-            data, root, analysis = fresh(literal_copy)
+                license_secret=license_secret, path=path, also=names,
+                standin=decoder_standin(data), nodes=self._value_literals(root))
+            added, decoder = literals.added, literals.decoder
+            if flat and analysis is not None and literals.declared is not None:
+                carried = scopes.carried(analysis, literals.moved, literals.data,
+                                         literals.declared)
+            data, root, analysis = fresh(literals.data)
         # Flattening comes after the literals, so its state arithmetic stays out of the
         # constant table (it is keyed already, and a table read per transition is slower);
         # the decoder it leaves as generated (flattening it would only slow decoding).
         if flat:
-            data, root, analysis = fresh(flatten(data, root, analysis or analyse(root), namer,
-                                                 keep=added))
+            if carried is None:
+                carried = scopes.of(analysis or analyse(root))
+            data, root, analysis = fresh(flatten(data, root, carried, namer, keep=added))
         if "strip" in transforms and "watermark" in transforms and not root.has_error:
             # The stripped text has the very tokens of this one, so this tree confirms the
             # watermark's edits (through where strip put each token): one parse fewer, of
@@ -350,12 +382,60 @@ class LuauProtector:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
+        if decoder:
+            finished = self._finished_decoder(path, decoder, transforms, license_secret)
+            try:
+                data = put_decoder(data, finished)
+            except ValueError as error:
+                raise ProtectionFailed([ProtectionProblem(
+                    path, 1, f"{error} (a protector fault; turn encrypt_strings off for the "
+                    "script and report it)")]) from None
         return data.decode()
+
+    def _finished_decoder(self, path: str, decoder: str, transforms: frozenset[str],
+                          license_secret: bytes) -> bytes:
+        """The string decoder as the passes after the literals would leave it in a copy.
+
+        Flatten leaves it as written; strip and the watermark see nothing around it but
+        `=` before and `;` after, and the watermark's carriers in it start past its
+        fourth token, so their positions come from its own text: the decoder comes out the
+        same in every script of a license with the same table size (and the stand-in in
+        its place gives the code after it the same four tokens of context). It is made once
+        per license and size, on a script holding it alone, parsed like any copy."""
+        strip_it = "strip" in transforms
+        marked = "watermark" in transforms
+        key = (license_secret, decoder, strip_it, marked)
+        finished = self._decoders.get(key)
+        if finished is not None:
+            return finished
+        head = b"local _="
+        data = head + decoder.encode()
+        root = self._parse(data).root_node
+        if strip_it and marked:
+            minified, located = stripped(data, root)
+            data = self._watermark(minified, root, license_secret, located)
+        elif strip_it:
+            data = strip(data, root)
+        elif marked:
+            data = self._watermark(data, root, license_secret)
+        error = first_syntax_error(self._parse(data).root_node)
+        if error is not None or not data.startswith(head):
+            raise ProtectionFailed([ProtectionProblem(
+                path, 1, "the protected copy's string decoder does not parse (a protector "
+                "fault; turn encrypt_strings off for the script and report it)")])
+        if len(self._decoders) >= _DECODERS_KEPT:
+            self._decoders.clear()
+        finished = self._decoders[key] = data[len(head):]
+        return finished
 
     def _watermark(self, data: bytes, root: Node, license_secret: bytes,
                    located: Located | None = None) -> bytes:
         """`data` marked; `root` is its tree, or with `located`, that of the text it was
         stripped from (see `minify.stripped`)."""
-        return apply(data, mark_edits(data.decode(), root,
-                                      code_bits(self._bias_key, bits_key(license_secret)),
-                                      located))
+        code = self._codes.get(license_secret)
+        if code is None:  # a license's code, made once for all its scripts
+            if len(self._codes) >= _CODES_KEPT:
+                self._codes.clear()
+            code = self._codes[license_secret] = code_bits(self._bias_key,
+                                                           bits_key(license_secret))
+        return apply(data, mark_edits(data.decode(), root, code, located))
