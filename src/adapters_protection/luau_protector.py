@@ -365,32 +365,45 @@ class LuauProtector:
             if carried is None:
                 carried = scopes.of(analysis or analyse(root))
             data, root, analysis = fresh(flatten(data, root, carried, namer, keep=added))
+        data = self._strip_and_mark(path, data, root, transforms, license_secret)
+        if decoder:
+            data = self._with_decoder(path, data, decoder, transforms, license_secret)
+        return data.decode()
+
+    def _strip_and_mark(self, path: str, data: bytes, root: Node, transforms: frozenset[str],
+                        license_secret: bytes) -> bytes:
+        """The last passes, strip and the watermark, and the check that the copy parses."""
         if "strip" in transforms and "watermark" in transforms and not root.has_error:
             # The stripped text has the very tokens of this one, so this tree confirms the
             # watermark's edits (through where strip put each token): one parse fewer, of
             # text as long as the copy.
             minified, located = stripped(data, root)
-            data, root, analysis = fresh(self._watermark(minified, root, license_secret,
-                                                         located))
+            data = self._watermark(minified, root, license_secret, located)
+            root = self._parse(data).root_node
         else:
             if "strip" in transforms:
-                data, root, analysis = fresh(strip(data, root))
+                data = strip(data, root)
+                root = self._parse(data).root_node
             if "watermark" in transforms and not root.has_error:
-                data, root, analysis = fresh(self._watermark(data, root, license_secret))
+                data = self._watermark(data, root, license_secret)
+                root = self._parse(data).root_node
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
-        if decoder:
-            finished = self._finished_decoder(path, decoder, transforms, license_secret)
-            try:
-                data = put_decoder(data, finished)
-            except ValueError as error:
-                raise ProtectionFailed([ProtectionProblem(
-                    path, 1, f"{error} (a protector fault; turn encrypt_strings off for the "
-                    "script and report it)")]) from None
-        return data.decode()
+        return data
+
+    def _with_decoder(self, path: str, data: bytes, decoder: str, transforms: frozenset[str],
+                      license_secret: bytes) -> bytes:
+        """The finished string decoder put in for its stand-in."""
+        finished = self._finished_decoder(path, decoder, transforms, license_secret)
+        try:
+            return put_decoder(data, finished)
+        except ValueError as error:
+            raise ProtectionFailed([ProtectionProblem(
+                path, 1, f"{error} (a protector fault; turn encrypt_strings off for the "
+                "script and report it)")]) from None
 
     def _finished_decoder(self, path: str, decoder: str, transforms: frozenset[str],
                           license_secret: bytes) -> bytes:
