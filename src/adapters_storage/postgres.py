@@ -48,6 +48,16 @@ def _hot_options(url: str) -> str:
     return f"{given} {HOT_SESSION}" if given else HOT_SESSION
 
 
+def _pool(url: str, min_size: int, max_size: int, busy_wait: float,
+          **session: str) -> AsyncConnectionPool[Any]:
+    # Statements outside a unit of work commit themselves: no BEGIN and COMMIT trips on the
+    # hot path. A unit of work opens its transaction explicitly.
+    return AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
+                               timeout=busy_wait,
+                               kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True,
+                                       **session})
+
+
 @cache
 def _pg(sql: str) -> str:
     # The shared SQL uses `?`; psycopg wants `%s`, and a literal `%` must be doubled.
@@ -76,22 +86,13 @@ class PostgresStorage:
     def __init__(self, url: str, min_size: int = 1, max_size: int = POOL_SIZE,
                  busy_wait: float = BUSY_WAIT, hot_size: int = 2) -> None:
         """`min_size`/`max_size`: the units of work's pool. `hot_size`: the runtime hot
-        path's own pool (`HOT_SESSION`), opened as it is needed: its batches run one at a
+        path's own pool (`HOT_SESSION`), one connection kept open: its batches run one at a
         time per statement kind, so two connections serve a process whatever its load, and
         a burst of units of work never leaves a runtime call without one."""
         self.url = url
         self.busy_wait = busy_wait
-        # Statements outside a unit of work commit themselves: no BEGIN and COMMIT trips on
-        # the hot path. A unit of work opens its transaction explicitly.
-        self.pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
-                                        timeout=busy_wait,
-                                        kwargs={"connect_timeout": CONNECT_TIMEOUT,
-                                                "autocommit": True})
-        self.hot_pool = AsyncConnectionPool(url, min_size=1, max_size=hot_size, open=False,
-                                            timeout=busy_wait,
-                                            kwargs={"connect_timeout": CONNECT_TIMEOUT,
-                                                    "autocommit": True,
-                                                    "options": _hot_options(url)})
+        self.pool = _pool(url, min_size, max_size, busy_wait)
+        self.hot_pool = _pool(url, 1, hot_size, busy_wait, options=_hot_options(url))
         self._opened = False
         self._opening = asyncio.Lock()  # several first requests must not each open the pool
         self._down = False  # the last attempt to use the database failed to reach it

@@ -142,8 +142,9 @@ class MemoryPreparedCopies(Repository):
         for key in [k for k in self.t.copies if dropped(*k)]:
             del self.t.copies[key]
             self._forget_nodes(key)
-        for compact in (True, False):
-            self.t.templates.pop((version_id or "", compact), None)
+        if version_id is not None:
+            for compact in (True, False):
+                self.t.templates.pop((version_id, compact), None)
 
     async def template(self, version_id: str, compact: bool) -> bytes | None:
         return self.t.templates.get((version_id, compact))
