@@ -199,3 +199,33 @@ async def test_the_runtime_look_up_carries_the_terms_the_tier_and_the_place_limi
     assert limited.place_limit == 1
     assert limited.product is not None
     assert limited.product.place_policy is PlacePolicy.ENFORCE
+
+
+async def test_two_changes_of_one_held_product_both_stay(storage: Storage) -> None:
+    """Publish, withdraw and the settings each read the product, change a field and save the
+    whole row: the second of two at once must read what the first left (`Products.hold`),
+    or its save puts back the field the first changed. The first here holds the row across
+    a pause while the second starts."""
+    product = await _product(storage)
+    first_holds = asyncio.Event()
+
+    async def first() -> None:
+        async with storage.unit_of_work() as uow:
+            held = await uow.products.hold(product.id)
+            assert held is not None
+            first_holds.set()
+            await asyncio.sleep(0.3)
+            await uow.products.save(attrs.evolve(held, placeholder="-- moved"))
+
+    async def second() -> None:
+        await first_holds.wait()
+        async with storage.unit_of_work() as uow:
+            held = await uow.products.hold(product.id)
+            assert held is not None
+            await uow.products.save(attrs.evolve(held, trial_days=9))
+
+    await asyncio.gather(first(), second())
+    async with storage.unit_of_work() as uow:
+        stored = await uow.products.by_id(product.id)
+    assert stored is not None
+    assert (stored.placeholder, stored.trial_days) == ("-- moved", 9)

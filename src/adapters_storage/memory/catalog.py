@@ -37,6 +37,9 @@ class MemoryProducts(Repository):
     async def by_id(self, product_id: str) -> Product | None:
         return self.t.products.get(product_id)
 
+    async def hold(self, product_id: str) -> Product | None:
+        return await self.by_id(product_id)  # one unit of work at a time already
+
     async def save(self, product: Product) -> None:
         if product.id in self.t.products:
             self.t.products[product.id] = product

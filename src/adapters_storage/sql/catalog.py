@@ -17,6 +17,10 @@ from licore.storage_ports import Notice
 
 
 class SqlProducts(Repository):
+    def __init__(self, db: Executor, dialect: str = "sqlite") -> None:
+        super().__init__(db)
+        self.dialect = dialect
+
     async def add(self, product: Product, slug_base: str) -> Product:
         # Constant time whatever the number of twins: the base's twin counter, bumped in
         # this transaction (PostgreSQL holds its row until commit, so concurrent twins
@@ -41,6 +45,13 @@ class SqlProducts(Repository):
     async def by_id(self, product_id: str) -> Product | None:
         return await self._one(Product, f"SELECT {column_list(Product)} FROM products "
                                "WHERE id = ?", [product_id])
+
+    async def hold(self, product_id: str) -> Product | None:
+        # As `SqlLicenses.hold`: PostgreSQL's reads never wait, FOR UPDATE does; SQLite's
+        # unit of work holds the database's write lock from its start.
+        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
+        return await self._one(Product, f"SELECT {column_list(Product)} FROM products "
+                               f"WHERE id = ?{lock}", [product_id])
 
     async def save(self, product: Product) -> None:
         await self.db.run(update("products", Product, "id = ?"),

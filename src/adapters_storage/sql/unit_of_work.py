@@ -34,7 +34,7 @@ class SqlUnitOfWork:
         self.clients = SqlClients(db, dialect)
         self.devices = SqlDeviceAuthorizations(db)
         self.api_keys = SqlApiKeys(db)
-        self.products = SqlProducts(db)
+        self.products = SqlProducts(db, dialect)
         self.versions = SqlVersions(db)
         self.copies = SqlPreparedCopies(db)
         self.licenses = SqlLicenses(db, dialect)

@@ -99,6 +99,12 @@ class AuditedProducts(_Layer):
             self.journal.owner_is(product_id, found.studio_id)
         return found
 
+    async def hold(self, product_id: str) -> Product | None:
+        found = await self.inner.hold(product_id)
+        if found is not None:
+            self.journal.owner_is(product_id, found.studio_id)
+        return found
+
     async def add(self, product: Product, slug_base: str) -> Product:
         stored = await self.inner.add(product, slug_base)
         await self.journal.add(stored.studio_id, "product.created", "product", stored.id,

@@ -34,7 +34,7 @@ from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, iso, license_data
 from licore.services.ids import Ids
 from licore.services.licensing import Licensing, resolve_user
-from licore.services.products import own_product
+from licore.services.products import held_product, own_product
 from licore.storage_ports import Notice, Storage, UnitOfWork
 
 DAY = lic.DAY
@@ -338,7 +338,7 @@ class LicenseLifecycle:
                          command: SetLicensePolicy) -> LicensePolicy:
         """A product's place limit and policy, trial length, reminder and tiers."""
         async with self.storage.unit_of_work() as uow:
-            product = await own_product(uow, studio, command.product_id)
+            product = await held_product(uow, studio, command.product_id)
             changes: dict[str, Any] = {}
             if command.place_limit is not None:
                 changes["place_limit"] = command.place_limit

@@ -35,7 +35,7 @@ from licore.releases import Channel, ReleaseEffect, ReleaseEvent
 from licore.services.announce import Announcer, product_data, version_data, withdrawn_data
 from licore.services.ids import Ids
 from licore.services.library import VersionList
-from licore.services.products import own_product
+from licore.services.products import held_product, own_product
 from licore.storage_ports import Storage, UnitOfWork
 
 # Each setting `ChangeSettings` may send (None: not sent), and the value the product keeps.
@@ -172,7 +172,7 @@ class Packages:
         await self._check_rules(data, product.protection, f"version {version.label}")
         channel = Channel(command.channel)
         async with self.storage.unit_of_work() as uow:
-            current = await own_product(uow, studio, command.product_id)
+            current = await held_product(uow, studio, command.product_id)
             if current.protection != product.protection:
                 raise InvalidRequest("the protection rules changed while publishing; try "
                                      "again", "protection")
@@ -203,7 +203,7 @@ class Packages:
         """The build is offered and downloadable no more; if it was live, the newest
         stable version left goes live (`licore.releases`)."""
         async with self.storage.unit_of_work() as uow:
-            product = await own_product(uow, studio, command.product_id)
+            product = await held_product(uow, studio, command.product_id)
             version = await _version_of(uow, command.product_id, command.version_id)
             go = releases.transition(version, ReleaseEvent.WITHDRAW)
             if not go.effects:
@@ -246,7 +246,7 @@ class Packages:
             await self._check_rules(live[1], changes["protection"],
                                     f"live version {live[0].label}")
         async with self.storage.unit_of_work() as uow:
-            product = await own_product(uow, studio, command.product_id)
+            product = await held_product(uow, studio, command.product_id)
             if live is not None and product.current_version_id != live[0].id:
                 raise InvalidRequest("the live version changed while the rules were checked; "
                                      "try again", "protection")

@@ -21,7 +21,16 @@ from licore.storage_ports import Storage, UnitOfWork
 
 async def own_product(uow: UnitOfWork, studio: ActingStudio, product_id: str) -> Product:
     """The studio's product `product_id`, or `not_found` (also when it is another's)."""
-    product = await uow.products.by_id(product_id)
+    return _owned(await uow.products.by_id(product_id), studio)
+
+
+async def held_product(uow: UnitOfWork, studio: ActingStudio, product_id: str) -> Product:
+    """`own_product` for a unit of work that saves the product: its row held until the unit
+    ends (`Products.hold`), so two changes at once are made one after the other."""
+    return _owned(await uow.products.hold(product_id), studio)
+
+
+def _owned(product: Product | None, studio: ActingStudio) -> Product:
     if product is None or product.studio_id != studio.studio_id:
         raise NotFound("no such product")
     return product
@@ -65,7 +74,7 @@ class Products:
         sent = {name: value for name, value in attrs.asdict(command).items()
                 if value is not None and name not in ("id", "discoverable")}
         async with self.storage.unit_of_work() as uow:
-            found = await uow.products.by_id(command.id)
+            found = await uow.products.hold(command.id)
             current = found if found is not None and found.studio_id == studio.studio_id else None
             state = (prod.Visibility.NONE if current is None
                      else prod.visibility(current.discoverable))
