@@ -27,3 +27,13 @@ def test_the_composed_storage_opens_its_pool_at_that_size() -> None:
     storage = compose.storage_for(loaded)
     assert isinstance(storage, PostgresStorage)
     assert storage.pool.max_size == 3 and storage.hot_pool.max_size == 2
+
+
+def test_the_settings_defaults_are_the_storage_adapters_own() -> None:
+    """settings.py writes the defaults out (it must not import the database drivers, which
+    `licore --help` would then pay for): they must stay the adapters' own."""
+    import adapters_storage
+
+    loaded = settings.load({"LICORE_CONFIG": ""})
+    assert loaded.database_pool_size == adapters_storage.POOL_SIZE
+    assert loaded.database_busy_wait == adapters_storage.BUSY_WAIT
