@@ -209,8 +209,9 @@ LIST_PRODUCTS = Doc("listProducts", "List the studio's products",
                     _listing("products", PRODUCT), params=PAGE_PARAMS)
 SAVE_PRODUCT = Doc("saveProduct", "Create (no id) or change (with id) a product", SAVED,
                    body=PRODUCT_BODY, errors=(404,), reads=c.ChangeProduct)
-LIST_LICENSES = Doc("listLicenses", "List a product's licenses", _listing("licenses", LICENSE),
-                    params=[q("product_id"), *PAGE_PARAMS], errors=(404,))
+LIST_LICENSES = Doc("listLicenses", "List a product's licenses; with user (extension), that "
+                    "user's alone", _listing("licenses", LICENSE),
+                    params=[q("product_id"), q("user", False), *PAGE_PARAMS], errors=(404,))
 CHANGED_LICENSE = obj(["ok", "license"], ok=BOOL, license=LICENSE)
 GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one); "
                     "expires_at, duration_days and tier are extensions",

@@ -78,7 +78,9 @@ class ChangeProduct:
 # Licenses (spec 4.3, contract 3) ----------------------------------------------------------
 
 
-def _user(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+def _user(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is None:  # only where the field is optional (a listing's filter)
+        return
     bounds.IDENTIFIER.check(attribute.name, value)
     if not value.isdigit() and len(value) > bounds.USERNAME.max_len:
         raise InvalidRequest("user must be a username or a numeric platform id", "user")
@@ -104,8 +106,12 @@ class ChangeLicense:
 
 @attrs.frozen
 class ListLicenses:
+    """`user` (extension): only that user's license, a username or a numeric platform id as
+    everywhere else."""
+
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     page: Paging = Paging()
+    user: str | None = attrs.field(default=None, validator=_user)
 
 
 @attrs.frozen

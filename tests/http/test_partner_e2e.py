@@ -189,6 +189,33 @@ def test_grant_list_regrant_pause_resume_and_revoke(server: Server, people: Peop
     assert regrant.json()["license"]["is_active"] is True
 
 
+def test_the_license_list_filtered_to_one_user(server: Server, people: People,
+                                              keys: dict[str, str]) -> None:
+    """`GET /licenses?product_id=&user=` (extension): that user's license alone, by name or
+    platform id; a user without one gets an empty list, an unknown name `404 not_found`."""
+    k = keys["studio"]
+    product = call(server, "POST", "/products", k, json={"title": "Filtered"}).json()["id"]
+    for user in ("buyer5", "4243"):
+        assert call(server, "POST", "/licenses", k,
+                    json={"product_id": product, "user": user}).status_code == 200
+
+    def listed(user: str) -> list[str]:
+        r = call(server, "GET", "/licenses", k, params={"product_id": product, "user": user})
+        assert r.status_code == 200, r.text
+        return [x["platform_id"] for x in r.json()["licenses"]]
+
+    assert listed("buyer5") == ["25"] and listed("25") == ["25"] and listed("4243") == ["4243"]
+    assert listed("999") == []
+    unknown = call(server, "GET", "/licenses", k, params={"product_id": product,
+                                                          "user": "nobody"})
+    assert (unknown.status_code, unknown.json()["error"]) == (404, "not_found")
+    bad = call(server, "GET", "/licenses", k, params={"product_id": product, "user": ""})
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_request")
+    rival = call(server, "GET", "/licenses", keys["rival"], params={"product_id": product,
+                                                                     "user": "25"})
+    assert rival.status_code == 404
+
+
 @pytest.mark.parametrize(("method", "path", "kw", "field"), [
     ("POST", "/licenses", {"json": {"user": "25"}}, "product_id"),
     ("POST", "/licenses", {"json": {"product_id": "p"}}, "user"),

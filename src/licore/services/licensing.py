@@ -41,8 +41,14 @@ class Licensing:
     announce: Announcer
 
     async def list(self, studio: ActingStudio, command: ListLicenses) -> Page[License]:
+        """The product's licenses a page at a time, or with `user` that user's alone (a page
+        of one or none; an unknown username is `not_found`, as wherever `user` is named)."""
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, command.product_id)
+            if command.user is not None:
+                found = await uow.licenses.for_user(command.product_id,
+                                                    await resolve_user(uow, command.user))
+                return Page(() if found is None else (found,), None)
             return await uow.licenses.of_product(command.product_id, command.page.limit,
                                                  command.page.cursor)
 
