@@ -4,6 +4,7 @@ the one place that builds the use cases the HTTP adapter is given."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 from collections.abc import Callable, Coroutine, Sequence
@@ -29,24 +30,43 @@ def secret(name: str, size: int) -> bytes:
     on first use with owner-only permissions. Never from the command line."""
     given = os.environ.get(f"LICORE_{name.upper()}")
     if given:
-        try:
-            value = bytes.fromhex(given)
-        except ValueError:
-            value = b""
-        if len(value) != size:
-            raise settings.SettingsError(f"LICORE_{name.upper()} must be {size} bytes written "
-                                         f"as {2 * size} hex digits")
-        return value
+        return _hex_secret(given, size, f"LICORE_{name.upper()}")
     directory = Path(settings.load().data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
+    if not path.exists():
+        _make_secret_file(path, size)
+    return _hex_secret(path.read_text(), size, f"the file {path.resolve()}")
+
+
+def _make_secret_file(path: Path, size: int) -> None:
+    """Written whole under a name of its own, then linked to `path`: processes starting
+    together (workers another ASGI server started, hosts sharing a data folder) see no file
+    or the whole one, never an empty one just created (read as an empty key), and the
+    first link wins."""
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return bytes.fromhex(path.read_text().strip())
-    with os.fdopen(fd, "w") as fh:
-        fh.write(secrets.token_hex(size))
-    return bytes.fromhex(path.read_text().strip())
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(size))
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+    finally:
+        draft.unlink()
+
+
+def _hex_secret(text: str, size: int, where: str) -> bytes:
+    try:
+        value = bytes.fromhex(text.strip())
+    except ValueError:
+        value = b""
+    if len(value) != size:
+        # Never a shorter key: an empty session key would sign cookies anyone could forge.
+        raise settings.SettingsError(f"{where} must hold {size} bytes written as "
+                                     f"{2 * size} hex digits")
+    return value
 
 
 def storage_for(loaded: settings.ServerSettings) -> Storage:
