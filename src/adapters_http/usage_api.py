@@ -89,12 +89,18 @@ def csv_text(found: Series) -> str:
     return out.getvalue()
 
 
+def csv_response(found: Series) -> Response:
+    """The series as a CSV file to save (the API's and the dashboard's alike)."""
+    q = found.query
+    name = f"usage-{q.product_id or 'studio'}-{q.first}-{q.last}.csv"
+    return Response(csv_text(found), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
 def usage_answer(command: UsageOf, found: Series) -> dict[str, Any] | Response:
     q = found.query
     if command.csv:
-        name = f"usage-{q.product_id or 'studio'}-{q.first}-{q.last}.csv"
-        return Response(csv_text(found), media_type="text/csv; charset=utf-8",
-                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+        return csv_response(found)
     return {"product_id": q.product_id, "from": q.first, "to": q.last,
             "granularity": q.granularity.value, "points": [point(p) for p in found.points]}
 

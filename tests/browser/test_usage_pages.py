@@ -138,3 +138,35 @@ def test_a_period_not_offered_is_refused(site: Server, shop: Shop, page: Any) ->
     sign_in(page, shop.seller)
     r = page.goto(f"/dashboard/{shop.studio.id}/usage?days=8")
     assert r.status == 400
+
+
+@pytest.mark.parametrize("where", ["product", "studio"])
+def test_the_csv_download_is_the_apis_csv_for_the_range_shown(
+        site: Server, shop: Shop, page: Any, where: str) -> None:
+    """A seller signed in downloads the numbers from the page, without an app key: the file
+    is what `GET /v1/usage?format=csv` answers for the same range."""
+    sign_in(page, shop.seller)
+    base = f"/dashboard/{shop.studio.id}"
+    page.goto(f"{base}/products/{shop.product}/usage?days=30" if where == "product"
+              else f"{base}/usage?days=30")
+    shown = page.locator("#usage-api").text_content().removeprefix("GET ")
+    with page.expect_download() as got:
+        page.get_by_role("link", name="Download these numbers as CSV").click()
+    download = got.value
+    saved = Path(download.path()).read_bytes()
+    api = httpx.get(f"{site.url}/v1/usage", headers=auth(shop.key),
+                    params=dict(httpx.URL(shown).params))
+    assert api.status_code == 200 and api.headers["content-type"].startswith("text/csv")
+    assert saved == api.content
+    assert saved.count(b"\r\n") in (31, 32)  # the header and 30 days (today's partly)
+    rows = [line.split(b",") for line in saved.splitlines()[1:]]
+    assert sum(int(r[2]) for r in rows) == 4 and sum(int(r[3]) for r in rows) == 2
+    assert download.suggested_filename.startswith(
+        f"usage-{shop.product if where == 'product' else 'studio'}-")
+
+
+def test_the_csv_is_the_sellers_alone(site: Server, shop: Shop) -> None:
+    # No session: the sign-in page, never the numbers.
+    r = httpx.get(f"{site.url}/dashboard/{shop.studio.id}/usage.csv?days=7",
+                  follow_redirects=False)
+    assert r.status_code in (302, 303, 401, 403) and b"start," not in r.content

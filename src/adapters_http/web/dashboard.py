@@ -20,7 +20,12 @@ from adapters_http.web import session
 from adapters_http.web.audit_page import audit_page
 from adapters_http.web.render import page, when
 from adapters_http.web.routing import Ctx, page_route, redirect
-from adapters_http.web.usage_pages import product_usage, studio_usage
+from adapters_http.web.usage_pages import (
+    product_usage,
+    product_usage_csv,
+    studio_usage,
+    studio_usage_csv,
+)
 from adapters_http.wire import IMAGES_PATH
 from licore import bounds
 from licore.commands import (
@@ -500,6 +505,8 @@ PAGES = [
     DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
     DashboardPage("GET", BASE + "/usage", studio_usage),
     DashboardPage("GET", PRODUCT + "/usage", product_usage),
+    DashboardPage("GET", BASE + "/usage.csv", studio_usage_csv),
+    DashboardPage("GET", PRODUCT + "/usage.csv", product_usage_csv),
     DashboardPage("GET", BASE + "/audit", audit_page),
 ]
 
