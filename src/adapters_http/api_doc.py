@@ -16,7 +16,7 @@ from licore import bounds
 from licore import commands as c
 from licore import license_commands as lc
 from licore.events import TOPICS
-from licore.images import ALT, ImageKind, OrderImages
+from licore.images import ALT, DescribeImage, ImageKind, OrderImages
 from licore.licenses import GRANT_SOURCES, Source
 
 J = dict[str, Any]
@@ -361,6 +361,11 @@ ADD_IMAGE = Doc(
                 "docs/api.md.")
 REMOVE_IMAGE = Doc("removeProductImage", "Remove an image (extension)", OK,
                    params=[q("product_id"), q("id")], errors=(404,))
+DESCRIBE_IMAGE = Doc("describeProductImage", "Change an image's text for people who cannot see "
+                     "it (extension)", obj(["ok", "image"], ok=BOOL, image=IMAGE),
+                     body=obj(["product_id", "id", "alt"], product_id=PRODUCT_ID, id=STR,
+                              alt=limited(ALT)),
+                     errors=(404,), reads=DescribeImage)
 ORDER_IMAGES = Doc("orderProductImages", "Put a product's images in a new order: every one, "
                    "each once (extension)", _with(IMAGES, ok=BOOL),
                    body=obj(["product_id", "image_ids"], product_id=PRODUCT_ID,

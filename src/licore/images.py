@@ -102,6 +102,15 @@ class RemoveImage:
     id: str = attrs.field(validator=bounds.IDENTIFIER)
 
 
+@attrs.frozen
+class DescribeImage:
+    """A new text for people who cannot see the image (empty: the product's title)."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+    id: str = attrs.field(validator=bounds.IDENTIFIER)
+    alt: str = attrs.field(validator=ALT)
+
+
 def _order(instance: object, attribute: attrs.Attribute[tuple[str, ...]],
            value: tuple[str, ...]) -> None:
     if len(value) > MAX_IMAGES or len(set(value)) != len(value):

@@ -213,6 +213,9 @@ class Images(Protocol):
         """Delete the product's image and close the gap in the order; False when the
         product has no such image."""
         ...
+    async def set_alt(self, product_id: str, image_id: str, alt: str) -> ProductImage | None:
+        """The image with its new text; None when the product has no such image."""
+        ...
     async def set_order(self, product_id: str,
                         image_ids: Sequence[str]) -> Sequence[ProductImage]:
         """Put the images named first, in that order, any others of the product after them

@@ -80,6 +80,7 @@ def test_a_seller_walks_the_pages_under_the_prefix(browser: Any, mounted: Server
         assert [c["path"] for c in cookies if c["name"] == "licore_session"] == [PREFIX]
 
         walked: set[str] = set()
+        saved: set[str] = set()
         queue = [f"{origin}{PREFIX}/", product_page, f"{origin}{PREFIX}/guides"]
         while queue and len(walked) < 60:
             target = urldefrag(queue.pop(0))[0]
@@ -94,9 +95,17 @@ def test_a_seller_walks_the_pages_under_the_prefix(browser: Any, mounted: Server
                     assert split.path.startswith(f"{PREFIX}/"), (target, address)
                 else:  # elsewhere on the web (the specifications a guide cites)
                     assert split.scheme in ("http", "https") and split.netloc, (target, address)
-            queue += [a for a in addresses(page, "a[href]") if a.startswith(origin)
+            queue += [a for a in addresses(page, "a[href]:not([download])")
+                      if a.startswith(origin)
                       and not any(skip in urlsplit(a).path for skip in NOT_WALKED)]
+            # A link to a file to save (`download`): fetched, not opened as a page.
+            for address in addresses(page, "a[download]"):
+                if address not in saved:
+                    saved.add(address)
+                    got = page.request.get(address)
+                    assert got.status == 200, (target, address, got.status)
         paths = {urlsplit(w).path for w in walked}
+        assert any(urlsplit(s).path.endswith("/usage.csv") for s in saved), sorted(saved)
         for expected in ("/", "/dashboard", "/store", "/library", "/apps", "/device",
                          "/guides", "/guides/protection", "/guides/web", "/guides/api"):
             assert f"{PREFIX}{expected}" in paths, sorted(paths)

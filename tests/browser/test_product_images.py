@@ -79,7 +79,7 @@ def test_a_seller_adds_orders_and_removes_images_and_the_store_shows_them(
                                    ("side.jpg", "JPEG", (200, 80, 20), "")):
         page.get_by_label("Image (PNG or JPEG, up to 2 MiB)").set_input_files(
             str(picture(tmp_path / name, kind, color)))
-        page.get_by_label("Alt text").fill(alt)
+        page.get_by_label("Alt text", exact=True).fill(alt)
         page.get_by_role("button", name="Add image").click()
         assert page.get_by_role("status").inner_text() == "Image added."
     shown = images.get_by_role("img")
@@ -102,6 +102,13 @@ def test_a_seller_adds_orders_and_removes_images_and_the_store_shows_them(
     page.get_by_role("button", name="Move image 2 earlier").click()
     assert [shown.nth(i).get_attribute("alt") for i in range(2)] == [
         "Hover Board", "The deck from above"]
+    # The alt text is changed in place (the image keeps its place and file).
+    assert page.get_by_label("Alt text of image 1", exact=True).input_value() == ""
+    page.get_by_label("Alt text of image 1", exact=True).fill("The board from the side, in orange")
+    page.get_by_role("button", name="Save the alt text of image 1").click()
+    assert page.get_by_role("status").inner_text() == "Alt text saved."
+    assert [shown.nth(i).get_attribute("alt") for i in range(2)] == [
+        "The board from the side, in orange", "The deck from above"]
     page.get_by_label("Image (PNG or JPEG, up to 2 MiB)").set_input_files(
         str(picture(tmp_path / "third.png", "PNG", (30, 160, 60))))
     page.get_by_role("button", name="Add image").click()
@@ -127,12 +134,13 @@ def test_a_seller_adds_orders_and_removes_images_and_the_store_shows_them(
 
     page.goto("/store")
     cover = page.get_by_role("article", name="Hover Board").get_by_role("img")
-    assert cover.get_attribute("alt") == "Hover Board" and natural_width(cover) > 0
+    assert cover.get_attribute("alt") == "The board from the side, in orange"
+    assert natural_width(cover) > 0
     page.screenshot(path=str(screenshots / "store-images.png"), full_page=True)
     page.get_by_role("link", name="Hover Board").click()
     gallery = page.get_by_role("list", name="Pictures of Hover Board").get_by_role("img")
     assert [gallery.nth(i).get_attribute("alt") for i in range(2)] == [
-        "Hover Board", "The deck from above"]
+        "The board from the side, in orange", "The deck from above"]
     assert all(natural_width(gallery.nth(i)) > 0 for i in range(2))
     page.screenshot(path=str(screenshots / "store-product-images.png"), full_page=True)
 

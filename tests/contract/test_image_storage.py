@@ -96,6 +96,30 @@ async def test_removing_closes_the_gap_and_ordering_sticks(storage: Storage) -> 
         assert list(await uow.images.of_product(product.id)) == list(placed)
 
 
+async def test_an_images_text_changes_alone(storage: Storage) -> None:
+    uc, studio, product = await _world(storage)
+    async with storage.unit_of_work() as uow:
+        for n in (1, 2):
+            await uow.images.add(_image(product, n), b"x%d" % n, 8)
+    async with storage.unit_of_work() as uow:
+        described = await uow.images.set_alt(product.id, "img_0002", "A blue shield")
+        assert described == attrs.evolve(_image(product, 2), position=1, alt="A blue shield")
+        assert await uow.images.set_alt("prd_other", "img_0002", "x") is None
+        assert await uow.images.set_alt(product.id, "img_9999", "x") is None
+    async with storage.unit_of_work() as uow:
+        kept = await uow.images.of_product(product.id)
+        assert [i.alt for i in kept] == ["picture 1", "A blue shield"]
+        assert (await uow.images.file(kept[1].sha256)) == im.ImageFile(kept[1].sha256,
+                                                                        "image/png", b"x2")
+    # Through the use case: trimmed, another's image or product not found.
+    got = await uc.images.describe(studio, im.DescribeImage(product.id, "img_0001", "  Axe "))
+    assert got.alt == "Axe"
+    with pytest.raises(NotFound):
+        await uc.images.describe(studio, im.DescribeImage(product.id, "img_9999", "x"))
+    with pytest.raises(InvalidRequest):
+        im.DescribeImage(product.id, "img_0001", "x" * 201)
+
+
 async def test_a_rolled_back_add_leaves_nothing(storage: Storage) -> None:
     _, _, product = await _world(storage)
     with pytest.raises(RuntimeError):
@@ -148,6 +172,7 @@ async def test_another_studios_product_is_not_found(storage: Storage) -> None:
     for attempt in (uc.images.add(other, im.AddImage(product.id, png((8, 8, 8)))),
                     uc.images.list(other, im.ImagesOf(product.id)),
                     uc.images.remove(other, im.RemoveImage(product.id, mine.id)),
+                    uc.images.describe(other, im.DescribeImage(product.id, mine.id, "mine")),
                     uc.images.order(other, im.OrderImages(product.id, (mine.id,)))):
         with pytest.raises(NotFound):
             await attempt

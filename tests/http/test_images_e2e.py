@@ -117,6 +117,30 @@ def test_images_are_listed_ordered_and_deleted(server: Server, shop: Shop) -> No
     assert [i["position"] for i in left] == list(range(len(left)))
 
 
+def test_an_images_text_is_changed_in_place(server: Server, shop: Shop) -> None:
+    made = add(server, shop.key, shop.product, picture("PNG", (9, 90, 200))).json()["image"]
+    r = v1(server, "POST", "/products/images/alt", shop.key,
+           json={"product_id": shop.product, "id": made["id"], "alt": "A blue shield"})
+    assert r.json() == {"ok": True, "image": {**made, "alt": "A blue shield"}}
+    listed = v1(server, "GET", "/products/images", shop.key,
+                params={"product_id": shop.product}).json()["images"]
+    assert {i["id"]: i["alt"] for i in listed}[made["id"]] == "A blue shield"
+    assert httpx.get(server.url + made["path"]).status_code == 200  # the file is the same
+    for body, status, error in (
+            ({"product_id": shop.product, "id": made["id"], "alt": "x" * 201}, 400,
+             "invalid_request"),
+            ({"product_id": shop.product, "id": made["id"]}, 400, "invalid_request"),
+            ({"product_id": shop.product, "id": made["id"], "alt": 5}, 400,
+             "invalid_request"),
+            ({"product_id": shop.product, "id": "img_nope", "alt": "x"}, 404, "not_found")):
+        bad = httpx.post(f"{server.url}/v1/products/images/alt", headers=auth(shop.key),
+                         json=body)
+        assert (bad.status_code, bad.json()["error"]) == (status, error), bad.text
+    kept = v1(server, "GET", "/products/images", shop.key,
+              params={"product_id": shop.product}).json()["images"]
+    assert {i["id"]: i["alt"] for i in kept}[made["id"]] == "A blue shield"
+
+
 def test_bad_files_are_refused_and_nothing_is_stored(server: Server, shop: Shop) -> None:
     before = tables_and_rows(server.database_url)["product_images"]
     png = picture("PNG", (1, 2, 3))

@@ -200,6 +200,10 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
     go("POST", "/v1/products/images", httpx.post(images, headers=png, content=b"<svg/>",
                                                  params={"product_id": pid}))
     go("GET", "/v1/products/images", httpx.get(images, headers=h, params={"product_id": pid}))
+    go("POST", "/v1/products/images/alt", httpx.post(f"{images}/alt", headers=h, json={
+        "product_id": pid, "id": added.json()["image"]["id"], "alt": "A new picture"}))
+    go("POST", "/v1/products/images/alt", httpx.post(f"{images}/alt", headers=h, json={
+        "product_id": pid, "id": "img_nope", "alt": ""}))
     go("POST", "/v1/products/images/order", httpx.post(f"{images}/order", headers=h, json={
         "product_id": pid, "image_ids": [added.json()["image"]["id"]]}))
     go("DELETE", "/v1/products/images", httpx.delete(images, headers=h, params={

@@ -303,9 +303,14 @@ async def test_a_products_pictures_are_told(storage: Storage) -> None:
         Image.new("RGB", (12, 9), colour).save(out, "PNG")
         made.append(await uc.images.add(studio, im.AddImage(product_id, out.getvalue())))
     await uc.images.order(studio, im.OrderImages(product_id, (made[1].id, made[0].id)))
+    await uc.images.describe(studio, im.DescribeImage(product_id, made[1].id, "A red sword"))
+    await uc.images.describe(studio, im.DescribeImage(product_id, made[1].id, "A red sword"))
     await uc.images.remove(studio, im.RemoveImage(product_id, made[0].id))
-    told = [(e.action, e.subject_id) for e in reversed(await trail(uc, world.studio.id))
-            if "image" in e.action]
+    entries = [e for e in reversed(await trail(uc, world.studio.id)) if "image" in e.action]
+    told = [(e.action, e.subject_id) for e in entries]
     assert told == [("product.image_added", made[0].id), ("product.image_added", made[1].id),
                     ("product.images_ordered", product_id),
+                    ("product.image_described", made[1].id),  # once: the second changed nothing
                     ("product.image_removed", made[0].id)]
+    described = entries[3].changes
+    assert [(ch.field, ch.old, ch.new) for ch in described] == [("alt", "", "A red sword")]

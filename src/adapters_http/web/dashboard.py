@@ -45,7 +45,7 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest
 from licore.events import TOPICS
-from licore.images import MAX_IMAGE_BYTES, MAX_IMAGES, AddImage, RemoveImage
+from licore.images import MAX_IMAGE_BYTES, MAX_IMAGES, AddImage, DescribeImage, RemoveImage
 from licore.license_commands import (
     MAX_TIERS,
     GrantLicense,
@@ -228,7 +228,7 @@ async def add_image(board: Dashboard, ctx: Ctx) -> Response:
 
 
 async def image_action(board: Dashboard, ctx: Ctx) -> Response:
-    """Remove, or move one place earlier or later."""
+    """Remove, move one place earlier or later, or change the alt text."""
     here = await seat(board, ctx)
     target = RemoveImage(ctx.param("product_id"), ctx.param("image_id"))
     action = ctx.field("action")
@@ -237,8 +237,12 @@ async def image_action(board: Dashboard, ctx: Ctx) -> Response:
         session.flash(ctx.request, "Image removed.")
     elif action in IMAGE_MOVES:
         await board.move_image(here, target, IMAGE_MOVES[action])
+    elif action == "describe":
+        await board.describe_image(here, DescribeImage(target.product_id, target.id,
+                                                       ctx.field("alt")))
+        session.flash(ctx.request, "Alt text saved.")
     else:
-        raise InvalidRequest("action must be remove, earlier or later", "action")
+        raise InvalidRequest("action must be remove, earlier, later or describe", "action")
     return redirect(ctx.request, studio_url(here, f"/products/{target.product_id}#images"))
 
 

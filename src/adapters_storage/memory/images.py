@@ -52,6 +52,14 @@ class MemoryImages(Repository):
                                            self.t.images[image.id][1])
         return True
 
+    async def set_alt(self, product_id: str, image_id: str, alt: str) -> ProductImage | None:
+        found = self.t.images.get(image_id)
+        if found is None or found[0].product_id != product_id:
+            return None
+        described = attrs.evolve(found[0], alt=alt)
+        self.t.images[image_id] = (described, found[1])
+        return described
+
     async def set_order(self, product_id: str,
                         image_ids: Sequence[str]) -> Sequence[ProductImage]:
         placed = reordered(self._of(product_id), image_ids)

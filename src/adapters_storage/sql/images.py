@@ -75,6 +75,11 @@ class SqlImages(Repository):
                           "WHERE product_id = ? AND position > ?", [product_id, gone[0][0]])
         return True
 
+    async def set_alt(self, product_id: str, image_id: str, alt: str) -> ProductImage | None:
+        rows = await self.db.rows(f"UPDATE product_images SET alt = ? WHERE product_id = ? "
+                                  f"AND id = ? RETURNING {_COLUMNS}", [alt, product_id, image_id])
+        return from_row(ProductImage, rows[0]) if rows else None
+
     async def set_order(self, product_id: str,
                         image_ids: Sequence[str]) -> Sequence[ProductImage]:
         await self._hold(product_id)

@@ -184,6 +184,14 @@ class AuditedImages(_Layer):
                                           image_id)
         return removed
 
+    async def set_alt(self, product_id: str, image_id: str, alt: str) -> ProductImage | None:
+        before = {i.id: i for i in await self.inner.of_product(product_id)}.get(image_id)
+        after = await self.inner.set_alt(product_id, image_id, alt)
+        if before is not None and after is not None and before.alt != after.alt:
+            await self.journal.of_product(product_id, "product.image_described", "image",
+                                          image_id, changes(before, after, r.IMAGE_SHOWN))
+        return after
+
     async def set_order(self, product_id: str,
                         image_ids: Sequence[str]) -> Sequence[ProductImage]:
         before = [i.id for i in await self.inner.of_product(product_id)]

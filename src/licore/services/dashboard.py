@@ -33,7 +33,15 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest, LicoreError, NotFound
 from licore.events import ChatRole, Message, MessageKind, WebhookEndpoint
-from licore.images import AddImage, ImagesOf, OrderImages, ProductImage, RemoveImage, moved
+from licore.images import (
+    AddImage,
+    DescribeImage,
+    ImagesOf,
+    OrderImages,
+    ProductImage,
+    RemoveImage,
+    moved,
+)
 from licore.license_commands import (
     GrantLicense,
     RenewLicense,
@@ -299,6 +307,10 @@ class Dashboard:
 
     async def remove_image(self, seat: Seat, command: RemoveImage) -> None:
         await self.images.remove(seat.require(Permission.MANAGE_PRODUCTS), command)
+
+    async def describe_image(self, seat: Seat, command: DescribeImage) -> ProductImage:
+        """As `POST /v1/products/images/alt`."""
+        return await self.images.describe(seat.require(Permission.MANAGE_PRODUCTS), command)
 
     async def move_image(self, seat: Seat, target: RemoveImage, step: int) -> None:
         """One place earlier (-1) or later (1): the whole new order, as

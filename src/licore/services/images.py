@@ -73,6 +73,16 @@ class ProductImages:
             if not await uow.images.remove(command.product_id, command.id):
                 raise NotFound("the product has no such image")
 
+    async def describe(self, studio: ActingStudio,
+                       command: im.DescribeImage) -> im.ProductImage:
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, command.product_id)
+            described = await uow.images.set_alt(command.product_id, command.id,
+                                                 command.alt.strip())
+        if described is None:
+            raise NotFound("the product has no such image")
+        return described
+
     async def order(self, studio: ActingStudio,
                     command: im.OrderImages) -> tuple[im.ProductImage, ...]:
         async with self.storage.unit_of_work() as uow:

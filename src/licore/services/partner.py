@@ -242,6 +242,8 @@ ADD_IMAGE = Operation[im.AddImage, im.ProductImage](
     "products:write", lambda p, who, cmd: p.images.add(who.studio, cmd))
 REMOVE_IMAGE = Operation[im.RemoveImage, None](
     "products:write", lambda p, who, cmd: p.images.remove(who.studio, cmd))
+DESCRIBE_IMAGE = Operation[im.DescribeImage, im.ProductImage](
+    "products:write", lambda p, who, cmd: p.images.describe(who.studio, cmd))
 ORDER_IMAGES = Operation[im.OrderImages, tuple[im.ProductImage, ...]](
     "products:write", lambda p, who, cmd: p.images.order(who.studio, cmd))
 
