@@ -129,6 +129,22 @@ def test_any_text_tokenizes(junk: str) -> None:
     assert list(read(text)) is not None
 
 
+def test_carriers_after_many_comments_are_read() -> None:
+    # The scanner reads the text in batches of matches and drops comments: a batch of
+    # nothing but comments must not end the scan (a leaker could hide the rest so).
+    for comments in ("-- note\n" * 20000, "--[[ note ]]" * 20000, "--[==[ ]] ]=] ]==]" * 20000):
+        text = "t = 1\n" + comments + "\nif t.x == 5 then t.y = 0x1F end"
+        kinds = [c.kind for c in carriers(text)]
+        assert kinds.count("comparison") == 1 and "index" in kinds and "number" in kinds, kinds
+        assert [w for _, w, _, _ in tokens(text)][-3:] == ["=", "0x1F", "end"]
+
+
+def test_long_brackets_close_at_their_own_level_or_run_to_the_end() -> None:
+    words = [w for _, w, _, _ in tokens("a = [==[ ]] ]=] ]==] b --[=[ x ]] ]=] c --[[ open")]
+    assert words == ["a", "=", "[==[ ]] ]=] ]==]", "b", "c"]
+    assert [w for _, w, _, _ in tokens("s = [[ never closed")] == ["s", "=", "[[ never closed"]
+
+
 def test_swapped_operands_never_run_into_their_neighbours() -> None:
     source = ("local t, x = {}, [[a]]\nt[x == [[a]]] = 1\nt[ [[a]] ~= x] = 2\n"
               "if x==[[b]]then print(1)end print(t[true], t[false], x<[[b]])")
