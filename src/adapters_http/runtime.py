@@ -21,7 +21,7 @@ from starlette.responses import RedirectResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from adapters_http import api_doc as d
-from adapters_http import json_text
+from adapters_http import json_text, site
 from adapters_http.api_doc import Doc
 from adapters_http.bodies import receive_json
 from adapters_http.compression import GZIP_ABOVE, SEALED, VARY, accepts_gzip, send_gzip
@@ -206,14 +206,14 @@ class RuntimeApp:
 class RuntimeFront:
     """A runtime call's whole edge in one layer, in front of the middleware stack.
 
-    The app hands it a POST to one of the five calls (outside a root path, with no zero byte
-    in the query string); it does for that call what `RequestContext` and `Edge` do for every
-    request (request id in and out, metrics and the access line, `Connection: close` and
-    draining when the body was not read to its end, an unexpected exception logged as its
-    type) and answers through the `RuntimeApp` with the scope the `/runtime` mount would
-    have given it. Three layers of wrapped `send` and `receive` were a tenth of a call's
-    cost (docs/performance.md). Anything else goes through the stack and the route table,
-    so a 404, 405, redirect or refusal is answered exactly as before."""
+    The app hands it a POST to one of the five calls (under the site's prefix, if it has
+    one; with no zero byte in the query string); it does for that call what `RequestContext`
+    and `Edge` do for every request (request id in and out, metrics and the access line,
+    `Connection: close` and draining when the body was not read to its end, an unexpected
+    exception logged as its type) and answers through the `RuntimeApp` with the scope the
+    `/runtime` mount would have given it. Three layers of wrapped `send` and `receive` were
+    a tenth of a call's cost (docs/performance.md). Anything else goes through the stack
+    and the route table, so a 404, 405, redirect or refusal is answered exactly as before."""
 
     def __init__(self, target: RuntimeApp, mount: str = MOUNT) -> None:
         self.target = target
@@ -222,18 +222,20 @@ class RuntimeFront:
 
     def takes(self, scope: Scope) -> RuntimeEndpoint | None:
         """The call this request is for, when it is one this layer answers."""
-        if (scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path")
-                or zero_byte_in_url(scope)):
+        if scope["type"] != "http" or scope["method"] != "POST" or zero_byte_in_url(scope):
             return None
-        return self.endpoints.get(scope["path"])
+        # The path below the site's prefix (`site.enter` has made the path whole), as the
+        # route table matches it.
+        return self.endpoints.get(site.local_path(scope))
 
     async def __call__(self, e: RuntimeEndpoint, scope: Scope, receive: Receive,
                        send: Send) -> None:
         rid = request_id_of(scope)
         token = request_id.set(rid)
         start = time.perf_counter()
-        scope["app_root_path"] = scope.get("app_root_path", "")
-        scope["root_path"] = self.mount
+        root = site.root(scope)
+        scope["app_root_path"] = scope.get("app_root_path", root)
+        scope["root_path"] = root + self.mount
         scope["route"] = e
         watch = BodyWatch(scope, receive)
         status = 500

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from adapters_http import site
 from adapters_http.app import LicoreApp
 from adapters_http.runtime import RuntimeApp, RuntimeFront
 from adapters_storage import MemoryStorage
@@ -37,14 +38,53 @@ def test_the_front_takes_a_post_to_each_runtime_call(call: str) -> None:
     ("POST", "/runtime/unlock/", "", b""),        # its redirect
     ("POST", "/runtime/nope", "", b""),           # its 404
     ("POST", "/v1/products", "", b""),
-    ("POST", "/api/runtime/unlock", "/api", b""),  # served under a root path
+    ("POST", "/apix/runtime/unlock", "/api", b""),  # not under the root path: a 404
+    ("POST", "/api/runtime/nope", "/api", b""),
     ("POST", "/runtime/unlock", "", b"a=%00"),    # the edge's zero-byte refusal
     ("POST", "/runtime/unlock", "", b"a=\x00"),
 ])
 def test_anything_else_is_left_to_the_stack(method: str, path: str, root_path: str,
                                             query: bytes) -> None:
     front = RuntimeFront(RuntimeApp(runtime=None))  # type: ignore[arg-type]
-    assert front.takes(scope(method, path, root_path, query)) is None
+    request = scope(method, path, root_path, query)
+    site.enter(request)
+    assert front.takes(request) is None
+
+
+@pytest.mark.parametrize("path", ["/api/runtime/check", "/runtime/check"])
+def test_the_front_takes_a_call_under_the_sites_prefix(path: str) -> None:
+    # The proxy passes the prefix on, or strips it: `site.enter` makes the path whole.
+    front = RuntimeFront(RuntimeApp(runtime=None))  # type: ignore[arg-type]
+    request = scope("POST", path, "/api")
+    site.enter(request)
+    taken = front.takes(request)
+    assert taken is not None and taken.path == "/check"
+
+
+@pytest.mark.parametrize("path", ["/api/runtime/check", "/runtime/check", "/api/runtime/nope"])
+async def test_under_a_prefix_the_front_answers_as_the_stack_would(path: str) -> None:
+    # The same request to an app with the front and to one without (its stack answers):
+    # the same answer, the same access line (route, status, path).
+    answers, lines = [], []
+    for with_front in (True, False):
+        app = app_of(make_deps(MemoryStorage()))
+        if not with_front:
+            app.front = None
+        handler = Lines()
+        log = logging.getLogger("licore.access")
+        level, log.level = log.level, logging.INFO
+        log.addHandler(handler)
+        try:
+            sent, _ = await serve(app, scope("POST", path, "/api", headers=JSON), [b"{}"])
+        finally:
+            log.removeHandler(handler)
+            log.setLevel(level)
+        answers.append((sent[0]["status"], sent[1]["body"]))
+        lines.append([(r.route, r.status, r.path)  # type: ignore[attr-defined]
+                      for r in handler.records])
+        assert (app.middleware_stack is None) == (with_front and "nope" not in path)
+    assert answers[0] == answers[1] and lines[0] == lines[1]
+    assert lines[0][0][2] == "/api" + path.removeprefix("/api")
 
 
 async def serve(app: LicoreApp, request: dict[str, Any], pieces: list[bytes]
