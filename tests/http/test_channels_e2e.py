@@ -126,8 +126,8 @@ def test_a_beta_build_reaches_only_callers_that_ask_for_beta_for_an_opted_in_buy
     # The store page names the beta build apart from the versions anyone gets.
     v1(server, "POST", "/products", shop.key, json={"id": shop.product, "discoverable": True})
     store = httpx.get(f"{server.url}/store/{shop.product}").text
-    versions, _, beta = store.partition('id="store-beta"')
-    assert "3.0-beta" in beta.partition("</p>")[0] and "3.0-beta" not in versions
+    listed_part, _, beta_part = store.partition('id="store-beta"')
+    assert "3.0-beta" in beta_part.partition("</p>")[0] and "3.0-beta" not in listed_part
 
     r = v1(server, "POST", "/library/channel", shop.library,
            json={"product_id": shop.product, "channel": "beta"})

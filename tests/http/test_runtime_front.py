@@ -62,26 +62,20 @@ def test_the_front_takes_a_call_under_the_sites_prefix(path: str) -> None:
 
 
 @pytest.mark.parametrize("path", ["/api/runtime/check", "/runtime/check", "/api/runtime/nope"])
-async def test_under_a_prefix_the_front_answers_as_the_stack_would(path: str) -> None:
+async def test_under_a_prefix_the_front_answers_as_the_stack_would(
+        path: str, access: Lines) -> None:
     # The same request to an app with the front and to one without (its stack answers):
     # the same answer, the same access line (route, status, path).
     answers, lines = [], []
     for with_front in (True, False):
+        access.records.clear()
         app = app_of(make_deps(MemoryStorage()))
         if not with_front:
             app.front = None
-        handler = Lines()
-        log = logging.getLogger("licore.access")
-        level, log.level = log.level, logging.INFO
-        log.addHandler(handler)
-        try:
-            sent, _ = await serve(app, scope("POST", path, "/api", headers=JSON), [b"{}"])
-        finally:
-            log.removeHandler(handler)
-            log.setLevel(level)
+        sent, _ = await serve(app, scope("POST", path, "/api", headers=JSON), [b"{}"])
         answers.append((sent[0]["status"], sent[1]["body"]))
         lines.append([(r.route, r.status, r.path)  # type: ignore[attr-defined]
-                      for r in handler.records])
+                      for r in access.records])
         assert (app.middleware_stack is None) == (with_front and "nope" not in path)
     assert answers[0] == answers[1] and lines[0] == lines[1]
     assert lines[0][0][2] == "/api" + path.removeprefix("/api")
