@@ -7,7 +7,14 @@ from functools import partial
 from typing import Any
 
 from adapters_storage.records import column_list, columns, from_row, to_row
-from adapters_storage.sql.common import Executor, Repository, insert, update, without_id
+from adapters_storage.sql.common import (
+    Executor,
+    Repository,
+    insert,
+    row_lock,
+    update,
+    without_id,
+)
 from licore.licenses import DAY, MAX_REMINDER_DAYS, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
@@ -47,11 +54,8 @@ class SqlProducts(Repository):
                                "WHERE id = ?", [product_id])
 
     async def hold(self, product_id: str) -> Product | None:
-        # As `SqlLicenses.hold`: PostgreSQL's reads never wait, FOR UPDATE does; SQLite's
-        # unit of work holds the database's write lock from its start.
-        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
         return await self._one(Product, f"SELECT {column_list(Product)} FROM products "
-                               f"WHERE id = ?{lock}", [product_id])
+                               f"WHERE id = ?{row_lock(self.dialect)}", [product_id])
 
     async def save(self, product: Product) -> None:
         await self.db.run(update("products", Product, "id = ?"),
@@ -216,13 +220,11 @@ class SqlLicenses(Repository):
         self.dialect = dialect
 
     async def hold(self, product_id: str, platform_id: str) -> License | None:
-        # PostgreSQL reads committed rows without waiting; FOR UPDATE makes a concurrent
-        # change of the row (a renewal, a transfer) wait for this unit and then read what it
-        # left. SQLite's unit of work already holds the database's write lock.
-        lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
+        # A concurrent change of the row (a renewal, a transfer) waits for this unit and
+        # then reads what it left.
         return await self._one(License, f"SELECT {column_list(License)} FROM licenses "
-                               f"WHERE product_id = ? AND platform_id = ?{lock}",
-                               [product_id, platform_id])
+                               f"WHERE product_id = ? AND platform_id = ?"
+                               f"{row_lock(self.dialect)}", [product_id, platform_id])
 
     async def add(self, license: License) -> bool:
         sql = insert("licenses", License, "(product_id, platform_id)")

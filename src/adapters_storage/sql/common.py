@@ -51,6 +51,13 @@ def row_source(dialect: str) -> RowSource:
     return unnest_rows if dialect == "postgresql" else values_rows
 
 
+def row_lock(dialect: str, mode: str = "UPDATE") -> str:
+    """The clause that holds the rows a unit of work reads until it ends (`FOR UPDATE` or
+    `FOR SHARE`): PostgreSQL's reads never wait without one. SQLite's unit of work holds the
+    database's write lock from its start, so there it is nothing."""
+    return f" FOR {mode}" if dialect == "postgresql" else ""
+
+
 def array_literal(values: Sequence[str | int | None]) -> str:
     """`{"a","b",NULL}`: a PostgreSQL array as text, to be cast to its type by the statement.
 

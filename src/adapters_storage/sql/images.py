@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from adapters_storage.records import column_list, columns, from_row, to_row
-from adapters_storage.sql.common import Executor, Repository
+from adapters_storage.sql.common import Executor, Repository, row_lock
 from licore.images import ImageFile, ProductImage, reordered
 from licore.storage_ports import ImageRefused
 
@@ -25,8 +25,8 @@ class SqlImages(Repository):
         unit of work holds the write lock), so each sees the positions the one before it
         left: an add never counts past the limit, nor takes a place a removal just
         freed."""
-        if self.dialect == "postgresql":
-            await self.db.rows("SELECT id FROM products WHERE id = ? FOR UPDATE", [product_id])
+        if lock := row_lock(self.dialect):
+            await self.db.rows(f"SELECT id FROM products WHERE id = ?{lock}", [product_id])
 
     async def add(self, image: ProductImage, data: bytes,
                   most: int) -> ProductImage | ImageRefused:

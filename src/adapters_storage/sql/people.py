@@ -6,7 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters_storage.records import column_list, columns, from_row, to_row
-from adapters_storage.sql.common import Executor, Repository, insert, update, without_id
+from adapters_storage.sql.common import (
+    Executor,
+    Repository,
+    insert,
+    row_lock,
+    update,
+    without_id,
+)
 from licore.device_flow import DeviceState
 from licore.model import Account, ApiKey, Client, DeviceAuthorization, Membership, Studio
 from licore.ports import ConnectedApp
@@ -119,12 +126,9 @@ class SqlClients(Repository):
                                "WHERE id = ?", [client_id])
 
     async def hold(self, client_id: str) -> Client | None:
-        # PostgreSQL reads committed rows without waiting; FOR SHARE makes a concurrent
-        # disable wait for this unit (and this unit wait for it). SQLite's unit of work
-        # already holds the database's write lock.
-        lock = " FOR SHARE" if self.dialect == "postgresql" else ""
+        # Shared: a concurrent disable waits for this unit (and this unit for it).
         return await self._one(Client, f"SELECT {column_list(Client)} FROM clients "
-                               f"WHERE id = ?{lock}", [client_id])
+                               f"WHERE id = ?{row_lock(self.dialect, 'SHARE')}", [client_id])
 
     async def set_disabled(self, client_id: str, disabled: bool) -> bool:
         return await self.db.run("UPDATE clients SET disabled = ? WHERE id = ?",
