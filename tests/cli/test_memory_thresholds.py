@@ -1,7 +1,8 @@
 """Where a worker's buffers live once `licore_cli.memory` has set glibc's thresholds
 (docs/operators.md, "Memory after large uploads"): a socket read's 256 KiB buffer comes from
 the heap (a mapping of its own cost four system calls and a page fault a request), an
-upload-sized buffer is a mapping of its own (freed, it goes back to the system)."""
+upload-sized buffer is a mapping of its own (freed, it goes back to the system), and a read
+buffer freed at the heap's top stays for the next read instead of being trimmed off."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ def in_heap(obj):
 set_ = return_large_buffers()
 read_buffer = bytes(256 * 1024 + 64)  # what asyncio's recv asks for, and a little
 upload = bytes(4 * 1024 * 1024)
-print(json.dumps({"set": set_, "read": in_heap(read_buffer), "upload": in_heap(upload)}))
+read, top = in_heap(read_buffer), heap()[1]
+del read_buffer  # freed at the heap's top: kept for the next read, not trimmed off
+print(json.dumps({"set": set_, "read": read, "upload": in_heap(upload),
+                  "kept": heap()[1] == top}))
 """
 
 
@@ -45,4 +49,4 @@ def test_a_read_buffer_comes_from_the_heap_and_an_upload_is_its_own_mapping() ->
     out = subprocess.run([sys.executable, "-c", PROBE, src], capture_output=True, text=True,
                          check=True).stdout
     got = json.loads(out)
-    assert got == {"set": True, "read": True, "upload": False}
+    assert got == {"set": True, "read": True, "upload": False, "kept": True}
