@@ -8,7 +8,10 @@ Two shapes of 1 MiB, both built from the test corpus (tests/protection/corpus):
 - one script: every program wrapped in a function of one big script (the worst case for
   passes that look at a whole script at once).
 The baseline is tree-sitter parsing the same text, measured in the same run. The one-script
-copy of every preset is also run in the Luau VM and compared with the original.
+copy of every preset is also run in the Luau VM and compared with the original. Each is
+protected twice: in this process (`protect s`), and as the server does, spread over one
+worker process per core (`N procs s`; adapters_protection.processes; best of the runs, so
+the pool the first run starts is warm), the copies checked equal to the first.
 
 Then the cost to the buyer, on a realistic script (tests/protection/realistic/shop.luau,
 208 lines, 58 string literals, a license key put in): the copy's size and its run time in
@@ -31,6 +34,7 @@ a table read, first time a decode).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -42,7 +46,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 from tests.protection.vm import run  # noqa: E402
 from tests.support.luau_vm import pluau  # noqa: E402
 
+from adapters_protection.fingerprint import DEFAULT_SECRET  # noqa: E402
 from adapters_protection.luau_protector import LuauProtector  # noqa: E402
+from adapters_protection.processes import ProcessProtector  # noqa: E402
 from adapters_protection.syntax import parser  # noqa: E402
 from bench.timing import best  # noqa: E402
 from licore.protection import ProtectionSettings, parse_protection_settings  # noqa: E402
@@ -194,6 +200,8 @@ def main() -> None:
     args.add_argument("--size", type=int, default=MIB)
     args.add_argument("--only-buyer-cost", action="store_true")
     args.add_argument("--only-sealed", action="store_true")
+    args.add_argument("--only-protect", action="store_true",
+                      help="the table of protecting 1 MiB only")
     opts = args.parse_args()
     protector = LuauProtector()
     if opts.only_sealed:
@@ -204,10 +212,13 @@ def main() -> None:
         literal_cost(protector, opts.repeat)
         return
     ts = parser()
+    processes = os.cpu_count() or 1
+    spread = ProcessProtector(DEFAULT_SECRET, processes)
     shapes = {"many scripts": many_scripts(opts.size),
               "one script": [("ServerScriptService/Big", one_script(opts.size))]}
     print(f"{'shape':<14}{'preset':<8}{'scripts':>8}{'MiB in':>8}{'parse s':>9}"
-          f"{'protect s':>11}{'ratio':>8}{'size':>7}")
+          f"{'protect s':>11}{'ratio':>8}{'size':>7}{f'{processes} procs s':>13}"
+          f"{'ratio':>7}")
     for shape, scripts in shapes.items():
         size_in = sum(len(s.encode()) for _, s in scripts)
         def parse(scripts: list[tuple[str, str]] = scripts) -> None:
@@ -227,9 +238,21 @@ def main() -> None:
             size_out = sum(len(o.encode()) for o in outputs)
             if shape == "one script":
                 assert run(outputs[0]) == run(scripts[0][1]), f"{preset}: output differs"
+            spread_out: list[str] = []
+
+            def protect_spread(scripts: list[tuple[str, str]] = scripts,
+                               rules: ProtectionSettings = rules,
+                               spread_out: list[str] = spread_out) -> None:
+                spread_out[:] = spread.protect_all(scripts, rules, SECRET)
+
+            t_spread = best(protect_spread, opts.repeat)
+            assert spread_out == outputs, f"{preset}: the processes' copies differ"
             print(f"{shape:<14}{preset:<8}{len(scripts):>8}{size_in / MIB:>8.2f}"
                   f"{t_parse:>9.3f}{t_protect:>11.2f}{t_protect / t_parse:>8.0f}"
-                  f"{size_out / size_in:>7.2f}")
+                  f"{size_out / size_in:>7.2f}{t_spread:>13.2f}{t_spread / t_parse:>7.0f}")
+    spread.close()
+    if opts.only_protect:
+        return
     buyer_cost(protector, opts.repeat)
     sealed_cost(protector, opts.repeat)
     literal_cost(protector, opts.repeat)

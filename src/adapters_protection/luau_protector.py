@@ -64,6 +64,7 @@ from licore.protection import (
     ProtectionProblem,
     ProtectionSettings,
     Trace,
+    protect_each,
 )
 
 _MAX_LOCALS = 200  # Luau's limits per function
@@ -305,6 +306,10 @@ class LuauProtector:
             raise ProtectionFailed(blocking)
         return self._transform(path, data, root, analysis, transforms, license_secret,
                                seal_all=settings.seals_all(path))
+
+    def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
+                    license_secret: bytes) -> list[str]:
+        return protect_each(self, scripts, settings, license_secret)
 
     def _seal(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
               license_secret: bytes, *, seal_all: bool) -> bytes | None:

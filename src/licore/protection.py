@@ -114,6 +114,11 @@ class ProtectionFailed(ValueError):
         super().__init__("; ".join(str(p) for p in problems))
         self.problems = tuple(problems)
 
+    def __reduce__(self) -> tuple[type[ProtectionFailed], tuple[tuple[ProtectionProblem, ...]]]:
+        # Made again from its problems, not its message, when it crosses from the process
+        # that protected a script (adapters_protection.processes).
+        return type(self), (self.problems,)
+
 
 @attrs.frozen
 class Candidate:
@@ -160,11 +165,32 @@ class Protector(Protocol):
         partly transformed copy."""
         ...
 
+    def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
+                    license_secret: bytes) -> list[str]:
+        """`protect` of each (path, source), in order: a build's scripts for one license,
+        which an adapter may protect in several processes at once. Raises ProtectionFailed,
+        naming the script, for the first that cannot be protected, whatever the error."""
+        ...
+
     def trace(self, scripts: Sequence[tuple[str, str]],
               candidates: Sequence[Candidate]) -> Trace:
         """The candidate the scripts were protected for, or a Trace without one (cannot
         tell), never naming an innocent license but with a stated, tiny probability."""
         ...
+
+
+def protect_each(protector: Protector, scripts: Sequence[tuple[str, str]],
+                 settings: ProtectionSettings, license_secret: bytes) -> list[str]:
+    """`Protector.protect_all` done one script after another, in this process."""
+    out = []
+    for path, source in scripts:
+        try:
+            out.append(protector.protect(path, source, settings, license_secret))
+        except ProtectionFailed:
+            raise
+        except Exception as err:  # any failure: no copy rather than a half-protected one
+            raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
+    return out
 
 
 def _strings(value: object, field: str) -> tuple[str, ...]:

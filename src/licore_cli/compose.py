@@ -86,7 +86,7 @@ def deps_from_env() -> Deps:
         vault=AesGcmKeyVault(secret("kek", 32)),
         passwords=Argon2Passwords(),
         models=deferred(_codec),
-        protector=deferred(lambda: _protector(watermark)),
+        protector=deferred(lambda: _protector(watermark, loaded.protect_processes)),
         images=deferred(_images),
         settings=loaded.core,
         offload=asyncio.to_thread,
@@ -109,9 +109,9 @@ def _images() -> ImageCodec:
     return PillowImages()
 
 
-def _protector(watermark: bytes) -> Protector:
-    from adapters_protection.luau_protector import LuauProtector
-    return LuauProtector(watermark)
+def _protector(watermark: bytes, processes: int) -> Protector:
+    from adapters_protection.processes import ProcessProtector
+    return ProcessProtector(watermark, processes)
 
 
 def _platform(loaded: settings.ServerSettings) -> Platform:

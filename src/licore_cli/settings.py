@@ -204,6 +204,9 @@ FIELDS: tuple[Field, ...] = (
     Field("OUTBOX_SLOTS", _whole(1, 256), 16),
     # one studio's sends in flight at once, across every loop and process
     Field("OUTBOX_STUDIO_SLOTS", _whole(1, 64), DEFAULTS.outbox.studio_slots),
+    # processes protecting a big build's scripts at once (each `licore serve` process has
+    # its own); empty: one per core, up to 8; 0 or 1: all in the serving process
+    Field("PROTECT_PROCESSES", _whole(0, 64), None),
 )
 
 
@@ -250,6 +253,7 @@ class ServerSettings:
     platform: PlatformSettings | None = None
     trusted_proxies: tuple[Network, ...] = ()
     root_path: str = ""
+    protect_processes: int = attrs.field(factory=lambda: min(os.cpu_count() or 1, 8))
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -323,4 +327,6 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           database_busy_wait=values["DATABASE_BUSY_WAIT"],
                           database_pool_size=values["DATABASE_POOL_SIZE"],
                           platform=platform, trusted_proxies=values["TRUSTED_PROXIES"],
-                          root_path=values["ROOT_PATH"])
+                          root_path=values["ROOT_PATH"],
+                          **({} if values["PROTECT_PROCESSES"] is None else
+                             {"protect_processes": values["PROTECT_PROCESSES"]}))

@@ -3,7 +3,7 @@ leaves no copy at all (never a half-protected one)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 import pytest
@@ -23,6 +23,7 @@ from licore.protection import (
     ProtectionRule,
     ProtectionSettings,
     Trace,
+    protect_each,
 )
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
@@ -50,6 +51,10 @@ class Shouting:
         if path.endswith(self.fail_on) and self.fail_on:
             raise ValueError("cannot")
         return source.upper()
+
+    def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
+                    license_secret: bytes) -> list[str]:
+        return protect_each(self, scripts, settings, license_secret)
 
 
 def test_the_key_replaces_the_placeholder_and_rules_apply_to_selected_scripts() -> None:
@@ -148,6 +153,10 @@ class CountingLuau:
         self.asked.append(path)
         return self.inner.protect(path, source, settings, license_secret)
 
+    def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
+                    license_secret: bytes) -> list[str]:
+        return protect_each(self, scripts, settings, license_secret)
+
 
 def test_scripts_protected_alike_for_every_buyer_are_protected_once() -> None:
     """Under `minify` alone and without the key, a script is the same in every copy: made
@@ -198,12 +207,11 @@ def test_a_script_with_sealed_functions_is_made_for_each_buyer_even_under_minify
 
 def test_what_is_kept_for_every_buyer_stays_within_its_bound() -> None:
     same = SameForEveryone(limit=10)
-    def numbered(i: int) -> Callable[[], bytes]:
-        return lambda: b"%04d" % i
-
-    made = [same.get(f"p{i}", frozenset({"strip"}), b"x", numbered(i)) for i in range(5)]
-    assert made == [b"0000", b"0001", b"0002", b"0003", b"0004"]
-    # Only the last two (8 bytes) are still kept: an older one is made again.
-    again = [same.get(f"p{i}", frozenset({"strip"}), b"x", lambda: b"new!")
-             for i in (4, 3, 2)]
-    assert again == [b"0004", b"0003", b"new!"]
+    strip = frozenset({"strip"})
+    for i in range(5):
+        same.keep(f"p{i}", strip, b"x", b"%04d" % i)
+    # Only the last two (8 bytes) are still kept: an older one is gone.
+    assert [same.kept(f"p{i}", strip, b"x") for i in (4, 3, 2)] == [b"0004", b"0003", None]
+    same.keep("big", strip, b"x", b"more than ten")  # bigger than the bound: not kept
+    assert same.kept("big", strip, b"x") is None
+    assert same.kept("p4", strip, b"x") == b"0004"

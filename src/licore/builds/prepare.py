@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 
 from licore.builds.tree import CheckedModel, Instance, Model, Sources, set_source, source_of
 from licore.model import VersionScript
@@ -62,59 +62,87 @@ class SameForEveryone:
         self._size = 0
         self._lock = threading.Lock()
 
-    def get(self, path: str, transforms: frozenset[str], source: bytes,
-            make: Callable[[], bytes]) -> bytes:
-        key = (path, transforms, hashlib.sha256(source).digest())
+    @staticmethod
+    def _key(path: str, transforms: frozenset[str],
+             source: bytes) -> tuple[str, frozenset[str], bytes]:
+        return path, transforms, hashlib.sha256(source).digest()
+
+    def kept(self, path: str, transforms: frozenset[str], source: bytes) -> bytes | None:
         with self._lock:
-            kept = self._kept.get(key)
-        if kept is not None:
-            return kept
-        made = make()
+            return self._kept.get(self._key(path, transforms, source))
+
+    def keep(self, path: str, transforms: frozenset[str], source: bytes, made: bytes) -> None:
+        key = self._key(path, transforms, source)
         with self._lock:
             if key not in self._kept and len(made) <= self.limit:
                 self._kept[key] = made
                 self._size += len(made)
                 while self._size > self.limit:
                     self._size -= len(self._kept.pop(next(iter(self._kept))))
-        return made
+
+
+def buyer_texts(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_key: str,
+                settings: ProtectionSettings, protector: Protector, license_secret: bytes,
+                same: SameForEveryone | None = None) -> list[bytes]:
+    """Each (path, source)'s source in the buyer's copy: the key injected, then the rules
+    applied. The scripts left to protect go to the protector together, so an adapter can
+    protect a big build's scripts in several processes at once."""
+    token = placeholder.encode()
+    out: list[bytes] = []
+    todo: list[tuple[int, str, bytes, bool]] = []  # (index, path, source, shared)
+    for path, source in scripts:
+        keyed = token in source
+        if keyed:
+            source = source.replace(token, license_key.encode())
+        out.append(source)
+        transforms = settings.transforms_for(path)
+        if not transforms:
+            continue
+        shared = (same is not None and not keyed and transforms <= SAME_FOR_EVERY_LICENSE
+                  and not settings.may_seal(path, source.decode("utf-8", "replace")))
+        kept = same.kept(path, transforms, source) if same is not None and shared else None
+        if kept is not None:
+            out[-1] = kept
+        else:
+            todo.append((len(out) - 1, path, source, shared))
+    if not todo:
+        return out
+    texts = []
+    for _, path, source, _ in todo:
+        try:
+            texts.append((path, source.decode("utf-8")))
+        except UnicodeDecodeError:
+            raise ProtectionFailed([ProtectionProblem(path, 0, "source is not UTF-8 "
+                                                      "text")]) from None
+    try:
+        made = protector.protect_all(texts, settings, license_secret)
+    except ProtectionFailed:
+        raise
+    except Exception as err:  # any failure: no copy rather than a half-protected one
+        raise ProtectionFailed([ProtectionProblem(
+            f"{len(texts)} scripts", 0, type(err).__name__)]) from None
+    for (i, path, source, shared), text in zip(todo, made, strict=True):
+        out[i] = text.encode("utf-8")
+        if shared and same is not None:
+            same.keep(path, settings.transforms_for(path), source, out[i])
+    return out
 
 
 def buyer_source(path: str, source: bytes, placeholder: str, license_key: str,
                  settings: ProtectionSettings, protector: Protector,
                  license_secret: bytes, same: SameForEveryone | None = None) -> bytes:
-    """One script's source in the buyer's copy: the key injected, then the rules applied."""
-    token = placeholder.encode()
-    keyed = token in source
-    if keyed:
-        source = source.replace(token, license_key.encode())
-    transforms = settings.transforms_for(path)
-    if not transforms:
-        return source
-    text = source
-
-    def protect() -> bytes:
-        try:
-            protected = protector.protect(path, text.decode("utf-8"), settings,
-                                          license_secret)
-        except ProtectionFailed:
-            raise
-        except Exception as err:  # any failure: no copy rather than a half-protected one
-            raise ProtectionFailed([ProtectionProblem(path, 0, type(err).__name__)]) from None
-        return protected.encode("utf-8")
-
-    if (same is None or keyed or not transforms <= SAME_FOR_EVERY_LICENSE
-            or settings.may_seal(path, text.decode("utf-8", "replace"))):
-        return protect()
-    return same.get(path, transforms, source, protect)
+    """One script's source in the buyer's copy (`buyer_texts` of one)."""
+    return buyer_texts([(path, source)], placeholder, license_key, settings, protector,
+                       license_secret, same)[0]
 
 
 def buyer_copy(model: Model, placeholder: str, license_key: str, settings: ProtectionSettings,
                protector: Protector, license_secret: bytes) -> Model:
     """Inject the key into every script Source, then apply the rules; changes `model`."""
-    for path, script in model.scripts():
-        source = source_of(script)
-        changed = buyer_source(path, source, placeholder, license_key, settings, protector,
-                               license_secret)
+    scripts = [(path, script, source_of(script)) for path, script in model.scripts()]
+    made = buyer_texts([(path, source) for path, _, source in scripts], placeholder,
+                       license_key, settings, protector, license_secret)
+    for (_, script, source), changed in zip(scripts, made, strict=True):
         if changed != source:
             set_source(script, changed)
     return model
@@ -124,7 +152,8 @@ def buyer_sources(build: Sources, placeholder: str, license_key: str,
                   settings: ProtectionSettings, protector: Protector,
                   license_secret: bytes, same: SameForEveryone | None = None) -> Sources:
     """`buyer_copy` over a build read as its sources only; changes `build`."""
-    for script in build.scripts:
-        script.source = buyer_source(script.path, script.source, placeholder, license_key,
-                                     settings, protector, license_secret, same)
+    made = buyer_texts([(s.path, s.source) for s in build.scripts], placeholder, license_key,
+                       settings, protector, license_secret, same)
+    for script, source in zip(build.scripts, made, strict=True):
+        script.source = source
     return build

@@ -1,0 +1,176 @@
+"""A build's scripts protected in several processes at once.
+
+Protecting is Python and tree-sitter work that holds the interpreter lock throughout (parsing
+included), so threads take turns: a 1 MiB build under `strong` costs a dozen seconds of one
+core however many the machine has. Here a build's scripts are cut, in order, into parts of
+similar size and handed to a pool of worker processes, each with its own `LuauProtector`
+(the same watermark secret); the parts come back in order. A copy is byte for byte the one
+protecting in this process makes: the output is a function of the script, the rules and the
+license secret only.
+
+The pool starts at the first build big enough to gain from it (starting costs each worker
+about half a second, once) and is kept for the life of the process. A build under
+`_LEAST_BYTES`, or a single script, is protected in this process: the hand-over would cost
+more than it saves. Should a worker die (killed, out of memory), the pool is dropped, the
+build is protected here instead, and the next big build starts a new pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+from adapters_protection.luau_protector import LuauProtector
+from licore.protection import (
+    Candidate,
+    ProtectionProblem,
+    ProtectionSettings,
+    Trace,
+)
+
+log = logging.getLogger("licore.protection")
+
+T = TypeVar("T")
+Scripts = Sequence[tuple[str, str]]
+
+_LEAST_BYTES = 64 << 10  # a build smaller than this is protected in the calling process
+_PARTS_PER_PROCESS = 4  # parts of a build per worker: evens out scripts of unequal cost
+_LEAST_PART = 4 << 10
+
+# The protector of a worker process (set by `_start`).
+_worker: LuauProtector | None = None
+
+
+def _start(watermark_secret: bytes) -> None:
+    global _worker
+    _worker = LuauProtector(watermark_secret)
+    # A terminal's Ctrl-C reaches the whole process group: the process that owns the pool
+    # decides when it ends. SIGTERM keeps its default, whatever the owner inherited: the
+    # pool stops the workers of a broken pool with it, and waits for them to end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_with(sentinel: int) -> None:
+    """Ends the worker when the process that started it is gone, however it ended: a killed
+    owner never sends the pool's stop message, and its workers would wait for work forever."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
+
+
+def _protect_part(scripts: Scripts, settings: ProtectionSettings,
+                  license_secret: bytes) -> list[str]:
+    assert _worker is not None
+    return _worker.protect_all(scripts, settings, license_secret)
+
+
+def _check_part(scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
+    assert _worker is not None
+    return _worker.check(scripts, settings)
+
+
+def parts(scripts: Scripts, size: int) -> list[list[tuple[str, str]]]:
+    """`scripts` cut, in order, into runs of about `size` characters (a script bigger than
+    that is a part of its own)."""
+    out: list[list[tuple[str, str]]] = []
+    current: list[tuple[str, str]] = []
+    held = 0
+    for path, source in scripts:
+        if current and held + len(source) > size:
+            out.append(current)
+            current, held = [], 0
+        current.append((path, source))
+        held += len(source)
+    if current:
+        out.append(current)
+    return out
+
+
+class ProcessProtector:
+    """The Luau protector, with `check` and `protect_all` spread over `processes` worker
+    processes for builds big enough to gain from it (1 or 0: all in this process)."""
+
+    def __init__(self, watermark_secret: bytes, processes: int) -> None:
+        self.processes = processes
+        self._local = LuauProtector(watermark_secret)
+        self._watermark_secret = watermark_secret
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def check(self, scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
+        return self._spread(scripts, lambda part: self._local.check(part, settings),
+                            lambda pool, part: pool.submit(_check_part, part, settings))
+
+    def protect(self, path: str, source: str, settings: ProtectionSettings,
+                license_secret: bytes) -> str:
+        return self._local.protect(path, source, settings, license_secret)
+
+    def protect_all(self, scripts: Scripts, settings: ProtectionSettings,
+                    license_secret: bytes) -> list[str]:
+        return self._spread(
+            scripts, lambda part: self._local.protect_all(part, settings, license_secret),
+            lambda pool, part: pool.submit(_protect_part, part, settings, license_secret))
+
+    def trace(self, scripts: Scripts, candidates: Sequence[Candidate]) -> Trace:
+        return self._local.trace(scripts, candidates)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def started(self) -> bool:
+        """Whether the pool of worker processes is running."""
+        return self._pool is not None
+
+    def _spread(self, scripts: Scripts, here: Callable[[Scripts], list[T]],
+                send: Callable[[ProcessPoolExecutor, Scripts], Future[list[T]]]) -> list[T]:
+        total = sum(len(source) for _, source in scripts)
+        cut = parts(scripts, max(total // (self.processes * _PARTS_PER_PROCESS), _LEAST_PART)
+                    if self.processes > 1 else total)
+        if self.processes < 2 or total < _LEAST_BYTES or len(cut) < 2:
+            return here(scripts)
+        pool = self._started()
+        futures: list[Future[list[T]]] = []
+        try:
+            futures = [send(pool, part) for part in cut]
+            # In order: the first failure to raise is that of the first script that fails,
+            # as in one process.
+            return [item for future in futures for item in future.result()]
+        except BrokenProcessPool:
+            self._drop(pool)
+            log.warning("a protection worker process ended unexpectedly; this build is "
+                        "protected in the serving process, and the next starts new workers")
+            return here(scripts)
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def _started(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # Spawned, not forked: the serving process runs threads (the event loop's
+                # offload, database pools), and a fork copies their locks mid-use.
+                self._pool = ProcessPoolExecutor(
+                    self.processes, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_start, initargs=(self._watermark_secret,))
+            return self._pool
+
+    def _drop(self, pool: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
