@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.util
 import os
 import signal
 import threading
@@ -106,6 +107,7 @@ class ProcessProtector:
         self._local = LuauProtector(watermark_secret)
         self._watermark_secret = watermark_secret
         self._pool: ProcessPoolExecutor | None = None
+        self._finalizer: multiprocessing.util.Finalize | None = None
         self._lock = threading.Lock()
 
     def check(self, scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
@@ -127,9 +129,10 @@ class ProcessProtector:
 
     def close(self) -> None:
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+            finalizer, self._finalizer = self._finalizer, None
+        if finalizer is not None:
+            finalizer()  # shuts the pool down, once
 
     @property
     def started(self) -> bool:
@@ -167,10 +170,25 @@ class ProcessProtector:
                 self._pool = ProcessPoolExecutor(
                     self.processes, mp_context=multiprocessing.get_context("spawn"),
                     initializer=_start, initargs=(self._watermark_secret,))
+                # A serving process that is itself a multiprocessing child (`licore serve`
+                # with several workers) waits, as it exits, for its children to end before
+                # the pool's own exit hook would stop them: they would wait for work, and it
+                # for them, until the supervisor kills it. Finalizers run before that wait,
+                # highest priority first: this one before the pool's queues close theirs
+                # (priority 10), which would leave the stop message unsent.
+                self._finalizer = multiprocessing.util.Finalize(
+                    self, _stop, args=(self._pool,), exitpriority=100)
             return self._pool
 
     def _drop(self, pool: ProcessPoolExecutor) -> None:
         with self._lock:
             if self._pool is pool:
                 self._pool = None
+                finalizer, self._finalizer = self._finalizer, None
+                if finalizer is not None:
+                    finalizer.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -131,6 +131,33 @@ async def test_publishing_is_refused_when_a_rule_cannot_apply_naming_script_and_
         await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=rules))
 
 
+async def test_notes_do_not_stop_publishing_but_a_blocking_problem_beside_them_does(
+        storage: Storage) -> None:
+    """docs/protection.md: a script calling getfenv keeps its names (a note, not a refusal);
+    a refusal names only what blocks."""
+    from licore.errors import InvalidRequest
+    from tests.support.models import script
+
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Env"))
+    rules = c.JsonValue({"rules": [{"paths": ["*"], "preset": "light"}]})
+    await uc.packages.change_settings(studio, c.ChangeSettings(product.id, protection=rules))
+    model = product_model()
+    model.roots[0].children.append(script("Env", "local a = 1\nprint(getfenv(1), a)\n"))
+    data = RobloxModelCodec().write(model)
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
+    await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+    model.roots[0].children.append(script("Broken", "local x = 1\nlocal = = 2\n"))
+    data = RobloxModelCodec().write(model)
+    version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "2", data))).version
+    with pytest.raises(InvalidRequest) as refused:
+        await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+    assert "Product/Broken line 2" in refused.value.description
+    assert "getfenv" not in refused.value.description
+
+
 class CountingLuau:
     """The real protector, counting what it is asked to protect, by path."""
 
