@@ -24,14 +24,14 @@ _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 _DIGITS = frozenset(b"0123456789")
 _OPERATORS = frozenset(b"+-*/%^#=<>~:.&|!?@")
 _CHUNK = re.compile(rb"[^ \t\n\r\f\v]+")  # code between whitespace
+_DOT = ord(".")
 _SPECIAL = tree_sitter.Query(LANGUAGE, """
 (comment) @comment
 (hash_bang_line) @bang
 (string) @string
-(number) @number
-(chunk (_) @statement)
-(block (_) @statement)
+(parenthesized_expression) @parenthesized
 """)
+_BLOCKS = frozenset({"block", "chunk"})
 
 
 def _needs_space(prev: bytes, prev_number: bool, cur: bytes) -> bool:
@@ -52,15 +52,20 @@ def _needs_space(prev: bytes, prev_number: bool, cur: bytes) -> bool:
 
 
 # Pieces of the output: verbatim text, and how it joins its neighbours.
-_CODE, _ATOM, _NUMBER, _DIRECTIVE, _SEMICOLON = range(5)
+_CODE, _ATOM, _DIRECTIVE, _SEMICOLON = range(4)
 
 
 def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
-    """(start, end, kind) of everything that is not code, in source order."""
+    """(start, end, kind) of everything that is not code, in source order. Numbers are
+    code: only whether one ends a chunk matters (`_ends_in_number`)."""
     captures = tree_sitter.QueryCursor(_SPECIAL).captures(root)
     pieces: list[tuple[int, int, int]] = []
-    code_seen = min((n.start_byte for n in captures.get("statement", [])
-                     if n.type != "comment"), default=len(data))
+    code_seen = len(data)
+    for i in range(root.named_child_count):
+        first = root.named_child(i)
+        if first is not None and first.type != "comment":
+            code_seen = first.start_byte
+            break
     for node in captures.get("comment", []):
         if node.start_byte < code_seen and (node.text or b"").startswith(b"--!"):
             pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
@@ -68,8 +73,6 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
             pieces.append((node.start_byte, node.end_byte, -1))
     for node in captures.get("bang", []):
         pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
-    for node in captures.get("number", []):
-        pieces.append((node.start_byte, node.end_byte, _NUMBER))
     for node in captures.get("string", []):
         if not is_interpolated(node):
             pieces.append((node.start_byte, node.end_byte, _ATOM))
@@ -82,17 +85,37 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
                 pieces.append((pos, brace_open.end_byte, _ATOM))
                 pos = brace_close.start_byte
         pieces.append((pos, node.end_byte, _ATOM))
-    for node in captures.get("statement", []):
-        if node.type == "comment" or data[node.start_byte:node.start_byte + 1] != b"(":
+    # A statement begins with `(` only where a parenthesized expression begins it: the
+    # statement is its outermost ancestor starting at the same byte.
+    for node in captures.get("parenthesized", []):
+        at = node.start_byte
+        parent = node.parent
+        while parent is not None and parent.type not in _BLOCKS and parent.start_byte == at:
+            node, parent = parent, parent.parent
+        if parent is None or parent.type not in _BLOCKS:
             continue
         sibling = node.prev_named_sibling
         while sibling is not None and sibling.type == "comment":
             sibling = sibling.prev_named_sibling
         if sibling is not None:
-            pieces.append((node.start_byte, node.start_byte, _SEMICOLON))
+            pieces.append((at, at, _SEMICOLON))
     # Comments inside strings cannot be; strings inside comments are not captured.
     pieces.sort()
     return pieces
+
+
+def _ends_in_number(chunk: bytes) -> bool:
+    """Whether code written without whitespace ends with a number: its last run of word
+    characters starts with a digit (names cannot), or it ends `1.`."""
+    end = len(chunk)
+    if chunk[-1] == _DOT:
+        end -= 1
+        if not end or chunk[end - 1] not in _WORD:
+            return False
+    start = end
+    while start and chunk[start - 1] in _WORD:
+        start -= 1
+    return start < end and chunk[start] in _DIGITS
 
 
 # _needs_space for every pair of bytes, the number rule aside: strip asks it at every join,
@@ -123,7 +146,7 @@ def stripped(data: bytes, root: Node) -> tuple[bytes, Located]:
     out_starts: list[int] = []
     data_starts: list[int] = []
 
-    def put(text: bytes, at: int, number: bool = False) -> None:
+    def put(text: bytes, at: int) -> None:
         nonlocal last, number_before, size
         first = text[0]
         if last >= 0 and (_JOINS[last << 8 | first]
@@ -134,7 +157,7 @@ def stripped(data: bytes, root: Node) -> tuple[bytes, Located]:
         data_starts.append(at)
         out.append(text)
         size += len(text)
-        last, number_before = text[-1], number
+        last, number_before = text[-1], False
 
     def code(lo: int, hi: int) -> None:
         nonlocal last, number_before, size
@@ -150,12 +173,14 @@ def stripped(data: bytes, root: Node) -> tuple[bytes, Located]:
             data_starts.append(chunk.start())
             out.append(text)
             size += len(text)
-            last, number_before = text[-1], False
+            last = text[-1]
+            # A number decides a join only when it ends the chunk: digits or `1.`.
+            number_before = (last in _WORD or last == _DOT) and _ends_in_number(text)
 
     pos = 0
     for start, end, kind in _pieces(data, root):
         if start < pos:
-            continue  # inside a piece already written (a number in a string's `{...}`)
+            continue  # inside a piece already written
         code(pos, start)
         if kind == _DIRECTIVE:
             directive = (data[start:end]).rstrip() + b"\n"
@@ -167,8 +192,8 @@ def stripped(data: bytes, root: Node) -> tuple[bytes, Located]:
         elif kind == _SEMICOLON:
             if last != ord(";"):
                 put(b";", -1)  # not in `data`: nothing there to locate
-        elif kind in (_ATOM, _NUMBER):
-            put(data[start:end], start, kind == _NUMBER)
+        elif kind == _ATOM:
+            put(data[start:end], start)
         pos = max(pos, end)
     code(pos, len(data))
 

@@ -13,6 +13,17 @@ TRICKY = {
                         "do (print)('b') end\nlocal function g() (print)('c') end g()\n"
                         "print('d');(print)('e')",
     "numbers_and_dots": "local x = 1 .. 2\nprint(x, 1 .. x, 0x1e - 5, 3 .. .5, 2 - -2, #'ab' .. 1)",
+    # Statements that begin with `(` deeper down: doubled, a field assigned, a compound
+    # assignment, a call's result called, after `end` and after a table written tight.
+    # (After a number: after a call, Luau refuses a line that begins with `(`.)
+    "paren_statements_deep": "local t = {x = 1}\nlocal f = function() return print end\n"
+                             "local n = 0\n((print))('a')\nn = 1\n(t).x = 2\nn = 2\n"
+                             "(t).x += 3\nn = 3\n(f)()('b')\n"
+                             "do end(print)(t.x)\nlocal u = {}(print)('c')",
+    # Numbers written tight against what follows stay as the seller wrote them; written
+    # apart, they are kept apart where joining would change the tokens.
+    "numbers_tight": "local x = 5\nprint(1-x, 2+x, x..1, x .. .5, 0x1e-5, 10- -x, 7 .. x,"
+                     " 8. .. x, 1e2-1)",
     "minus_minus": "local b = 3\nprint(- -b, 1 - -1, -(-b))",
     "long_brackets": "local t = {}\nt[ [[x]] ] = 1\nt[ [==[y]==] ] = 2\nprint(t.x, t.y)",
     "types": "type A<T> = {T}\nlocal x: A<number> = {1}\nlocal y: number? = nil\n"
@@ -32,6 +43,16 @@ def test_tricky_token_pairs_keep_their_meaning(name: str) -> None:
     out = LuauProtector().protect("G/" + name, source, STRIP, b"k")
     assert run(out) == run(source)
     assert "\n" not in out and "--" not in out.replace("- -", "")
+
+
+def test_numbers_and_parenthesized_statements_are_joined_as_the_tokens_need() -> None:
+    out = LuauProtector().protect("G/N", TRICKY["numbers_tight"], STRIP, b"k")
+    assert "1-x" in out and "x..1" in out and "0x1e-5" in out  # as written
+    assert "7 ..x" in out and "8. ..x" in out  # `7..` or `8...` would be other tokens
+    out = LuauProtector().protect("G/P", TRICKY["paren_statements_deep"], STRIP, b"k")
+    for statement in ("((print))", "(t).x=2", "(t).x+=3", "(f)()", "(print)(t.x)",
+                      "(print)('c')"):
+        assert f";{statement}" in out, statement
 
 
 def test_directives_stay_on_top_on_their_own_lines() -> None:
