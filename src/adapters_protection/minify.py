@@ -60,12 +60,7 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
     code: only whether one ends a chunk matters (`_ends_in_number`)."""
     captures = tree_sitter.QueryCursor(_SPECIAL).captures(root)
     pieces: list[tuple[int, int, int]] = []
-    code_seen = len(data)
-    for i in range(root.named_child_count):
-        first = root.named_child(i)
-        if first is not None and first.type != "comment":
-            code_seen = first.start_byte
-            break
+    code_seen = _code_start(root, len(data))
     for node in captures.get("comment", []):
         if node.start_byte < code_seen and (node.text or b"").startswith(b"--!"):
             pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
@@ -74,20 +69,44 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
     for node in captures.get("bang", []):
         pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
     for node in captures.get("string", []):
-        if not is_interpolated(node):
-            pieces.append((node.start_byte, node.end_byte, _ATOM))
-            continue
-        # The literal text around `{...}` parts is verbatim; the parts are code.
-        pos = node.start_byte
-        for child in node.named_children:
-            if child.type == "interpolation":
-                brace_open, brace_close = child.children[0], child.children[-1]
-                pieces.append((pos, brace_open.end_byte, _ATOM))
-                pos = brace_close.start_byte
-        pieces.append((pos, node.end_byte, _ATOM))
-    # A statement begins with `(` only where a parenthesized expression begins it: the
-    # statement is its outermost ancestor starting at the same byte.
-    for node in captures.get("parenthesized", []):
+        pieces += _string_pieces(node)
+    pieces += [(at, at, _SEMICOLON) for at in _paren_statements(
+        captures.get("parenthesized", []))]
+    # Comments inside strings cannot be; strings inside comments are not captured.
+    pieces.sort()
+    return pieces
+
+
+def _code_start(root: Node, otherwise: int) -> int:
+    """Where the script's first statement (or `#!` line) starts: `--!` directives are the
+    comments before it."""
+    for i in range(root.named_child_count):
+        first = root.named_child(i)
+        if first is not None and first.type != "comment":
+            return first.start_byte
+    return otherwise
+
+
+def _string_pieces(node: Node) -> list[tuple[int, int, int]]:
+    if not is_interpolated(node):
+        return [(node.start_byte, node.end_byte, _ATOM)]
+    # The literal text around `{...}` parts is verbatim; the parts are code.
+    pieces, pos = [], node.start_byte
+    for child in node.named_children:
+        if child.type == "interpolation":
+            brace_open, brace_close = child.children[0], child.children[-1]
+            pieces.append((pos, brace_open.end_byte, _ATOM))
+            pos = brace_close.start_byte
+    pieces.append((pos, node.end_byte, _ATOM))
+    return pieces
+
+
+def _paren_statements(parenthesized: list[Node]) -> list[int]:
+    """Where a statement that begins with `(` follows another: it needs a `;` before it.
+    Such a statement is the outermost ancestor of a parenthesized expression starting at
+    the same byte."""
+    out = []
+    for node in parenthesized:
         at = node.start_byte
         parent = node.parent
         while parent is not None and parent.type not in _BLOCKS and parent.start_byte == at:
@@ -98,10 +117,8 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
         while sibling is not None and sibling.type == "comment":
             sibling = sibling.prev_named_sibling
         if sibling is not None:
-            pieces.append((at, at, _SEMICOLON))
-    # Comments inside strings cannot be; strings inside comments are not captured.
-    pieces.sort()
-    return pieces
+            out.append(at)
+    return out
 
 
 def _ends_in_number(chunk: bytes) -> bool:

@@ -87,28 +87,57 @@ def buyer_texts(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_
     """Each (path, source)'s source in the buyer's copy: the key injected, then the rules
     applied. The scripts left to protect go to the protector together, so an adapter can
     protect a big build's scripts in several processes at once."""
-    token = placeholder.encode()
+    out, todo = _injected(scripts, placeholder, license_key, settings, same)
+    made = _protected([(path, source) for _, path, source, _ in todo], settings, protector,
+                      license_secret)
+    for (i, path, source, shared), text in zip(todo, made, strict=True):
+        out[i] = text
+        if shared and same is not None:
+            same.keep(path, settings.transforms_for(path), source, text)
+    return out
+
+
+_Pending = tuple[int, str, bytes, bool]  # (index, path, source, the same for everyone)
+
+
+def _injected(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_key: str,
+              settings: ProtectionSettings, same: SameForEveryone | None
+              ) -> tuple[list[bytes], list[_Pending]]:
+    """Each source with the key in it (or as kept for everyone), and those left to protect."""
+    token, key = placeholder.encode(), license_key.encode()
     out: list[bytes] = []
-    todo: list[tuple[int, str, bytes, bool]] = []  # (index, path, source, shared)
+    todo: list[_Pending] = []
     for path, source in scripts:
         keyed = token in source
-        if keyed:
-            source = source.replace(token, license_key.encode())
+        source = source.replace(token, key) if keyed else source
         out.append(source)
         transforms = settings.transforms_for(path)
         if not transforms:
             continue
-        shared = (same is not None and not keyed and transforms <= SAME_FOR_EVERY_LICENSE
-                  and not settings.may_seal(path, source.decode("utf-8", "replace")))
+        shared = same is not None and not keyed and _same_for_everyone(path, source,
+                                                                     transforms, settings)
         kept = same.kept(path, transforms, source) if same is not None and shared else None
         if kept is not None:
             out[-1] = kept
         else:
             todo.append((len(out) - 1, path, source, shared))
-    if not todo:
-        return out
+    return out, todo
+
+
+def _same_for_everyone(path: str, source: bytes, transforms: frozenset[str],
+                       settings: ProtectionSettings) -> bool:
+    """Whether a script without the key comes out the same in every buyer's copy."""
+    return transforms <= SAME_FOR_EVERY_LICENSE and not settings.may_seal(
+        path, source.decode("utf-8", "replace"))
+
+
+def _protected(scripts: list[tuple[str, bytes]], settings: ProtectionSettings,
+               protector: Protector, license_secret: bytes) -> list[bytes]:
+    """`protector.protect_all` of these scripts, every failure a ProtectionFailed."""
+    if not scripts:
+        return []
     texts = []
-    for _, path, source, _ in todo:
+    for path, source in scripts:
         try:
             texts.append((path, source.decode("utf-8")))
         except UnicodeDecodeError:
@@ -121,11 +150,7 @@ def buyer_texts(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_
     except Exception as err:  # any failure: no copy rather than a half-protected one
         raise ProtectionFailed([ProtectionProblem(
             f"{len(texts)} scripts", 0, type(err).__name__)]) from None
-    for (i, path, source, shared), text in zip(todo, made, strict=True):
-        out[i] = text.encode("utf-8")
-        if shared and same is not None:
-            same.keep(path, settings.transforms_for(path), source, out[i])
-    return out
+    return [text.encode("utf-8") for text in made]
 
 
 def buyer_source(path: str, source: bytes, placeholder: str, license_key: str,
