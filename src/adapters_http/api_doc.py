@@ -180,6 +180,12 @@ PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeh
                 slug=STR, title=STR, current_version=NSTR, placeholder=STR,
                 verify_scripts=BOOL, beta_version=NSTR, version=PACKAGE_VERSION)
 
+# Extension: what the protector works around in the build (docs/protection.md).
+PROTECTION_NOTE = obj(["path", "line", "message"], path=STR, line=NINT, message=STR)
+PUBLISHED_WITH_NOTES = {**PUBLISHED, "required": [*PUBLISHED["required"], "notes"],
+                        "properties": {**PUBLISHED["properties"],
+                                       "notes": array(PROTECTION_NOTE)}}
+
 DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
 TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)
 # RFC 8628 clients send forms; licore also takes the same fields as JSON.
@@ -253,13 +259,17 @@ UPLOAD_PACKAGE_VERSION = Doc(
     errors=(404, 409, 413))
 PUBLISH_PACKAGE_VERSION = Doc(
     "publishPackageVersion",
-    "Make a version live, once the protection rules apply to all its scripts", PUBLISHED,
+    "Make a version live, once the protection rules apply to all its scripts",
+    PUBLISHED_WITH_NOTES,
     body=obj(["product_id", "version_id"], product_id=STR, version_id=STR, channel=CHANNEL),
     errors=(400, 404), reads=c.PublishVersion,
     description="Extension: `channel` `beta` publishes to the beta channel instead of making "
                 "the version live; `stable` (the default) makes it live and empties the beta "
                 "channel. A withdrawn version, or a stable one sent to beta, is `400 "
-                "invalid_request`. See docs/api.md, \"Release channels\".")
+                "invalid_request`. See docs/api.md, \"Release channels\". Extension: "
+                "`notes`, what the protector works around in the build's scripts (a script "
+                "calling getfenv keeps its names; types erased from newer syntax), each "
+                "with its script's path and line; they do not stop publishing.")
 WITHDRAW_PACKAGE_VERSION = Doc(
     "withdrawPackageVersion",
     "Extension: withdraw a published version: offered and downloadable no more; if it was "

@@ -7,7 +7,7 @@ checks real answers against it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from licore.images import ProductImage
 from licore.licenses import LicenseState
 from licore.model import Alert, License, Page, Place, Product, Version
 from licore.ports import LibraryEntry
-from licore.protection import settings_document
+from licore.protection import ProtectionProblem, settings_document
 from licore.services.claims import Claim
 from licore.services.license_lifecycle import LicensePolicy, Transferred
 
@@ -157,6 +157,11 @@ def package_settings(p: Product) -> J:
 
 def published(p: Product, v: Version) -> J:
     return {"ok": True, **package(p), "version": package_version(v, p)}
+
+
+def protection_notes(notes: Sequence[ProtectionProblem]) -> list[J]:
+    """What the protector works around in a build (extension, docs/protection.md)."""
+    return [{"path": n.path, "line": n.line or None, "message": n.message} for n in notes]
 
 
 # Events leaving the service (docs/events.md, an extension) ---------------------------------

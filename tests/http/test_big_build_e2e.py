@@ -1,7 +1,7 @@
 """A big build's copy made by a real `licore serve` (two workers) over protection worker
 processes (docs/operators.md, `LICORE_PROTECT_PROCESSES`): the buyer downloads exactly the
 copy protecting in one process makes, the workers run under the serving process, and a
-graceful stop ends them."""
+graceful stop ends them. Publishing it answers the protector's notes (docs/api.md)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,10 @@ def test_a_big_build_downloads_as_protecting_in_one_process_makes_it(server: Ser
     r = httpx.post(f"{v1}/packages/publish", headers=auth(key), timeout=120,
                    json={"product_id": product, "version_id": r.json()["version"]["id"]})
     assert r.status_code == 200, r.text
+    # The corpus's getfenv script keeps its names: a note in the answer, not a refusal.
+    notes = r.json()["notes"]
+    assert notes and all(n["path"].endswith("_getfenv_user") and n["line"] > 0
+                         and "local names are kept" in n["message"] for n in notes)
     r = httpx.post(f"{v1}/licenses", headers=auth(key),
                    json={"product_id": product, "user": "28"})
     assert r.status_code in (200, 201), r.text

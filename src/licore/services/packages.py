@@ -63,6 +63,8 @@ class ProductVersion:
 
     product: Product
     version: Version
+    # What the protector works around in this build's scripts (publishing only).
+    notes: tuple[ProtectionProblem, ...] = ()
 
 
 def _problems_text(problems: list[ProtectionProblem]) -> str:
@@ -148,9 +150,10 @@ class Packages:
         return ProductVersion(product, version)
 
     async def _check_rules(self, data: bytes, settings: ProtectionSettings,
-                           what: str) -> None:
-        """Refuse rules that cannot be applied to every script of the build in `data`. Runs
-        outside any transaction: parsing a large build must not hold the database."""
+                           what: str) -> tuple[ProtectionProblem, ...]:
+        """Refuse rules that cannot be applied to every script of the build in `data`; the
+        notes, if not. Runs outside any transaction: parsing a large build must not hold the
+        database."""
 
         def problems() -> list[ProtectionProblem]:
             return check_protection(self.models.read(data), settings, self.protector)
@@ -162,6 +165,7 @@ class Packages:
         if blocking:
             raise InvalidRequest(f"{what}: the protection rules cannot be applied safely: "
                                  f"{_problems_text(blocking)}", "protection")
+        return tuple(found)
 
     async def publish(self, studio: ActingStudio, command: PublishVersion) -> ProductVersion:
         """That version goes live, once the seller's protection rules are known to apply to
@@ -172,7 +176,7 @@ class Packages:
             # Refused before the rules are tried on it (a withdrawn build, stable to beta).
             releases.transition(version, releases.publish_event(Channel(command.channel)))
             data = await uow.versions.data(version)
-        await self._check_rules(data, product.protection, f"version {version.label}")
+        notes = await self._check_rules(data, product.protection, f"version {version.label}")
         channel = Channel(command.channel)
         async with self.storage.unit_of_work() as uow:
             current = await held_product(uow, studio, command.product_id)
@@ -200,7 +204,7 @@ class Packages:
             product = attrs.evolve(product, updated_at=self.clock.now())
             await uow.products.save(product)
             await uow.versions.mark_published(version.id, channel)
-        return ProductVersion(product, version)
+        return ProductVersion(product, version, notes)
 
     async def withdraw(self, studio: ActingStudio, command: WithdrawVersion) -> ProductVersion:
         """The build is offered and downloadable no more; if it was live, the newest
