@@ -188,20 +188,29 @@ class _Plan:
         self.table = table
         self.uses: list[_Use] = []
         self.encrypted: list[tuple[int, int, str, int, str]] = []
+        # Where the interpolated strings seen so far end: literals come in source order, so
+        # one that starts before it is inside a `{...}` of one.
+        self._interpolation_end = 0
 
     def literal(self, data: bytes, node: Node) -> None:
         source = (node.text or b"").decode()
         if node.type == "number" and self.table is None:
             return
+        inside = node.start_byte < self._interpolation_end
         if is_interpolated(node):
+            self._interpolation_end = max(self._interpolation_end, node.end_byte)
             self._interpolated(data, node)
             return
         before, after = ("(", ")") if _call_argument(node) else (" ", " ")
         if node.type == "number":
             self.plan(node.start_byte, node.end_byte, before, "n" + source, source, after)
         else:
+            # A string inside `{...}` is ciphered like the interpolation's own text (no
+            # backtick or brace written as is): the watermark's scanner reads an
+            # interpolated string from backtick to backtick, and one backtick too many in
+            # it would leave the rest of the copy read as strings, unmarked.
             self.plan_string(node.start_byte, node.end_byte, before, literal_bytes(node),
-                             source, after)
+                             source, after, interpolated=inside)
 
     def _interpolated(self, data: bytes, node: Node) -> None:
         if self.table is None and self.cipher is None:
