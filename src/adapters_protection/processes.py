@@ -8,11 +8,13 @@ similar size and handed to a pool of worker processes, each with its own `LuauPr
 protecting in this process makes: the output is a function of the script, the rules and the
 license secret only.
 
-The pool starts at the first build big enough to gain from it (starting costs each worker
-about half a second, once) and is kept for the life of the process. A build under
-`_LEAST_BYTES`, or a single script, is protected in this process: the hand-over would cost
-more than it saves. Should a worker die (killed, out of memory), the pool is dropped, the
-build is protected here instead, and the next big build starts a new pool.
+The pool starts at the first big build (starting costs each worker about half a second,
+once) and is kept for the life of the process. A build under `_LEAST_BYTES` is protected in
+this process: the hand-over would cost more than it saves. A single big script is one part:
+protected in one worker, no faster, but off the serving process, whose event loop would
+otherwise wait for the interpreter lock while it runs. Should a worker die (killed, out of
+memory), the pool is dropped, the build is protected here instead, and the next big build
+starts a new pool.
 """
 
 from __future__ import annotations
@@ -99,8 +101,8 @@ def parts(scripts: Scripts, size: int) -> list[list[tuple[str, str]]]:
 
 
 class ProcessProtector:
-    """The Luau protector, with `check` and `protect_all` spread over `processes` worker
-    processes for builds big enough to gain from it (1 or 0: all in this process)."""
+    """The Luau protector, with `check` and `protect_all` of big builds spread over
+    `processes` worker processes (1 or 0: all in this process)."""
 
     def __init__(self, watermark_secret: bytes, processes: int) -> None:
         self.processes = processes
@@ -144,7 +146,9 @@ class ProcessProtector:
         total = sum(len(source) for _, source in scripts)
         cut = parts(scripts, max(total // (self.processes * _PARTS_PER_PROCESS), _LEAST_PART)
                     if self.processes > 1 else total)
-        if self.processes < 2 or total < _LEAST_BYTES or len(cut) < 2:
+        # One big script goes to a worker too: it gains no speed there, but the serving
+        # process's event loop is then not kept waiting for the interpreter lock.
+        if self.processes < 2 or total < _LEAST_BYTES:
             return here(scripts)
         pool = self._started()
         futures: list[Future[list[T]]] = []
