@@ -182,9 +182,7 @@ PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeh
 
 # Extension: what the protector works around in the build (docs/protection.md).
 PROTECTION_NOTE = obj(["path", "line", "message"], path=STR, line=NINT, message=STR)
-PUBLISHED_WITH_NOTES = {**PUBLISHED, "required": [*PUBLISHED["required"], "notes"],
-                        "properties": {**PUBLISHED["properties"],
-                                       "notes": array(PROTECTION_NOTE)}}
+PUBLISHED_WITH_NOTES = _with(PUBLISHED, notes=array(PROTECTION_NOTE))
 
 DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
 TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)

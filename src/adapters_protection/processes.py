@@ -144,12 +144,11 @@ class ProcessProtector:
     def _spread(self, scripts: Scripts, here: Callable[[Scripts], list[T]],
                 send: Callable[[ProcessPoolExecutor, Scripts], Future[list[T]]]) -> list[T]:
         total = sum(len(source) for _, source in scripts)
-        cut = parts(scripts, max(total // (self.processes * _PARTS_PER_PROCESS), _LEAST_PART)
-                    if self.processes > 1 else total)
         # One big script goes to a worker too: it gains no speed there, but the serving
         # process's event loop is then not kept waiting for the interpreter lock.
         if self.processes < 2 or total < _LEAST_BYTES:
             return here(scripts)
+        cut = parts(scripts, max(total // (self.processes * _PARTS_PER_PROCESS), _LEAST_PART))
         pool = self._started()
         futures: list[Future[list[T]]] = []
         try:

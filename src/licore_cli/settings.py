@@ -238,6 +238,11 @@ class EventSettings:
     slots: int = 16
 
 
+def _one_per_core() -> int:
+    """LICORE_PROTECT_PROCESSES unset: a protection process per core, up to 8."""
+    return min(os.cpu_count() or 1, 8)
+
+
 @attrs.frozen
 class ServerSettings:
     database_url: str
@@ -253,7 +258,7 @@ class ServerSettings:
     platform: PlatformSettings | None = None
     trusted_proxies: tuple[Network, ...] = ()
     root_path: str = ""
-    protect_processes: int = attrs.field(factory=lambda: min(os.cpu_count() or 1, 8))
+    protect_processes: int = attrs.field(factory=_one_per_core)
 
 
 def _file_values(environ: Mapping[str, str]) -> dict[str, object]:
@@ -328,5 +333,5 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           database_pool_size=values["DATABASE_POOL_SIZE"],
                           platform=platform, trusted_proxies=values["TRUSTED_PROXIES"],
                           root_path=values["ROOT_PATH"],
-                          **({} if values["PROTECT_PROCESSES"] is None else
-                             {"protect_processes": values["PROTECT_PROCESSES"]}))
+                          protect_processes=(_one_per_core() if values["PROTECT_PROCESSES"]
+                                             is None else values["PROTECT_PROCESSES"]))

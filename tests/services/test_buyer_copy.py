@@ -11,7 +11,13 @@ import pytest
 from adapters_formats.codec import RobloxModelCodec
 from licore import commands as c
 from licore.actors import ActingPerson, ActingStudio
-from licore.builds.prepare import SameForEveryone, buyer_copy, buyer_source, buyer_sources
+from licore.builds.prepare import (
+    Kept,
+    SameForEveryone,
+    buyer_copy,
+    buyer_source,
+    buyer_sources,
+)
 from licore.builds.tree import source_of
 from licore.errors import LicoreError
 from licore.licenses import LicenseEvent
@@ -235,10 +241,14 @@ def test_a_script_with_sealed_functions_is_made_for_each_buyer_even_under_minify
 def test_what_is_kept_for_every_buyer_stays_within_its_bound() -> None:
     same = SameForEveryone(limit=10)
     strip = frozenset({"strip"})
+
+    def key(path: str) -> Kept:
+        return SameForEveryone.key(path, strip, b"x")
+
     for i in range(5):
-        same.keep(f"p{i}", strip, b"x", b"%04d" % i)
+        same.keep(key(f"p{i}"), b"%04d" % i)
     # Only the last two (8 bytes) are still kept: an older one is gone.
-    assert [same.kept(f"p{i}", strip, b"x") for i in (4, 3, 2)] == [b"0004", b"0003", None]
-    same.keep("big", strip, b"x", b"more than ten")  # bigger than the bound: not kept
-    assert same.kept("big", strip, b"x") is None
-    assert same.kept("p4", strip, b"x") == b"0004"
+    assert [same.kept(key(f"p{i}")) for i in (4, 3, 2)] == [b"0004", b"0003", None]
+    same.keep(key("big"), b"more than ten")  # bigger than the bound: not kept
+    assert same.kept(key("big")) is None
+    assert same.kept(key("p4")) == b"0004"

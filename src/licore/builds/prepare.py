@@ -51,6 +51,9 @@ def check_protection(model: Model, settings: ProtectionSettings,
     return problems + protector.check(scripts, settings)
 
 
+Kept = tuple[str, frozenset[str], bytes]  # path, transforms, SHA-256 of the source
+
+
 class SameForEveryone:
     """Protected sources that are the same in every buyer's copy (no key in the script, and
     only transforms of `SAME_FOR_EVERY_LICENSE`), made once and kept, in this process, up to
@@ -58,21 +61,19 @@ class SameForEveryone:
 
     def __init__(self, limit: int = 64 << 20) -> None:
         self.limit = limit
-        self._kept: dict[tuple[str, frozenset[str], bytes], bytes] = {}
+        self._kept: dict[Kept, bytes] = {}
         self._size = 0
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(path: str, transforms: frozenset[str],
-             source: bytes) -> tuple[str, frozenset[str], bytes]:
+    def key(path: str, transforms: frozenset[str], source: bytes) -> Kept:
         return path, transforms, hashlib.sha256(source).digest()
 
-    def kept(self, path: str, transforms: frozenset[str], source: bytes) -> bytes | None:
+    def kept(self, key: Kept) -> bytes | None:
         with self._lock:
-            return self._kept.get(self._key(path, transforms, source))
+            return self._kept.get(key)
 
-    def keep(self, path: str, transforms: frozenset[str], source: bytes, made: bytes) -> None:
-        key = self._key(path, transforms, source)
+    def keep(self, key: Kept, made: bytes) -> None:
         with self._lock:
             if key not in self._kept and len(made) <= self.limit:
                 self._kept[key] = made
@@ -90,14 +91,15 @@ def buyer_texts(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_
     out, todo = _injected(scripts, placeholder, license_key, settings, same)
     made = _protected([(path, source) for _, path, source, _ in todo], settings, protector,
                       license_secret)
-    for (i, path, source, shared), text in zip(todo, made, strict=True):
+    for (i, _, _, shared), text in zip(todo, made, strict=True):
         out[i] = text
-        if shared and same is not None:
-            same.keep(path, settings.transforms_for(path), source, text)
+        if shared is not None and same is not None:
+            same.keep(shared, text)
     return out
 
 
-_Pending = tuple[int, str, bytes, bool]  # (index, path, source, the same for everyone)
+# (index, path, source, the key it is kept under when the same for everyone)
+_Pending = tuple[int, str, bytes, Kept | None]
 
 
 def _injected(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_key: str,
@@ -114,9 +116,10 @@ def _injected(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_ke
         transforms = settings.transforms_for(path)
         if not transforms:
             continue
-        shared = same is not None and not keyed and _same_for_everyone(path, source,
-                                                                     transforms, settings)
-        kept = same.kept(path, transforms, source) if same is not None and shared else None
+        shared = (SameForEveryone.key(path, transforms, source) if same is not None
+                  and not keyed and _same_for_everyone(path, source, transforms, settings)
+                  else None)
+        kept = same.kept(shared) if same is not None and shared is not None else None
         if kept is not None:
             out[-1] = kept
         else:
