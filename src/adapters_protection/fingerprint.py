@@ -39,6 +39,8 @@ _EDGE = math.asin(math.sqrt(CUTOFF))
 _SPAN = math.pi / 2 - 2 * _EDGE
 _TWO64 = float(1 << 64)
 _BLOCK = 16
+_ID = 12  # bytes of a watermark position id
+_ID_PAD = b"\0" * (_BLOCK - _ID)
 # What a copy made for one license, untouched, scores per position on average:
 # E[2 sqrt(p (1-p))] = E[sin 2θ] for θ uniform on [_EDGE, π/2 - _EDGE].
 SINGLE_OWNER_MEAN = 2 * math.cos(2 * _EDGE) / (math.pi - 4 * _EDGE)
@@ -54,7 +56,10 @@ class Keyed:
         self._cipher = Cipher(algorithms.AES(key[:32]), modes.ECB())  # noqa: S305
 
     def units(self, positions: Sequence[bytes]) -> tuple[int, ...]:
-        blob = b"".join(p.ljust(_BLOCK, b"\0")[:_BLOCK] for p in positions)
+        if set(map(len, positions)) <= {_ID}:  # as the watermark makes them: one join
+            blob = _ID_PAD.join(positions) + _ID_PAD if positions else b""
+        else:
+            blob = b"".join(p.ljust(_BLOCK, b"\0")[:_BLOCK] for p in positions)
         encryptor = self._cipher.encryptor()
         out = encryptor.update(blob) + encryptor.finalize()
         return struct.unpack(f">{2 * len(positions)}Q", out)[::2]

@@ -28,7 +28,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Final
 
 from adapters_protection.edits import Edit
 from adapters_protection.strings import BadEscape, decode_quoted
@@ -75,18 +75,20 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 Token = tuple[str, str, int, int]
 
 
-class Carrier(NamedTuple):
-    """One bit of a copy: its position id, the bit written, and where (character offsets).
-    A named tuple rather than an attrs class: a text holds hundreds of thousands of them,
-    and a tuple is made several times faster than a frozen attrs instance."""
-
-    position: bytes
-    bit: int
-    start: int
-    end: int
-    tokens: tuple[Token, ...]
-    kind: str  # comparison, number or index
-    op_index: int = 0  # a comparison's operator, in `tokens`
+# A carrier, one bit of a copy: (position id, the bit written, start, end (character
+# offsets), its tokens, kind (comparison, number, pad or index), and for a comparison its
+# operator's index in its tokens). A plain tuple, read through the indexes below: a text
+# holds hundreds of thousands, and the garbage collector stops tracking a plain tuple of
+# plain values (not a named tuple), which otherwise walks them all at every full collection
+# (two thirds of a second in a 4 MiB copy).
+Carrier = tuple[bytes, int, int, int, tuple[Token, ...], str, int]
+POSITION: Final = 0
+BIT: Final = 1
+START: Final = 2
+END: Final = 3
+TOKENS: Final = 4
+KIND: Final = 5
+OP_INDEX: Final = 6
 
 
 def tokens(text: str) -> Iterator[Token]:
@@ -97,23 +99,26 @@ def tokens(text: str) -> Iterator[Token]:
     while True:
         for m in _TOKEN.finditer(text, pos):
             group = m.lastindex or _OP  # every alternative is a group
-            start, end = m.span(group)
-            if group == _NAME:
-                word = text[start:end]
-                yield ("name" if word not in _KEYWORDS else
-                       "literal" if word in _LITERAL_WORDS else "keyword", word, start, end)
-            elif group in (_COMMENT, _COMMENT_LEVEL):
+            if group >= _STR:  # a token that ends the match: its start follows from its end
+                word = m.group(group)
+                end = m.end()
+                if group == _NAME:
+                    yield ("name" if word not in _KEYWORDS else
+                           "literal" if word in _LITERAL_WORDS else "keyword",
+                           word, end - len(word), end)
+                else:
+                    yield (_KINDS[group], word, end - len(word), end)
+            elif group <= _COMMENT_LEVEL:
                 level = m.group(_COMMENT_LEVEL)
                 if level is not None:
                     pos = _long_end(text, m.end(_COMMENT_LEVEL) + 1, "]" + level + "]",
                                     closes)
                     break
-            elif group in (_LONG, _LONG_LEVEL):
-                pos = _long_end(text, end, "]" + m.group(_LONG_LEVEL) + "]", closes)
+            else:  # a long string
+                start = m.start(group)
+                pos = _long_end(text, m.end(), "]" + m.group(_LONG_LEVEL) + "]", closes)
                 yield ("str", text[start:pos], start, pos)
                 break
-            else:
-                yield (_KINDS[group], text[start:end], start, end)
         else:
             return
 
@@ -131,16 +136,16 @@ def _long_end(text: str, after: int, close: str, closes: dict[str, int]) -> int:
 
 
 @lru_cache(maxsize=1 << 12)  # a script writes the same few integers over and over
-def _integer(text: str) -> tuple[int, int, int] | None:
-    """(value, 1 for hexadecimal, 1 for a leading zero) of an integer literal a carrier
-    may re-form."""
+def _integer(text: str) -> tuple[int, int, int, str] | None:
+    """(value, 1 for hexadecimal, 1 for a leading zero, the value in decimal) of an
+    integer literal a carrier may re-form."""
     if _DECIMAL.match(text):
         value, form, pad = int(text), 0, len(text) > 1 and text[0] == "0"
     elif _HEX.match(text):
         value, form, pad = int(text, 16), 1, len(text) > 3 and text[2] == "0"
     else:
         return None
-    return (value, form, int(pad)) if value < _MAX_EXACT else None
+    return (value, form, int(pad), str(value)) if value < _MAX_EXACT else None
 
 
 def _written(value: int, form: int, pad: int) -> str:
@@ -155,7 +160,7 @@ def _literal(token: Token) -> str | None:
     if token[0] == "num":
         whole = _integer(token[1])
         if whole is not None:
-            return f"#{whole[0]}"
+            return "#" + whole[3]
         try:
             return f"#{float(token[1].replace('_', ''))!r}"
         except ValueError:
@@ -224,7 +229,11 @@ _AFTER_FIRST = frozenset(_COMPARE) | {".", "["}
 
 
 def _digest(*parts: str) -> bytes:
-    return hashlib.blake2b("\0".join(parts).encode(), digest_size=12).digest()
+    return _digest_of("\0".join(parts))
+
+
+def _digest_of(joined: str) -> bytes:
+    return hashlib.blake2b(joined.encode(), digest_size=12).digest()
 
 
 _LOOKAHEAD = 16  # more than any carrier spans
@@ -271,7 +280,7 @@ def carriers(text: str) -> Iterator[Carrier]:
                 yield index[0]
                 append("." + index[1])
                 where = None
-                i += len(index[0].tokens)
+                i += len(index[0][TOKENS])
                 continue
         if kind != "op" or word not in _NOT_CONTEXT:
             append(_CLASSES.get(kind, word))
@@ -305,8 +314,8 @@ def _index(toks: list[Token], i: int, where: str) -> tuple[Carrier, str] | None:
     if field is None:
         return None
     size = 2 if field[1] == 0 else 3
-    return Carrier(_digest("idx", field[0], where), field[1], toks[i][2],
-                   toks[i + size - 1][3], tuple(toks[i:i + size]), "index"), field[0]
+    return (_digest("idx", field[0], where), field[1], toks[i][2], toks[i + size - 1][3],
+            tuple(toks[i:i + size]), "index", 0), field[0]
 
 
 def _comparison(toks: list[Token], i: int, context: deque[str]
@@ -324,8 +333,8 @@ def _comparison(toks: list[Token], i: int, context: deque[str]
     op, left, right, bit = ordered
     where = " ".join(context)
     inner = f"{where} {op} {left} {right}"
-    out = [Carrier(_digest("cmp", op, left, right, where), bit, toks[i][2],
-                   toks[after - 1][3], tuple(toks[i:after]), "comparison", x[0] - i)]
+    out: list[Carrier] = [(_digest("cmp", op, left, right, where), bit, toks[i][2],
+                           toks[after - 1][3], tuple(toks[i:after]), "comparison", x[0] - i)]
     for j in range(i, after):
         tok = toks[j]
         if tok[0] == "num":
@@ -375,15 +384,15 @@ def _number(tok: Token, where: str) -> list[Carrier]:
     whole = _integer(tok[1]) if tok[0] == "num" else None
     if whole is None:
         return []
-    value = str(whole[0])
-    return [Carrier(_digest("num", value, where), whole[1], tok[2], tok[3], (tok,), "number"),
-            Carrier(_digest("pad", value, where), whole[2], tok[2], tok[3], (tok,), "pad")]
+    value = whole[3]
+    return [(_digest_of(f"num\0{value}\0{where}"), whole[1], tok[2], tok[3], (tok,), "number", 0),
+            (_digest_of(f"pad\0{value}\0{where}"), whole[2], tok[2], tok[3], (tok,), "pad", 0)]
 
 
 def read(text: str) -> Iterator[tuple[bytes, int, int]]:
     """(position, bit, offset) of every carrier in a leaked text."""
     for c in carriers(text):
-        yield c.position, c.bit, c.start
+        yield c[POSITION], c[BIT], c[START]
 
 
 def _spaced(before: str, word: str, after: str) -> str:
@@ -420,63 +429,61 @@ def mark_edits(text: str, root: Node,
         return byte(i) if located is None else located(byte(i), end)
 
     found = list(carriers(text))
-    bits = dict(zip((c.position for c in found), code([c.position for c in found]),
-                    strict=True))
-    wanted = bits.__getitem__
-    inner = _inner_edits(found, wanted, root, tree_at)
+    # A position met twice gets the same bit both times: the code is a function of it.
+    wanted = code([c[POSITION] for c in found])
+    inner, comparisons = _inner_edits(found, wanted, root, tree_at)
     edits: list[Edit] = []
-    for c in found:
-        if c.kind == "comparison" and wanted(c.position) != c.bit:
-            edit = _mirrored(c, text, root, byte, tree_at, inner)
-            if edit is not None:
-                edits.append(edit)
+    for k in comparisons:
+        edit = _mirrored(found[k], text, root, byte, tree_at, inner)
+        if edit is not None:
+            edits.append(edit)
     for at, (end, new) in inner.items():
         new = _spaced(text[at - 1:at], new, text[end:end + 1])
         edits.append((byte(at), byte(end), new.encode()))
     return edits
 
 
-def _inner_edits(found: list[Carrier], wanted: Callable[[bytes], int], root: Node,
-                 at: _At) -> dict[int, tuple[int, str]]:
-    """start -> (end, new text) of each number or field written anew for its bits."""
+def _inner_edits(found: list[Carrier], wanted: Sequence[int], root: Node, at: _At
+                 ) -> tuple[dict[int, tuple[int, str]], list[int]]:
+    """start -> (end, new text) of each number or field written anew for its bits; and
+    the comparisons (indexes in `found`) to write the other way round."""
     inner: dict[int, tuple[int, str]] = {}
-    numbers: dict[int, list[int]] = {}  # start -> the number's wanted [form, leading zero]
-    for c in found:
-        if c.kind == "number" or c.kind == "pad":
-            whole = _integer(c.tokens[0][1])
+    comparisons = []
+    for k, c in enumerate(found):
+        kind = c[KIND]
+        if kind == "number":  # its "pad" carrier comes right after it
+            tok = c[TOKENS][0]
+            whole = _integer(tok[1])
             assert whole is not None
-            form = numbers.setdefault(c.start, [whole[1], whole[2]])
-            form[c.kind == "pad"] = wanted(c.position)
-        elif c.kind == "index" and wanted(c.position) != c.bit:
-            new = _reformed(c, root, at)
-            if new is not None:
-                inner[c.start] = (c.end, new)
-    for c in found:
-        if c.kind == "number" and c.start in numbers:
-            whole = _integer(c.tokens[0][1])
-            assert whole is not None
-            hexadecimal, zero = numbers.pop(c.start)
-            new = _written(whole[0], hexadecimal, zero)
-            if new != c.tokens[0][1] and _confirmed_number(c, root, at):
-                inner[c.start] = (c.end, new)
-    return inner
+            new = _written(whole[0], wanted[k], wanted[k + 1])
+            if new != tok[1] and _confirmed_number(c, root, at):
+                inner[c[START]] = (c[END], new)
+        elif kind == "comparison":
+            if wanted[k] != c[BIT]:
+                comparisons.append(k)
+        elif kind == "index" and wanted[k] != c[BIT]:
+            field = _reformed(c, root, at)
+            if field is not None:
+                inner[c[START]] = (c[END], field)
+    return inner, comparisons
 
 
 def _mirrored(c: Carrier, text: str, root: Node, byte: Callable[[int], int], at: _At,
               inner: dict[int, tuple[int, str]]) -> Edit | None:
     """The edit writing comparison `c` the other way round (with the re-formed numbers
     and fields inside it), once the tree confirms it is one."""
-    x_end = c.tokens[c.op_index - 1][3]
-    op = c.tokens[c.op_index]
-    y_start = c.tokens[c.op_index + 1][2]
-    if not _is_comparison(root, at(c.start, False), at(x_end, True), at(op[2], False),
-                          at(op[3], True), at(y_start, False), at(c.end, True)):
+    _, _, start, end, toks, _, op_index = c
+    x_end = toks[op_index - 1][3]
+    op = toks[op_index]
+    y_start = toks[op_index + 1][2]
+    if not _is_comparison(root, at(start, False), at(x_end, True), at(op[2], False),
+                          at(op[3], True), at(y_start, False), at(end, True)):
         return None
-    starts = [t[2] for t in c.tokens]
-    new = (_with(text, y_start, c.end, inner, starts) + _MIRROR[op[1]]
-           + _with(text, c.start, x_end, inner, starts))
-    new = _spaced(text[c.start - 1:c.start], new, text[c.end:c.end + 1])
-    return byte(c.start), byte(c.end), new.encode()
+    starts = [t[2] for t in toks]
+    new = (_with(text, y_start, end, inner, starts) + _MIRROR[op[1]]
+           + _with(text, start, x_end, inner, starts))
+    new = _spaced(text[start - 1:start], new, text[end:end + 1])
+    return byte(start), byte(end), new.encode()
 
 
 def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],
@@ -493,7 +500,10 @@ def _with(text: str, start: int, end: int, inner: dict[int, tuple[int, str]],
 
 
 def _confirmed_number(c: Carrier, root: Node, at: _At) -> bool:
-    start, end = at(c.start, False), at(c.end, True)
+    start = at(c[START], False)
+    if start < 0:
+        return False
+    end = start + c[END] - c[START]  # a number is ASCII, and copied whole by strip
     node = root.descendant_for_byte_range(start, end)
     return node is not None and node.type == "number" and (
         node.start_byte, node.end_byte) == (start, end)
@@ -501,10 +511,10 @@ def _confirmed_number(c: Carrier, root: Node, at: _At) -> bool:
 
 def _reformed(c: Carrier, root: Node, at: _At) -> str | None:
     """A field access in its other form, where the tree confirms it."""
-    start, end = at(c.start, False), at(c.end, True)
+    start, end = at(c[START], False), at(c[END], True)
     opener = root.descendant_for_byte_range(start, start + 1)
     access = opener.parent if opener is not None else None
-    wanted_type = "bracket_index_expression" if c.bit else "dot_index_expression"
+    wanted_type = "bracket_index_expression" if c[BIT] else "dot_index_expression"
     if access is None or access.type != wanted_type or access.end_byte != end:
         return None
     top = access
@@ -512,10 +522,10 @@ def _reformed(c: Carrier, root: Node, at: _At) -> str | None:
         top = top.parent
     if top.parent is None or top.parent.type == "function_declaration":
         return None
-    if c.bit:
-        name = _string_value(c.tokens[1][1]).decode("latin-1")
+    if c[BIT]:
+        name = _string_value(c[TOKENS][1][1]).decode("latin-1")
         return "." + name
-    return f'["{c.tokens[1][1]}"]'
+    return f'["{c[TOKENS][1][1]}"]'
 
 
 def _is_comparison(root: Node, ls: int, le: int, os: int, oe: int, rs: int, re_: int) -> bool:

@@ -14,7 +14,7 @@ from adapters_protection.fingerprint import bias_key, bits_key, code_bits
 from adapters_protection.luau_protector import LuauProtector
 from adapters_protection.minify import stripped
 from adapters_protection.syntax import parser
-from adapters_protection.watermark import carriers, mark_edits, read, tokens
+from adapters_protection.watermark import KIND, carriers, mark_edits, read, tokens
 from licore.protection import parse_protection_settings
 from tests.protection.test_trace_attacks import renamed
 from tests.protection.test_tracing import _tokens
@@ -71,7 +71,7 @@ def test_the_edge_cases_keep_behaviour_and_carry_marks() -> None:
     copy = _light(EDGE_CASES, alone=True)
     assert copy != EDGE_CASES and run(copy) == run(EDGE_CASES)
     found = list(carriers(copy))
-    assert {c.kind for c in found} == {"comparison", "number", "pad", "index"}
+    assert {c[KIND] for c in found} == {"comparison", "number", "pad", "index"}
     # never re-formed: generic types, declared function names, keyword fields, strings,
     # comments, and operands that bind to something else
     for kept in ("Pair<number, string>", "function M.describe(", "function M.inner.get(",
@@ -134,7 +134,7 @@ def test_carriers_after_many_comments_are_read() -> None:
     # nothing but comments must not end the scan (a leaker could hide the rest so).
     for comments in ("-- note\n" * 20000, "--[[ note ]]" * 20000, "--[==[ ]] ]=] ]==]" * 20000):
         text = "t = 1\n" + comments + "\nif t.x == 5 then t.y = 0x1F end"
-        kinds = [c.kind for c in carriers(text)]
+        kinds = [c[KIND] for c in carriers(text)]
         assert kinds.count("comparison") == 1 and "index" in kinds and "number" in kinds, kinds
         assert [w for _, w, _, _ in tokens(text)][-3:] == ["=", "0x1F", "end"]
 
