@@ -245,20 +245,20 @@ class _Machine:
         self.first_mixer = namer.number(_STATE_BITS)
 
     def start(self) -> str:
-        return f"local {self.mixer}, {self.state} = {self.first_mixer}, {self.real[0]}"
+        return f"local {self.mixer},{self.state}={self.first_mixer},{self.real[0]}"
 
     def _goto(self, mixer: int, target: int) -> str:
         """Set the state to `target`, given the mixer's value at this point."""
         if self.namer.number(1):
-            return f"{self.state} = {self.mixer} + {target - mixer}"
-        return f"{self.state} = {target + mixer} - {self.mixer}"
+            return f"{self.state}={self.mixer}+{target - mixer}"
+        return f"{self.state}={target + mixer}-{self.mixer}"
 
     def _opaque(self) -> str:
         """A test of the mixer (a whole number) that always holds. (Past 2^53 a product
         rounds to an even number, so the first stays true even then.)"""
         z = self.mixer
-        return [f"{z} * ({z} + 1) % 2 == 0", f"({z} + {z} + 1) % 2 > 0",
-                f"({z} - {z} % 3) % 3 == 0", f"{z} % 2 + ({z} + 1) % 2 == 1"][
+        return [f"{z}*({z}+1)%2==0", f"({z}+{z}+1)%2>0",
+                f"({z}-{z}%3)%3==0", f"{z}%2+({z}+1)%2==1"][
                     self.namer.number(2)]
 
     def dispatch(self, statements: list[Node], bodies: list[str]) -> str:
@@ -280,7 +280,7 @@ class _Machine:
             target = self.real[self.namer.number(16) % self.count]
             guess = self.first_mixer + self.namer.number(_STATE_BITS + 2)
             branches.append((decoy, self._goto(guess, target)))
-        return (f"{self.mixer} = {self.mixer} + {self.state} "
+        return (f"{self.mixer}={self.mixer}+{self.state} "
                 + _search(self.state, sorted(branches)))
 
 
@@ -288,10 +288,10 @@ def _search(state: str, branches: list[tuple[int, str]]) -> str:
     """Branches ordered by state number, found by bisection: a long `elseif` chain would
     pass Luau's parser recursion limit (and be slow)."""
     if len(branches) <= _CHAIN:
-        return "if " + " elseif ".join(f"{state} == {n} then {code}"
+        return "if " + " elseif ".join(f"{state}=={n} then {code}"
                                          for n, code in branches) + " end"
     mid = len(branches) // 2
-    return (f"if {state} < {branches[mid][0]} then {_search(state, branches[:mid])} "
+    return (f"if {state}<{branches[mid][0]} then {_search(state, branches[:mid])} "
             f"else {_search(state, branches[mid:])} end")
 
 

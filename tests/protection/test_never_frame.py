@@ -139,7 +139,7 @@ def test_a_key_lowers_the_bar_for_its_own_licenses_watermark_only() -> None:
     candidates = [Candidate(f"lic_{i:02d}", k.encode()) for i, k in enumerate(keys)]
     (_, text), *_ = _erased_names(_copy(keys[0]))
     hinted = None
-    for end in range(200, len(text), 100):
+    for end in range(200, len(text), 20):  # a few tokens a step: the window is narrow
         cut = [("Leak.lua", text[:end])]
         if trace(cut, candidates).license_id is not None:
             break
