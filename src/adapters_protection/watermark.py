@@ -353,6 +353,10 @@ def _compared(toks: list[Token], i: int) -> tuple[Operand, Operand, Token] | Non
     """The two operands and the operator of a comparison starting at toks[i], or None."""
     if i == 0 or toks[i - 1][1] not in _OPENS or toks[i - 1][0] == "str":
         return None
+    # An operand is at most four tokens, so the operator is among the next four: most
+    # places asked about (`(K[1]or ...`, `= t.f`) end here.
+    if not any(t[1] in _COMPARE for t in toks[i + 1:i + 5]):
+        return None
     x = _operand(toks, i)
     if x is None or x[0] >= len(toks):
         return None
@@ -424,10 +428,12 @@ def mark_edits(text: str, root: Node,
     def byte(i: int) -> int:
         return i if offsets is None else offsets[i]
 
-    def tree_at(i: int, end: bool) -> int:
-        """Where a token boundary at character i of `text` is in the tree."""
+    def through_bytes(i: int, end: bool) -> int:
         return byte(i) if located is None else located(byte(i), end)
 
+    # Where a token boundary at character i of `text` is in the tree (asked once or more
+    # per edit: where characters are bytes, `located` itself).
+    tree_at: _At = located if offsets is None and located is not None else through_bytes
     found = list(carriers(text))
     # A position met twice gets the same bit both times: the code is a function of it.
     wanted = code([c[POSITION] for c in found])
