@@ -104,14 +104,21 @@ def _call_argument(node: Node) -> bool:
 _Use = tuple[int, int, str, str, bool, str]
 
 
-_LITERALS = tree_sitter.Query(LANGUAGE, "[(number) (string)] @literal")
+_LITERALS = tree_sitter.Query(LANGUAGE, """
+[(number) (string)] @literal
+(literal_type (string) @typed)
+""")
 
 
 def value_literals(root: Node) -> list[Node]:
     """Number and string nodes used as values, in source order: all of them but the
-    strings of singleton types (`type Mode = "fast" | "slow"`), which are not values."""
-    found = tree_sitter.QueryCursor(_LITERALS).captures(root).get("literal", [])
-    return sorted((n for n in found if n.parent is None or n.parent.type != "literal_type"),
+    strings of singleton types (`type Mode = "fast" | "slow"`), which are not values.
+    (The query says which are types: asking each node for its parent walks down from the
+    root every time.)"""
+    captures = tree_sitter.QueryCursor(_LITERALS).captures(root)
+    typed = {n.start_byte for n in captures.get("typed", [])}
+    found = captures.get("literal", [])
+    return sorted((n for n in found if n.start_byte not in typed) if typed else found,
                   key=lambda n: n.start_byte)
 
 

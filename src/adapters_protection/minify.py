@@ -70,8 +70,9 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
         pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
     for node in captures.get("string", []):
         pieces += _string_pieces(node)
+    unsure = {n.end_byte for n in captures.get("comment", []) + captures.get("bang", [])}
     pieces += [(at, at, _SEMICOLON) for at in _paren_statements(
-        captures.get("parenthesized", []))]
+        data, captures.get("parenthesized", []), unsure)]
     # Comments inside strings cannot be; strings inside comments are not captured.
     pieces.sort()
     return pieces
@@ -101,13 +102,25 @@ def _string_pieces(node: Node) -> list[tuple[int, int, int]]:
     return pieces
 
 
-def _paren_statements(parenthesized: list[Node]) -> list[int]:
+# Bytes an expression's `(` may follow but a statement's never does, and words likewise.
+# (Not `.`: a number may end in one, `1.`, and a statement follow it.)
+_BEFORE_EXPRESSION = frozenset(b"=,([{+-*/%^#<>~")
+_WORDS_BEFORE_EXPRESSION = frozenset({
+    b"if", b"elseif", b"return", b"and", b"or", b"not", b"while", b"until", b"in"})
+_SPACE = frozenset(b" \t\n\r\f\v")
+
+
+def _paren_statements(data: bytes, parenthesized: list[Node], unsure: set[int]) -> list[int]:
     """Where a statement that begins with `(` follows another: it needs a `;` before it.
     Such a statement is the outermost ancestor of a parenthesized expression starting at
-    the same byte."""
+    the same byte. Most parenthesized expressions are seen to be inside one by what comes
+    before them (`= (`, `return (`), which is read first: a node's parent is found by
+    walking down from the root each time."""
     out = []
     for node in parenthesized:
         at = node.start_byte
+        if _follows_expression_start(data, at, unsure):
+            continue
         parent = node.parent
         while parent is not None and parent.type not in _BLOCKS and parent.start_byte == at:
             node, parent = parent, parent.parent
@@ -119,6 +132,23 @@ def _paren_statements(parenthesized: list[Node]) -> list[int]:
         if sibling is not None:
             out.append(at)
     return out
+
+
+def _follows_expression_start(data: bytes, at: int, unsure: set[int]) -> bool:
+    """Whether the code before `at` (whitespace aside) is an operator, an opener or a word
+    that an expression follows; False when unsure (a comment or `#!` line ends there)."""
+    end = at
+    while end and data[end - 1] in _SPACE:
+        end -= 1
+    if not end or end in unsure:
+        return False
+    if data[end - 1] in _BEFORE_EXPRESSION:
+        return True
+    start = end
+    while start and data[start - 1] in _WORD:
+        start -= 1
+    return data[start:end] in _WORDS_BEFORE_EXPRESSION and (
+        not start or data[start - 1] not in b".:")
 
 
 def _ends_in_number(chunk: bytes) -> bool:
