@@ -19,6 +19,8 @@ starts a new pool.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -26,7 +28,7 @@ import multiprocessing.util
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
@@ -75,12 +77,27 @@ def _exit_with(sentinel: int) -> None:
 def _protect_part(scripts: Scripts, settings: ProtectionSettings,
                   license_secret: bytes) -> list[str]:
     assert _worker is not None
-    return _worker.protect_all(scripts, settings, license_secret)
+    with _no_cycle_collection():
+        return _worker.protect_all(scripts, settings, license_secret)
 
 
 def _check_part(scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
     assert _worker is not None
-    return _worker.check(scripts, settings)
+    with _no_cycle_collection():
+        return _worker.check(scripts, settings)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cycle collector off while a worker protects a part (it does nothing else
+    meanwhile): protecting makes millions of objects and frees them by their counts, and
+    the collector's passes over the survivors were 4% of a 1 MiB script's time. Not done
+    in a serving process, whose other threads would go without it."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def parts(scripts: Scripts, size: int) -> list[list[tuple[str, str]]]:
