@@ -27,7 +27,7 @@ from tests.browser.site import (
     start_flow,
 )
 from tests.http.e2e import core, decide, license_key, whose_copy
-from tests.support.models import product_model
+from tests.support.models import product_model, script
 from tests.support.server import Server
 
 pytestmark = pytest.mark.browser
@@ -140,6 +140,24 @@ def test_versions_are_uploaded_published_and_rolled_back_in_the_dashboard(
     r = httpx.post(f"{site.url}/runtime/version", json={
         "user_id": buyer, "product_id": product, "key": key})
     assert r.json()["latest"] == "1.0"
+
+
+def test_publishing_says_what_the_protector_works_around(
+        site: Server, world: World, page: Any, tmp_path: Path) -> None:
+    """A build with a script that reads getfenv publishes (the protector keeps that script's
+    local names, a note, not a refusal), and the dashboard says so, as the API's answer does."""
+    sign_in(page, world.dora)
+    create_product(page, world, "Env Reader", "Reads its environment")
+    path = tmp_path / "env.rbxm"
+    reader = script("EnvReader", "local count = 1\nprint(getfenv(1), count)\n")
+    path.write_bytes(RobloxModelCodec().write(product_model(also=[reader])))
+    page.get_by_label("Version label").fill("1.0")
+    page.get_by_label("Model file (.rbxm or .rbxmx)").set_input_files(str(path))
+    page.get_by_role("button", name="Upload draft").click()
+    page.get_by_role("button", name="Publish 1.0").click()
+    said = page.get_by_role("status").inner_text()
+    assert said.startswith("Version 1.0 is live. Protection notes: "), said
+    assert "EnvReader line 2: uses getfenv" in said and "local names are kept" in said, said
 
 
 def test_alerts_newest_first_and_revoking_a_connected_app_makes_its_next_call_401(

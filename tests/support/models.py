@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from licore.builds.tree import Instance, Model, Prop
 
 PLACEHOLDER = "LICORE_LICENSE_KEY"
@@ -29,10 +31,11 @@ end)
 '''
 
 
-def product_model(fmt: str = "binary", extra: int = 0) -> Model:
+def product_model(fmt: str = "binary", extra: int = 0, also: Sequence[Instance] = ()) -> Model:
     children = [script("LicenseCheck", LICENSE_SCRIPT, "ModuleScript"),
                 script("Greeter", PLAIN_SCRIPT)]
     children += [script(f"Extra{i}", f"print({i})\n") for i in range(extra)]
+    children += also
     part = Instance("Part", "part", {
         "Name": Prop("String", b"Handle"),
         "Size": Prop("Vector3", (4.0, 1.0, 2.0)),

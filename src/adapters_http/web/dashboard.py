@@ -6,7 +6,7 @@ person's permission in the studio; a person outside it gets 404 on all of its pa
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
@@ -57,6 +57,7 @@ from licore.license_commands import (
     TransferLicense,
 )
 from licore.licenses import LicenseEvent, PlacePolicy
+from licore.protection import ProtectionProblem
 from licore.scopes import Permission
 from licore.services.dashboard import AlertAction, Dashboard, Seat
 from licore.services.settings import Settings
@@ -255,9 +256,24 @@ async def publish(board: Dashboard, ctx: Ctx) -> Response:
     channel = ctx.field("channel") or "stable"
     done = await board.publish(here, PublishVersion(product_id, ctx.field("version_id"),
                                                     channel))
-    session.flash(ctx.request, f"Version {done.version.label} is live." if channel == "stable"
-                  else f"Version {done.version.label} is the beta build.")
+    session.flash(ctx.request, (f"Version {done.version.label} is live." if channel == "stable"
+                                else f"Version {done.version.label} is the beta build.")
+                  + _protection_notes(done.notes))
     return redirect(ctx.request, studio_url(here, f"/products/{product_id}#versions"))
+
+
+_NOTES_SHOWN = 3  # a flash travels in the session cookie, which has room for a few
+
+
+def _protection_notes(notes: Sequence[ProtectionProblem]) -> str:
+    """What the protector works around in the published build (as `notes` in the API's
+    publish answer), the first few."""
+    if not notes:
+        return ""
+    shown = "; ".join(f"{n.path}{f' line {n.line}' if n.line else ''}: {n.message}"
+                      for n in notes[:_NOTES_SHOWN])
+    more = len(notes) - _NOTES_SHOWN
+    return f" Protection notes: {shown}" + (f"; and {more} more." if more > 0 else ".")
 
 
 async def withdraw(board: Dashboard, ctx: Ctx) -> Response:
