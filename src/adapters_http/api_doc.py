@@ -183,6 +183,7 @@ PUBLISHED = obj(["ok", "product_id", "slug", "title", "current_version", "placeh
 # Extension: what the protector works around in the build (docs/protection.md).
 PROTECTION_NOTE = obj(["path", "line", "message"], path=STR, line=NINT, message=STR)
 PUBLISHED_WITH_NOTES = _with(PUBLISHED, notes=array(PROTECTION_NOTE))
+SETTINGS_WITH_NOTES = _with(SETTINGS, notes=array(PROTECTION_NOTE))
 
 DEVICE_CODE_BODY = obj(["client_id", "scope"], client_id=STR, scope=STR)
 TOKEN_BODY = obj(["device_code"], device_code=STR, grant_type=STR, client_id=STR)
@@ -243,7 +244,8 @@ LIST_PACKAGES = Doc("listPackages", "The studio's packages", _listing("packages"
                     params=PAGE_PARAMS)
 SET_PACKAGE_SETTINGS = Doc(
     "setPackageSettings",
-    "Set the placeholder, Verify scripts, unlock_data and protection rules", SETTINGS,
+    "Set the placeholder, Verify scripts, unlock_data and protection rules",
+    SETTINGS_WITH_NOTES,
     body=SETTINGS_BODY, errors=(404,), reads=c.ChangeSettings)
 LIST_PACKAGE_VERSIONS = Doc("listPackageVersions", "A product's versions, drafts included",
                             _listing("versions", PACKAGE_VERSION),

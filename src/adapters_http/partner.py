@@ -214,7 +214,8 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              listing("packages", lambda p: wire.package(p.product, p.labels)),
              doc=d.LIST_PACKAGES),
     Endpoint("POST", "/packages/settings", op.SETTINGS, body(c.ChangeSettings),
-             lambda _, product: wire.package_settings(product),
+             lambda _, saved: {**wire.package_settings(saved.product),
+                               "notes": wire.protection_notes(saved.notes)},
              doc=d.SET_PACKAGE_SETTINGS),
     Endpoint("GET", "/packages/versions", op.LIST_VERSIONS, query(c.ListPackageVersions),
              lambda cmd, found: wire.listing(

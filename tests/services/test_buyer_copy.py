@@ -164,6 +164,34 @@ async def test_notes_do_not_stop_publishing_but_a_blocking_problem_beside_them_d
     assert "getfenv" not in refused.value.description
 
 
+async def test_new_rules_answer_what_the_protector_works_around_in_the_live_build(
+        storage: Storage) -> None:
+    """Changing the rules tries them on the live build (docs/protection.md): a refusal if
+    they cannot apply, the notes if they can, as publishing answers them."""
+    from tests.support.models import script
+
+    deps = make_deps(storage)
+    world = await build_world(deps)
+    uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
+    product = await uc.products.create(studio, c.CreateProduct("Env"))
+    minify = c.JsonValue({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    saved = await uc.packages.change_settings(studio, c.ChangeSettings(product.id,
+                                                                       protection=minify))
+    assert saved.notes == ()  # nothing live to try them on
+    model = product_model()
+    model.roots[0].children.append(script("Env", "local a = 1\nprint(getfenv(1), a)\n"))
+    version = (await uc.packages.upload(studio, c.UploadVersion(
+        product.id, "1", RobloxModelCodec().write(model)))).version
+    published = await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
+    assert published.notes == ()  # minify renames nothing
+    light = c.JsonValue({"rules": [{"paths": ["*"], "preset": "light"}]})
+    saved = await uc.packages.change_settings(studio, c.ChangeSettings(product.id,
+                                                                       protection=light))
+    assert [(n.path, n.line, n.blocking) for n in saved.notes] == [("Product/Env", 2, False)]
+    assert "local names are kept" in saved.notes[0].message
+    assert saved.product.protection.rules[0].preset == "light"
+
+
 class CountingLuau:
     """The real protector, counting what it is asked to protect, by path."""
 

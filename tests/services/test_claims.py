@@ -80,8 +80,8 @@ async def setup(storage: Storage, platform: Platform) -> AsyncIterator[Setup]:
     studio = ActingStudio(world.studio.id)
     product = await uc.products.create(studio, c.CreateProduct("Sword"))
     await uc.products.change(studio, c.ChangeProduct(product.id, discoverable=True))
-    product = await uc.packages.change_settings(studio, c.ChangeSettings(
-        product.id, purchase_pass_id=c.NumberOrText(PASS)))
+    product = (await uc.packages.change_settings(studio, c.ChangeSettings(
+        product.id, purchase_pass_id=c.NumberOrText(PASS)))).product
     assert product.purchase_pass_id == PASS
     try:
         yield Setup(deps, uc, world, product)

@@ -196,14 +196,14 @@ async def save_product(board: Dashboard, ctx: Ctx) -> Response:
 
 async def save_settings(board: Dashboard, ctx: Ctx) -> Response:
     here = await seat(board, ctx)
-    await board.change_settings(here, ChangeSettings(
+    saved = await board.change_settings(here, ChangeSettings(
         product_id=ctx.param("product_id"), placeholder=ctx.field("placeholder"),
         verify_scripts=ctx.field("verify_scripts") == "on",
         unlock_data=_json_field(ctx, "unlock_data"),
         protection=_json_field(ctx, "protection"),
         purchase_pass_id=NumberOrText(ctx.field("purchase_pass_id").strip()),
         hub_place_id=NumberOrText(ctx.field("hub_place_id").strip())))
-    session.flash(ctx.request, "Settings saved.")
+    session.flash(ctx.request, "Settings saved." + _protection_notes(saved.notes))
     return redirect(ctx.request, studio_url(here, f"/products/{ctx.param('product_id')}"))
 
 

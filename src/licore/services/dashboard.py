@@ -61,7 +61,7 @@ from licore.services.images import ProductImages
 from licore.services.keys import Keys
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
 from licore.services.licensing import Licensing, resolve_user
-from licore.services.packages import Packages, ProductVersion
+from licore.services.packages import Packages, ProductVersion, SettingsChanged
 from licore.services.products import Products, own_product
 from licore.services.usage import Usage
 from licore.services.webhooks import Shown, Webhooks
@@ -288,7 +288,7 @@ class Dashboard:
     async def change_product(self, seat: Seat, command: ChangeProduct) -> Product:
         return await self.products.change(seat.require(Permission.MANAGE_PRODUCTS), command)
 
-    async def change_settings(self, seat: Seat, command: ChangeSettings) -> Product:
+    async def change_settings(self, seat: Seat, command: ChangeSettings) -> SettingsChanged:
         """Placeholder, "Verify scripts", unlock data and protection rules (contract 4)."""
         return await self.packages.change_settings(seat.require(Permission.MANAGE_PRODUCTS),
                                                    command)

@@ -67,6 +67,15 @@ class ProductVersion:
     notes: tuple[ProtectionProblem, ...] = ()
 
 
+@attrs.frozen
+class SettingsChanged:
+    """A product's settings as saved; with new protection rules and a live build, what the
+    protector works around in that build's scripts under them."""
+
+    product: Product
+    notes: tuple[ProtectionProblem, ...] = ()
+
+
 def _problems_text(problems: list[ProtectionProblem]) -> str:
     shown = "; ".join(f"{p.path}{f' line {p.line}' if p.line else ''}: {p.message}"
                       for p in problems[:5])
@@ -241,7 +250,8 @@ class Packages:
                         assert_never(effect)
         return ProductVersion(product, version)
 
-    async def change_settings(self, studio: ActingStudio, command: ChangeSettings) -> Product:
+    async def change_settings(self, studio: ActingStudio, command: ChangeSettings
+                              ) -> SettingsChanged:
         """Placeholder, "Verify scripts", unlock data and protection rules; new rules are
         first tried on every script of the live build."""
         changes = {name: kept(getattr(command, name)) for name, kept in _SETTINGS
@@ -249,9 +259,10 @@ class Packages:
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, command.product_id)
             live = await _live_data(uow, product) if "protection" in changes else None
+        notes: tuple[ProtectionProblem, ...] = ()
         if live is not None:
-            await self._check_rules(live[1], changes["protection"],
-                                    f"live version {live[0].label}")
+            notes = await self._check_rules(live[1], changes["protection"],
+                                            f"live version {live[0].label}")
         async with self.storage.unit_of_work() as uow:
             product = await held_product(uow, studio, command.product_id)
             if live is not None and product.current_version_id != live[0].id:
@@ -264,4 +275,4 @@ class Packages:
                 await uow.copies.drop(product_id=product.id)
             await self.announce.event(uow, studio.studio_id, Topic.PRODUCT_CHANGED,
                                       product_data(product, list(changes)))
-        return product
+        return SettingsChanged(product, notes)

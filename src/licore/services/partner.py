@@ -34,7 +34,7 @@ from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
 from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
 from licore.services.licensing import Licensing
-from licore.services.packages import Package, Packages, ProductVersion
+from licore.services.packages import Package, Packages, ProductVersion, SettingsChanged
 from licore.services.products import Products
 from licore.services.usage import Usage
 from licore.services.webhooks import Shown, Webhooks
@@ -207,7 +207,7 @@ WITHDRAW = Operation[c.WithdrawVersion, ProductVersion](
 # as claims and trials are (docs/api.md, "Release channels").
 FOLLOW_CHANNEL = Operation[c.FollowChannel, License](
     "library:read", lambda p, who, cmd: p.library.follow(who.person, cmd))
-SETTINGS = Operation[c.ChangeSettings, Product](
+SETTINGS = Operation[c.ChangeSettings, SettingsChanged](
     "packages:write", lambda p, who, cmd: p.packages.change_settings(who.studio, cmd))
 
 # events (docs/events.md, an extension)
