@@ -158,6 +158,14 @@ def test_publishing_says_what_the_protector_works_around(
     said = page.get_by_role("status").inner_text()
     assert said.startswith("Version 1.0 is live. Protection notes: "), said
     assert "EnvReader line 2: uses getfenv" in said and "local names are kept" in said, said
+    # New rules are tried on the live build when saved, and say the same.
+    page.get_by_label("Protection rules (JSON)").fill(
+        '{"rules": [{"paths": ["*"], "preset": "light"}, {"names": ["Greeter"], '
+        '"preset": "minify"}]}')
+    page.get_by_role("button", name="Save settings").click()
+    said = page.get_by_role("status").inner_text()
+    assert said.startswith("Settings saved. Protection notes: "), said
+    assert "EnvReader line 2: uses getfenv" in said, said
 
 
 def test_alerts_newest_first_and_revoking_a_connected_app_makes_its_next_call_401(
