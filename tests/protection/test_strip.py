@@ -34,6 +34,13 @@ TRICKY = {
                 "repeat local q = 1 until q\nwhile false do end\nreturn",
     "compound": "local s = 'a'\ns ..= 'b'\nlocal n = 7\nn //= 2\nn -= -1\nprint(s, n)",
     "comments_everywhere": "--[[ a ]] local --[==[ b ]==] x --c\n= --d\n1 -- e\nprint(x --[[f]])",
+    # A `(` after an operator, an opener or `return`/`not`/... begins an expression; here
+    # statements begin with `(` after what only looks like one: a number ending in `.`, a
+    # comment ending in `=` or `,`, and `then`.
+    "paren_after_lookalikes": "local a = 1.\n(print)('a')\nlocal b = 2 -- so b =\n"
+                              "(print)('b')\nlocal c = 3 --[[ , ]]\n(print)('c')\n"
+                              "if a then (print)('d') end\nlocal t = {(1), 2}\n"
+                              "print(not (a), #(t), -(1) + (2) * (3), t[(1)], a == (b))",
 }
 
 
@@ -53,6 +60,9 @@ def test_numbers_and_parenthesized_statements_are_joined_as_the_tokens_need() ->
     for statement in ("((print))", "(t).x=2", "(t).x+=3", "(f)()", "(print)(t.x)",
                       "(print)('c')"):
         assert f";{statement}" in out, statement
+    out = LuauProtector().protect("G/L", TRICKY["paren_after_lookalikes"], STRIP, b"k")
+    assert [out.count(f";(print)('{x}')") for x in "abcd"] == [1, 1, 1, 0], out
+    assert out.count(";") == 3, out  # none before the expressions' parentheses
 
 
 def test_directives_stay_on_top_on_their_own_lines() -> None:
