@@ -369,35 +369,42 @@ class LuauProtector:
         if flat:
             if carried is None:
                 carried = scopes.of(analysis or analyse(root))
-            data, root, analysis = fresh(flatten(data, root, carried, namer, keep=added))
-        data = self._strip_and_mark(path, data, root, transforms, license_secret)
+            flattened = flatten(data, root, carried, namer, keep=added)
+            # A tree takes about 45 bytes a byte of text: the last one (and what holds its
+            # nodes) is let go before the next is made, so the two never take room at once.
+            del root, analysis, carried
+            data, root, _ = fresh(flattened)
+        data, checked = self._strip_and_mark(data, root, transforms, license_secret)
+        del root  # likewise, before the copy's own tree
+        self._check_parses(path, checked if checked is not None else self._parse(data).root_node)
         if decoder:
             data = self._with_decoder(path, data, decoder, transforms, license_secret)
         return data.decode()
 
-    def _strip_and_mark(self, path: str, data: bytes, root: Node, transforms: frozenset[str],
-                        license_secret: bytes) -> bytes:
-        """The last passes, strip and the watermark, and the check that the copy parses."""
+    def _strip_and_mark(self, data: bytes, root: Node, transforms: frozenset[str],
+                        license_secret: bytes) -> tuple[bytes, Node | None]:
+        """The last passes, strip and the watermark; and the tree of what they made, where
+        they changed nothing (else it is for the caller to parse)."""
         if "strip" in transforms and "watermark" in transforms and not root.has_error:
             # The stripped text has the very tokens of this one, so this tree confirms the
             # watermark's edits (through where strip put each token): one parse fewer, of
             # text as long as the copy.
             minified, located = stripped(data, root)
-            data = self._watermark(minified, root, license_secret, located)
+            return self._watermark(minified, root, license_secret, located), None
+        if "strip" in transforms:
+            data = strip(data, root)
             root = self._parse(data).root_node
-        else:
-            if "strip" in transforms:
-                data = strip(data, root)
-                root = self._parse(data).root_node
-            if "watermark" in transforms and not root.has_error:
-                data = self._watermark(data, root, license_secret)
-                root = self._parse(data).root_node
+        if "watermark" in transforms and not root.has_error:
+            return self._watermark(data, root, license_secret), None
+        return data, root
+
+    @staticmethod
+    def _check_parses(path: str, root: Node) -> None:
         error = first_syntax_error(root)
         if error is not None:
             raise ProtectionFailed([ProtectionProblem(
                 path, line(error), "the protected copy does not parse (a protector fault; "
                 "turn this rule off for the script and report it)")])
-        return data
 
     def _with_decoder(self, path: str, data: bytes, decoder: str, transforms: frozenset[str],
                       license_secret: bytes) -> bytes:
