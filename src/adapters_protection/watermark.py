@@ -388,9 +388,9 @@ def _number(tok: Token, where: str) -> list[Carrier]:
     whole = _integer(tok[1]) if tok[0] == "num" else None
     if whole is None:
         return []
-    value = whole[3]
-    return [(_digest_of(f"num\0{value}\0{where}"), whole[1], tok[2], tok[3], (tok,), "number", 0),
-            (_digest_of(f"pad\0{value}\0{where}"), whole[2], tok[2], tok[3], (tok,), "pad", 0)]
+    value, alone = whole[3], (tok,)
+    return [(_digest_of(f"num\0{value}\0{where}"), whole[1], tok[2], tok[3], alone, "number", 0),
+            (_digest_of(f"pad\0{value}\0{where}"), whole[2], tok[2], tok[3], alone, "pad", 0)]
 
 
 def read(text: str) -> Iterator[tuple[bytes, int, int]]:
