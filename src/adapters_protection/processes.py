@@ -27,6 +27,7 @@ import multiprocessing.connection
 import multiprocessing.util
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -128,6 +129,7 @@ class ProcessProtector:
         self._pool: ProcessPoolExecutor | None = None
         self._finalizer: multiprocessing.util.Finalize | None = None
         self._lock = threading.Lock()
+        self._said_unspawnable = False
 
     def check(self, scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
         return self._spread(scripts, lambda part: self._local.check(part, settings),
@@ -163,7 +165,7 @@ class ProcessProtector:
         total = sum(len(source) for _, source in scripts)
         # One big script goes to a worker too: it gains no speed there, but the serving
         # process's event loop is then not kept waiting for the interpreter lock.
-        if self.processes < 2 or total < _LEAST_BYTES:
+        if self.processes < 2 or total < _LEAST_BYTES or not self._can_spawn():
             return here(scripts)
         cut = parts(scripts, max(total // (self.processes * _PARTS_PER_PROCESS), _LEAST_PART))
         pool = self._started()
@@ -181,6 +183,26 @@ class ProcessProtector:
         finally:
             for future in futures:
                 future.cancel()
+
+    def _can_spawn(self) -> bool:
+        """Whether spawned workers can start: each loads the program's main module again,
+        by name, or from its file; a program read from stdin (`<stdin>`) or given as a
+        string has neither, and every worker would die as it starts."""
+        main = sys.modules.get("__main__")
+        name = getattr(getattr(main, "__spec__", None), "name", None)
+        path = getattr(main, "__file__", None)
+        if name is not None or path is None:
+            return True
+        # Where a worker looks for it: relative to where this program started.
+        started_in = getattr(multiprocessing.process, "ORIGINAL_DIR", None) or ""
+        if os.path.exists(os.path.join(started_in, path)):
+            return True
+        if not self._said_unspawnable:
+            self._said_unspawnable = True
+            log.warning("protection worker processes cannot start: this program's main "
+                        "module (%s) is not a file they could load again; big builds are "
+                        "protected in this process", path)
+        return False
 
     def _started(self) -> ProcessPoolExecutor:
         with self._lock:

@@ -244,3 +244,33 @@ def test_parts_keep_the_order_and_every_script() -> None:
     assert [s for part in cut for s in part] == scripts
     assert all(sum(len(s) for _, s in part) <= 1000 or len(part) == 1 for part in cut)
     assert parts([], 10) == []
+
+
+_FROM_STDIN = """
+import sys
+sys.path[:0] = [{root!r}, {root!r} + "/src"]
+from adapters_protection.luau_protector import LuauProtector
+from adapters_protection.processes import ProcessProtector
+from licore.protection import parse_protection_settings
+from tests.protection.test_processes import BIG, SECRET, LICENSE
+settings = parse_protection_settings({{"rules": [{{"paths": ["*"], "preset": "light"}}]}})
+protector = ProcessProtector(SECRET, 2)
+here = LuauProtector(SECRET).protect_all(BIG, settings, LICENSE)
+for _ in range(2):
+    assert protector.protect_all(BIG, settings, LICENSE) == here
+assert not protector.started
+print("same copies", flush=True)
+"""
+
+
+def test_a_program_read_from_stdin_protects_in_its_own_process_and_says_so_once() -> None:
+    """Spawned workers load the program's main module again; one read from stdin cannot
+    be, so no worker is started (each would die as it started, and every big build would
+    wait for that), and one warning says why."""
+    ran = subprocess.run([sys.executable, "-"], input=_FROM_STDIN.format(root=str(ROOT)),
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "same copies"
+    assert ran.stderr.count("protection worker processes cannot start") == 1, ran.stderr
+    assert "<stdin>" in ran.stderr
+    assert "Traceback" not in ran.stderr and "ended unexpectedly" not in ran.stderr
