@@ -87,9 +87,7 @@ def code_bits(bias: Keyed, license: Keyed) -> Callable[[Sequence[bytes]], list[i
     def bits(positions: Sequence[bytes]) -> list[int]:
         if not positions:
             return []
-        # biases(), each turned at once into the bound a unit falls under with chance p
-        bounds = [int(math.sin(_EDGE + _SPAN * u / _TWO64) ** 2 * _TWO64)
-                  for u in bias.units(positions)]
+        bounds = [int(p * _TWO64) for p in biases(bias, positions)]
         return [1 if u < b else 0
                 for u, b in zip(license.units(positions), bounds, strict=True)]
     return bits

@@ -118,8 +118,7 @@ def value_literals(root: Node) -> list[Node]:
     captures = tree_sitter.QueryCursor(_LITERALS).captures(root)
     typed = {n.start_byte for n in captures.get("typed", [])}
     found = captures.get("literal", [])
-    return sorted((n for n in found if n.start_byte not in typed) if typed else found,
-                  key=lambda n: n.start_byte)
+    return sorted((n for n in found if n.start_byte not in typed), key=lambda n: n.start_byte)
 
 
 # What the declaration of the decoded literals' table holds in place of the decoder, when

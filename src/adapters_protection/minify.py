@@ -61,16 +61,17 @@ def _pieces(data: bytes, root: Node) -> list[tuple[int, int, int]]:
     captures = tree_sitter.QueryCursor(_SPECIAL).captures(root)
     pieces: list[tuple[int, int, int]] = []
     code_seen = _code_start(root, len(data))
-    for node in captures.get("comment", []):
+    comments, bangs = captures.get("comment", []), captures.get("bang", [])
+    for node in comments:
         if node.start_byte < code_seen and (node.text or b"").startswith(b"--!"):
             pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
         else:
             pieces.append((node.start_byte, node.end_byte, -1))
-    for node in captures.get("bang", []):
+    for node in bangs:
         pieces.append((node.start_byte, node.end_byte, _DIRECTIVE))
     for node in captures.get("string", []):
         pieces += _string_pieces(node)
-    unsure = {n.end_byte for n in captures.get("comment", []) + captures.get("bang", [])}
+    unsure = {n.end_byte for n in comments + bangs}
     pieces += [(at, at, _SEMICOLON) for at in _paren_statements(
         data, captures.get("parenthesized", []), unsure)]
     # Comments inside strings cannot be; strings inside comments are not captured.

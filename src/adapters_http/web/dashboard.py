@@ -266,8 +266,8 @@ _NOTES_SHOWN = 3  # a flash travels in the session cookie, which has room for a 
 
 
 def _protection_notes(notes: Sequence[ProtectionProblem]) -> str:
-    """What the protector works around in the published build (as `notes` in the API's
-    publish answer), the first few."""
+    """What the protector works around in a build (the `notes` of the API's publish and
+    settings answers), the first few."""
     if not notes:
         return ""
     shown = "; ".join(f"{n.path}{f' line {n.line}' if n.line else ''}: {n.message}"
