@@ -274,3 +274,19 @@ def test_a_program_read_from_stdin_protects_in_its_own_process_and_says_so_once(
     assert ran.stderr.count("protection worker processes cannot start") == 1, ran.stderr
     assert "<stdin>" in ran.stderr
     assert "Traceback" not in ran.stderr and "ended unexpectedly" not in ran.stderr
+
+
+def test_a_worker_protects_with_the_cycle_collector_off_and_turns_it_back_on() -> None:
+    """Workers switch the collector off only for the part they protect (docs/performance.md),
+    and back on after it, a failing part included."""
+    import gc
+
+    from adapters_protection.processes import _no_cycle_collection
+
+    assert gc.isenabled()
+    with _no_cycle_collection():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), _no_cycle_collection():
+        raise ValueError("a part that fails")
+    assert gc.isenabled()
