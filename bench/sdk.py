@@ -64,12 +64,20 @@ def _payload(size: int, kind: str) -> bytes:
 
 def _baseline(rev: str, sealed: Sealed) -> float:
     """The 1 MiB /update through the SDK at `rev`, with a client made first as a game would."""
-    source = subprocess.run(["git", "show", f"{rev}:sdk/luau/src/init.luau"],
-                            capture_output=True, text=True, check=True).stdout
-    old = LuauSdk(source)
+    old = LuauSdk(_sources_at(rev))
     old.client(lambda url, body: (False, 0, ""), license_key=KEY, nonces=[])
     verify = old.module.get("verifyPayload")
     return cpu_best(lambda: verify(KEY, NONCE, sealed.cipher, sealed.tag, NOW, None), 1)
+
+
+def _sources_at(rev: str) -> dict[str, str]:
+    """The SDK package's modules at `rev` by name (one `init` before the modules were split)."""
+    names = subprocess.run(["git", "ls-tree", "--name-only", f"{rev}:sdk/luau/src"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    return {name.removesuffix(".luau"): subprocess.run(
+        ["git", "show", f"{rev}:sdk/luau/src/{name}"],
+        capture_output=True, text=True, check=True).stdout
+        for name in names if name.endswith(".luau")}
 
 
 def _sdk(native: bool) -> LuauSdk:

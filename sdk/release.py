@@ -48,6 +48,12 @@ REALMS = ("shared", "server", "dev")
 NPM_REQUIRED = ("package.json", "index.d.ts", "src/init.luau", "default.project.json")
 
 
+def modules(package: Path = PACKAGE) -> list[str]:
+    """The SDK's module files: the entry module `src/init.luau` and its children beside it,
+    each of which both packages must hold."""
+    return sorted(f"src/{p.name}" for p in (package / "src").glob("*.luau"))
+
+
 def versions(package: Path = PACKAGE) -> dict[str, str | None]:
     """The version as each place states it: module, npm, Wally, the changelog's newest entry
     and the README's install line."""
@@ -120,6 +126,8 @@ def wally_problems(package: Path = PACKAGE) -> list[str]:
         contents = wally_contents(package)
         if "wally.toml" not in contents or "src/init.luau" not in contents:
             problems.append("the package would not hold wally.toml and src/init.luau")
+        problems += [f"the package would not hold {m}" for m in modules(package)
+                     if m not in contents]
         size = len(wally_zip(package))
         if size > WALLY_MAX_BYTES:
             problems.append(f"the package is {size} bytes, over the registry's "
@@ -215,7 +223,8 @@ def npm_problems(tarball: Path, package: Path = PACKAGE) -> list[str]:
         names = {m.name.removeprefix("package/") for m in tar.getmembers() if m.isfile()}
         member = tar.extractfile("package/package.json")
         manifest = json.loads(member.read()) if member else {}
-    problems = [f"the tarball has no {need}" for need in NPM_REQUIRED if need not in names]
+    problems = [f"the tarball has no {need}" for need in (*NPM_REQUIRED, *modules(package))
+                if need not in names]
     if manifest.get("name") != "@rbxts/licore":
         problems.append(f"the npm name is {manifest.get('name')!r}, not '@rbxts/licore'")
     if manifest.get("types") != "index.d.ts" or manifest.get("main") != "src/init.luau":

@@ -1,5 +1,5 @@
 """Sealed functions: the compiler from a tree-sitter-luau function to the program the
-SDK's closure-compiling VM runs (`sdk/luau/src/init.luau`, "Sealed functions").
+SDK's closure-compiling VM runs (`sdk/luau/src/SealedVM.luau`).
 
 A program is a stream of unsigned integers (varints) and byte strings, read front to back by
 the VM, which turns it once into nested Luau closures; sealed functions are then real Luau

@@ -13,7 +13,7 @@ from typing import Any
 
 from licore.sealing import seal, sealed_code_key
 from tests.protection.vm import _HARNESS, normalise
-from tests.sdk.luau_sdk import SDK_SOURCE, as_bytes
+from tests.sdk.luau_sdk import as_bytes, sdk_loader
 from tests.support.luau_vm import pluau
 
 NOW = 1_700_000_000
@@ -33,7 +33,7 @@ class SealedWorld:
         self.lua: Any = pluau().Lua()
         self.unlocks = 0
         self.lua.globals().set("shared", self.lua.create_table())
-        self.module = self.lua.load_chunk(SDK_SOURCE.read_text(encoding="utf-8"), "=licore")()[0]
+        self.module = sdk_loader(self.lua, "=licore")()
         key = sealed_key if sealed_key is not None else (
             sealed_code_key(license_secret) if license_secret is not None else None)
 

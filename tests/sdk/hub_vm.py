@@ -17,7 +17,7 @@ import attrs
 import httpx
 
 from tests.sdk.installed import Inst, LuauGame
-from tests.sdk.luau_sdk import SDK_SOURCE, as_bytes
+from tests.sdk.luau_sdk import SDK_SOURCE, as_bytes, sdk_loader
 from tests.support.luau_vm import pluau
 from tests.support.server import free_port
 
@@ -56,7 +56,7 @@ class HubVM:
         self.clock = 0.0
         self.calls: dict[str, int] = {}
         lua = self.lua
-        self.sdk = lua.load_chunk(SDK_SOURCE.read_text(encoding="utf-8"), "licore")()[0]
+        self.sdk = sdk_loader(lua)()
         json = self.table({"encode": self.sdk.get("jsonEncode"),
                            "decode": self.sdk.get("jsonDecode")})
         host = self.table({"request": self._fn(self._request),

@@ -13,8 +13,9 @@ relative to the project file, the folder's own name kept); a folder holding `ini
 ModuleScripts; files of any other kind are left out (they cannot be required).
 
 `LuauGame` puts such a tree into the real Luau VM as tables (`script.Parent.Child` works) and
-gives each script the `script` and `require` Roblox gives it: `require` accepts a ModuleScript
-only, runs it once and hands every later caller the same value.
+gives each script the `script` and `require` Roblox gives it: `require` accepts a ModuleScript,
+or a path to one by Roblox's string rules (`@self/X` the script's child X, `./X` its sibling,
+`../X` its parent's sibling), runs it once and hands every later caller the same value.
 """
 
 from __future__ import annotations
@@ -116,12 +117,12 @@ class LuauGame:
         if lua is None:
             self.lua.sandbox(True)
         self.by_table: dict[int, Inst] = {}
+        self.parents: dict[int, Inst] = {}
         self.tables: dict[int, Any] = {}
         self.loaded: dict[int, Any] = {}
         self.children: dict[int, dict[str, Any]] = {}
         self.find_first_child = self.lua.create_function(self._find_first_child)
         self.root = self._table(root, None)
-        self.require = self.lua.create_function(self._require)
 
     def _table(self, inst: Inst, parent: Any) -> Any:
         t = self.lua.create_table()
@@ -135,6 +136,7 @@ class LuauGame:
         self.tables[id(inst)] = t
         named: dict[str, Any] = {}
         for c in inst.children:
+            self.parents[id(c)] = inst
             child = self._table(c, t)
             t.set(c.name, child)
             named.setdefault(c.name, child)
@@ -146,25 +148,42 @@ class LuauGame:
         this, name = args[0], as_text(args[1])
         return (self.children.get(this.pointer, {}).get(name),)
 
-    def _require(self, _lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
-        key = getattr(args[0], "pointer", -1) if args else -1
-        inst = self.by_table.get(key)
-        if inst is None or inst.class_name != "ModuleScript":
-            # Roblox's words for the same mistake.
-            raise RuntimeError("Attempted to call require with invalid argument(s).")
-        if key not in self.loaded:
-            results = self.run(inst)
-            if len(results) != 1:
-                raise RuntimeError("Module code did not return exactly one value")
-            self.loaded[key] = results[0]
-        return (self.loaded[key],)
+    def _resolve(self, script: Inst, path: str) -> Inst | None:
+        """A string require's target, by Roblox's rules, or None if there is none."""
+        head, *parts = path.split("/")
+        at: Inst | None = {"@self": script, ".": self.parents.get(id(script))}.get(head)
+        if head == "..":
+            parent = self.parents.get(id(script))
+            at = self.parents.get(id(parent)) if parent is not None else None
+        for part in parts:
+            at = next((c for c in at.children if c.name == part), None) if at else None
+        return at
+
+    def _require_from(self, script: Inst) -> Any:
+        def require(_lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
+            target = args[0] if args else None
+            if isinstance(target, str) or hasattr(target, "as_bytes"):
+                inst = self._resolve(script, as_text(target))
+            else:
+                inst = self.by_table.get(getattr(target, "pointer", -1))
+            if inst is None or inst.class_name != "ModuleScript":
+                # Roblox's words for the same mistake.
+                raise RuntimeError("Attempted to call require with invalid argument(s).")
+            if id(inst) not in self.loaded:
+                results = self.run(inst)
+                if len(results) != 1:
+                    raise RuntimeError("Module code did not return exactly one value")
+                self.loaded[id(inst)] = results[0]
+            return (self.loaded[id(inst)],)
+
+        return self.lua.create_function(require)
 
     def run(self, inst: Inst) -> list[Any]:
         """Runs a script with Roblox's `script` and `require` in its environment."""
         assert inst.source is not None
         env = self.lua.create_table()
         env.set("script", self.tables[id(inst)])
-        env.set("require", self.require)
+        env.set("require", self._require_from(inst))
         meta = self.lua.create_table()
         meta.set("__index", self.lua.globals())
         env.set_metatable(meta)

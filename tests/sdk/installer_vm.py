@@ -162,8 +162,10 @@ class StudioVM:
         head = parts.pop(0)
         if head == "..":
             at = self.parents[id(at)]
+        elif head == "@self":
+            at = script
         elif head != ".":
-            raise RuntimeError(f"require path must start with ./ or ../: {path}")
+            raise RuntimeError(f"require path must start with ./, ../ or @self/: {path}")
         for part in parts:
             at = at.child(part)
         return at

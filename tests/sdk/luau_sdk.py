@@ -3,13 +3,42 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from tests.support.luau_vm import pluau
 
-SDK_SOURCE = Path(__file__).resolve().parents[2] / "sdk" / "luau" / "src" / "init.luau"
+SDK_DIR = Path(__file__).resolve().parents[2] / "sdk" / "luau" / "src"
+SDK_SOURCE = SDK_DIR / "init.luau"
+
+
+def sdk_sources(folder: Path = SDK_DIR) -> dict[str, str]:
+    """The package's modules by name: `init` (the entry module) and its children."""
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.luau"))}
+
+
+def sdk_loader(lua: Any, chunk: str = "licore",
+               sources: Mapping[str, str] | None = None) -> Callable[[], Any]:
+    """Gives `lua` the `require` the SDK's modules call, as Roblox resolves it for the package
+    (the entry module's `require("@self/X")` and a child's `require("./X")` are the child
+    module X, run once, its chunk named `<chunk>.X`); returns what runs the entry module.
+
+    Set it while the VM's globals are writable (before `lua.sandbox(True)`)."""
+    modules = dict(sdk_sources() if sources is None else sources)
+    loaded: dict[str, Any] = {}
+
+    def require(_lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
+        path = as_bytes(args[0]).decode("utf-8")
+        head, _, name = path.partition("/")
+        if head not in ("@self", ".") or name not in modules or name == "init":
+            raise RuntimeError(f"the SDK has no module {path!r}")
+        if name not in loaded:
+            loaded[name] = lua.load_chunk(modules[name], f"{chunk}.{name}")()[0]
+        return (loaded[name],)
+
+    lua.globals().set("require", lua.create_function(require))
+    return lambda: lua.load_chunk(modules["init"], chunk)()[0]
 
 # (url, json body) -> (transport ok, HTTP status, response text); a real-HTTP function fits too.
 Http = Callable[[str, str], tuple[bool, int, str]]
@@ -18,17 +47,17 @@ Http = Callable[[str, str], tuple[bool, int, str]]
 class LuauSdk:
     """One Luau VM holding the SDK module; keep it alive while its functions are used."""
 
-    def __init__(self, source: str | None = None,
+    def __init__(self, sources: Mapping[str, str] | None = None,
                  before: Callable[[Any], None] | None = None) -> None:
+        """`sources`: the package's modules by name (`sdk_sources`), the working tree's if None."""
         self.lua = pluau().Lua()
         if before is not None:
             before(self.lua)  # globals a test gives the VM (a stand-in `game`), set while writable
+        load = sdk_loader(self.lua, "licore", sources)
         # Roblox runs every script sandboxed (read-only globals, "safe" environments), which is
         # what lets Luau take its fast paths for builtins such as bit32 and buffer.
         self.lua.sandbox(True)
-        text = SDK_SOURCE.read_text(encoding="utf-8") if source is None else source
-        chunk = self.lua.load_chunk(text, "licore")
-        self.module = chunk()[0]
+        self.module = load()
 
     def bytes_in(self, data: bytes) -> Any:
         return self.lua.create_string(data)

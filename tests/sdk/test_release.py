@@ -84,6 +84,8 @@ BROKEN: dict[str, tuple[Callable[[str], str], str]] = {
     "private": (lambda t: t.replace('realm = "server"', 'realm = "server"\nprivate = true'),
                 "marked private"),
     "a dependency": (lambda t: t + 'Promise = "evaera/promise@4.0.0"\n', "no dependency"),
+    "a module left out": (lambda t: t.replace('exclude = ["', 'exclude = ["src/SealedVM.luau", "'),
+                          "would not hold src/SealedVM.luau"),
 }
 
 
@@ -108,9 +110,11 @@ def test_the_wally_package_holds_the_module_and_its_notes_only() -> None:
     assert len(data) < release.WALLY_MAX_BYTES
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = sorted(archive.namelist())
-        assert names == ["CHANGELOG.md", "README.md", "default.project.json", "src/",
-                         "src/Hub.luau", "src/init.luau", "wally.toml"]
-        assert archive.read("src/init.luau") == (PACKAGE / "src" / "init.luau").read_bytes()
+        assert names == sorted(["CHANGELOG.md", "README.md", "default.project.json", "src/",
+                                *release.modules(), "wally.toml"])
+        assert {"src/init.luau", "src/Hub.luau", "src/SealedVM.luau"} <= set(names)
+        for module in release.modules():
+            assert archive.read(module) == (PACKAGE / module).read_bytes()
         assert json.loads(archive.read("default.project.json"))["name"] == "licore"
     assert release.wally_file_name() == f"licore_licore@{release.versions()['wally.toml']}.zip"
 
@@ -164,9 +168,10 @@ def test_npm_pack_builds_a_tarball_a_roblox_ts_project_installs_and_compiles(
     assert release.npm_problems(tarball) == []
     with tarfile.open(tarball) as tar:
         files = sorted(m.name for m in tar.getmembers() if m.isfile())
-    assert files == ["package/CHANGELOG.md", "package/README.md",
-                     "package/default.project.json", "package/index.d.ts",
-                     "package/package.json", "package/src/Hub.luau", "package/src/init.luau"]
+    assert files == sorted(["package/CHANGELOG.md", "package/README.md",
+                            "package/default.project.json", "package/index.d.ts",
+                            "package/package.json",
+                            *(f"package/{m}" for m in release.modules())])
     assert not list(PACKAGE.glob("*.tgz"))  # npm wrote nothing into the checkout
 
     # A roblox-ts project of its own, sharing the installed compiler by hard links, that
@@ -184,8 +189,8 @@ def test_npm_pack_builds_a_tarball_a_roblox_ts_project_installs_and_compiles(
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     installed = home / "node_modules" / "@rbxts" / "licore"
     assert not installed.is_symlink()
-    assert (installed / "src" / "init.luau").read_bytes() == (
-        PACKAGE / "src" / "init.luau").read_bytes()
+    for module in release.modules():
+        assert (installed / module).read_bytes() == (PACKAGE / module).read_bytes()
     sample = (SAMPLE / "src" / "server" / "main.server.ts").read_text(encoding="utf-8")
     compiled = compile_script(home, sample)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr

@@ -1,6 +1,7 @@
-"""The SDK type-checks clean in strict mode with the Luau type checker (`luau-analyze`, built
-from Luau release 735, in the shared tools folder), and keeps clear of what would slow the
-game: getfenv/setfenv/loadstring switch off Luau's fast paths for the whole environment.
+"""The SDK, every module of it, type-checks clean in strict mode with the Luau type checker
+(`luau-analyze`, built from Luau release 735, in the shared tools folder), and keeps clear of
+what would slow the game: getfenv/setfenv/loadstring switch off Luau's fast paths for the
+whole environment.
 
 Without the checker the test skips, except under CI=true, where it fails.
 """
@@ -22,6 +23,8 @@ from tests.support.shared import SHARED
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "sdk" / "luau"
 INIT = PACKAGE / "src" / "init.luau"
+# The entry module and its children (the hub kit among them), each checked by itself.
+MODULES = sorted((PACKAGE / "src").glob("*.luau"))
 ANALYZE = SHARED / "tools" / "luau" / "luau-analyze"
 
 
@@ -37,7 +40,7 @@ def _analyzer() -> Path:
 def test_the_module_type_checks_in_strict_mode_with_no_error() -> None:
     # Run from the package folder so its .luaurc (strict, the Roblox global names) applies.
     result = subprocess.run(
-        [str(_analyzer()), "--mode=strict", "src/init.luau", "src/Hub.luau"],
+        [str(_analyzer()), "--mode=strict", *(f"src/{m.name}" for m in MODULES)],
         cwd=PACKAGE, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (result.stdout + result.stderr).strip() == ""
@@ -68,7 +71,23 @@ def test_the_checker_reports_errors_it_finds(tmp_path: Path) -> None:
     assert "TypeError" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("path", [INIT, INIT.with_name("Hub.luau")], ids=["init", "Hub"])
+def test_the_entry_module_requires_each_of_its_children() -> None:
+    """Every child module is reached from the entry module, so the checker and the VM tests,
+    which load the package through it, cover each one."""
+    names = {m.stem for m in MODULES} - {"init", "Hub"}
+    assert len(names) >= 8
+    reached: set[str] = set()
+    todo = ["init"]
+    while todo:
+        source = (PACKAGE / "src" / f"{todo.pop()}.luau").read_text(encoding="utf-8")
+        for name in re.findall(r'require\("(?:@self|\.)/(\w+)"\)', source):
+            if name not in reached:
+                reached.add(name)
+                todo.append(name)
+    assert reached == names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[m.stem for m in MODULES])
 def test_the_module_is_strict_and_never_touches_the_function_environment(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     assert source.startswith("--!strict\n")
@@ -87,5 +106,5 @@ def _generator() -> ModuleType:
 
 
 def test_the_unrolled_sha256_is_what_its_generator_writes() -> None:
-    source = INIT.read_text(encoding="utf-8")
+    source = INIT.with_name("Hashing.luau").read_text(encoding="utf-8")
     assert _generator().spliced(source) == source
