@@ -1,6 +1,6 @@
 """A version's `/update` nodes with every script's `Source` cut out: made once per version
 and form, then a buyer's nodes are that text with the buyer's sources written into the gaps
-(docs/performance.md, "A publish costs once per version").
+(docs/performance.md, "A publish").
 
 Only script sources differ between buyers' copies (the key injected, the seller's rules
 applied); every other byte of the nodes is the same for all of them, and making it (a full
