@@ -8,9 +8,10 @@ similar size and handed to a pool of worker processes, each with its own `LuauPr
 protecting in this process makes: the output is a function of the script, the rules and the
 license secret only.
 
-The pool starts at the first big build (starting costs each worker about half a second,
-once) and is kept for the life of the process. A build under `_LEAST_BYTES` is protected in
-this process: the hand-over would cost more than it saves. A single big script is one part:
+The pool starts with the serving process (`warm`, on a thread, so the server answers meanwhile:
+starting costs each worker about half a second, once), or at the first big build where nothing
+warmed it, and is kept for the life of the process. A build under `_LEAST_BYTES` is protected
+in this process: the hand-over would cost more than it saves. A single big script is one part:
 protected in one worker, no faster, but off the serving process, whose event loop would
 otherwise wait for the interpreter lock while it runs. Should a worker die (killed, out of
 memory), the pool is dropped, the build is protected here instead, and the next big build
@@ -73,6 +74,10 @@ def _exit_with(sentinel: int) -> None:
     owner never sends the pool's stop message, and its workers would wait for work forever."""
     multiprocessing.connection.wait([sentinel])
     os._exit(0)
+
+
+def _ready() -> None:
+    """A worker's task that only says it has started (its initializer has run)."""
 
 
 def _protect_part(scripts: Scripts, settings: ProtectionSettings,
@@ -147,6 +152,26 @@ class ProcessProtector:
 
     def trace(self, scripts: Scripts, candidates: Sequence[Candidate]) -> Trace:
         return self._local.trace(scripts, candidates)
+
+    def warm(self) -> None:
+        """Starts the pool, if big builds will use one here, and returns once each worker
+        has started: the first download after a start then finds them ready instead of
+        waiting the second or more they take to start (more on a busy host)."""
+        if self.processes < 2 or not self._can_spawn():
+            return
+        pool = self._started()
+        # A pool spawns a worker for each task it holds no idle worker for, so one task a
+        # worker starts them all at once.
+        futures = [pool.submit(_ready) for _ in range(self.processes)]
+        try:
+            for future in futures:
+                future.result()
+        except BrokenProcessPool:
+            self._drop(pool)
+            log.warning("a protection worker process ended as it started; the next big "
+                        "build starts new workers")
+            return
+        log.info("%d protection worker processes ready", self.processes)
 
     def close(self) -> None:
         with self._lock:

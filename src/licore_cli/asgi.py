@@ -14,7 +14,7 @@ from adapters_http.proxies import TrustedProxies
 from adapters_http.site import ServedUnder
 from licore.services.wiring import UseCases
 from licore_cli import kek, settings
-from licore_cli.compose import app_of, deps_from_env, web_config
+from licore_cli.compose import app_of, deps_from_env, warm_protection, web_config
 from licore_cli.hypercorn_close import close_when_the_client_leaves
 from licore_cli.memory import return_large_buffers
 from licore_cli.worker import work_forever
@@ -37,8 +37,13 @@ def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
                         scheduled=uc.lifecycle.sweep_expiries)
 
 
+def _warm(uc: UseCases) -> Coroutine[Any, Any, None]:
+    return warm_protection(_deps, _only)
+
+
 # Outermost, so every layer below (the runtime fast path included) sees the real client and
 # the path the service is served under.
 app = TrustedProxies(ServedUnder(
-    app_of(_deps, only=_only, web=web_config(), background=[_outbox] * _events.workers),
+    app_of(_deps, only=_only, web=web_config(),
+           background=[_warm, *[_outbox] * _events.workers]),
     _loaded.root_path), _loaded.trusted_proxies)

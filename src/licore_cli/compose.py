@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import secrets
 from collections.abc import Callable, Coroutine, Sequence
@@ -23,6 +24,8 @@ from licore.storage_ports import Storage
 from licore_cli import settings
 from licore_cli.deferred import deferred
 from licore_cli.single_flight import AsyncSingleFlight
+
+log = logging.getLogger("licore.protection")
 
 
 def secret(name: str, size: int) -> bytes:
@@ -135,6 +138,23 @@ def _webhooks(loaded: settings.ServerSettings) -> WebhookSender:
     from adapters_events import SignedSender
     return SignedSender(allow_private=loaded.events.webhook_allow_private,
                         timeout=loaded.events.webhook_timeout)
+
+
+# The parts of the service that make buyers' copies (downloads, /update).
+_MAKE_COPIES = frozenset({"partner", "runtime", "web"})
+
+
+async def warm_protection(deps: Deps, only: tuple[str, ...]) -> None:
+    """Starts the protection worker processes of a serving process that makes copies, on a
+    thread while it serves (docs/operators.md, "Protecting big builds")."""
+    if _MAKE_COPIES.isdisjoint(only):
+        return
+    try:
+        warm = getattr(deps.protector, "warm", None)  # the deferred protector is made here
+        if callable(warm):
+            await asyncio.to_thread(warm)
+    except Exception as exc:  # the first big build starts them instead: no reason to stop
+        log.warning("protection workers could not start early: %s", type(exc).__name__)
 
 
 def app_of(deps: Deps, only: tuple[str, ...] = FAMILIES, web: WebConfig | None = None,

@@ -1,7 +1,8 @@
-"""gzip over real HTTP against a real `licore serve`, on SQLite and PostgreSQL: `/update` and
-a download are gzip-encoded when the caller accepts gzip (as Roblox's HttpService always
-does), decode to exactly the answer a caller that does not accept it gets, and say so with
-`Content-Encoding: gzip` and `Vary: Accept-Encoding`; small runtime answers are untouched."""
+"""gzip over real HTTP against a real `licore serve`, on SQLite and PostgreSQL: `/update` and a
+download of nodes (or XML) are gzip-encoded when the caller accepts gzip (as Roblox's
+HttpService always does), decode to exactly the answer a caller that does not accept it gets,
+and say so with `Content-Encoding: gzip` and `Vary: Accept-Encoding`; small runtime answers and
+binary model files (compressed already) are untouched."""
 
 from __future__ import annotations
 
@@ -109,11 +110,11 @@ def test_update_is_gzip_encoded_for_a_caller_that_accepts_it(
     assert set(json.loads(text)) == set(json.loads(plain_wire))
 
 
-def test_a_download_decodes_to_the_same_file_as_the_plain_one(
+def test_a_nodes_download_decodes_to_the_same_file_as_the_plain_one(
         server: Server, shop: Shop) -> None:
     url = f"{server.url}/v1/library/download"
     kw: dict[str, Any] = {"headers": auth(shop.library_key),
-                          "params": {"product_id": shop.product}}
+                          "params": {"product_id": shop.product, "nodes": "compact"}}
     plain, plain_bytes = raw("GET", url, "identity", **dict(kw))
     assert plain.status_code == 200, plain_bytes[:300]
     assert "content-encoding" not in plain.headers
@@ -123,9 +124,24 @@ def test_a_download_decodes_to_the_same_file_as_the_plain_one(
     assert zipped.status_code == 200
     assert zipped.headers["content-encoding"] == "gzip"
     assert zipped.headers["vary"] == "Accept-Encoding"
-    assert gzip.decompress(wire) == plain_bytes  # the stored copy, byte for byte
+    assert gzip.decompress(wire) == plain_bytes  # the same nodes, byte for byte
     for name in ("content-disposition", "x-service-version", "cache-control", "content-type"):
         assert zipped.headers[name] == plain.headers[name]
+
+
+def test_a_binary_download_is_sent_as_it_is_to_a_caller_that_accepts_gzip(
+        server: Server, shop: Shop) -> None:
+    """A `.rbxm`'s chunks are compressed already: gzip would cost CPU for few bytes."""
+    url = f"{server.url}/v1/library/download"
+    kw: dict[str, Any] = {"headers": auth(shop.library_key),
+                          "params": {"product_id": shop.product}}
+    r, wire = raw("GET", url, "gzip, deflate", **dict(kw))
+    assert r.status_code == 200, wire[:300]
+    assert r.headers["content-type"] == "application/octet-stream"
+    assert len(wire) > GZIP_ABOVE
+    assert "content-encoding" not in r.headers and "vary" not in r.headers
+    assert int(r.headers["content-length"]) == len(wire)
+    assert wire[:8] == b"<roblox!"  # the model file itself
 
 
 @pytest.mark.parametrize("accept", ["gzip;q=0", "br", "identity, *;q=0", "gzip;q=0, *"])

@@ -72,6 +72,15 @@ def test_runtime_bodies_ignore_unknown_fields_and_read_null_as_not_sent() -> Non
         "user_id")
 
 
+def test_an_update_that_names_no_node_form_gets_the_tagged_form() -> None:
+    """docs/runtime.md and docs/instances.md: tagged is the default, so clients written
+    before the compact form existed keep working."""
+    body = {"user_id": 42, "product_id": "p", "key": "k", "nonce": "n" * 16}
+    assert structure(body, c.Update, LENIENT).nodes == "tagged"
+    assert structure({**body, "nodes": None}, c.Update, LENIENT).nodes == "tagged"
+    assert structure({**body, "nodes": "compact"}, c.Update, LENIENT).nodes == "compact"
+
+
 def test_queries_fill_the_page_and_refuse_what_is_not_a_whole_number() -> None:
     listed = from_query({"product_id": "p", "limit": "5", "cursor": "x", "other": "y"},
                         c.ListLicenses)

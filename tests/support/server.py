@@ -32,7 +32,10 @@ class Server:
         self.data_dir = data_dir
         self.workers = extra_env.pop("workers", "1")
         self.host = extra_env.pop("host", "127.0.0.1")  # another loopback address: a host
-        self.extra_env = extra_env
+        # A test server meets a handful of small builds: the protection workers it would
+        # warm as it starts would cost each start a second of CPU for nothing. The tests of
+        # those workers ask for them.
+        self.extra_env = {"LICORE_PROTECT_PROCESSES": "0", **extra_env}
         # Several test workers pick free ports at once; a port another process took between
         # the pick and the bind is picked again rather than failing the test.
         for attempt in range(3):
