@@ -130,6 +130,8 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
             if "licore.service" in line]
     assert done.returncode == 0 and said == [], done.stdout + done.stderr
     assert "EnvironmentFile=/etc/licore/licore.env" in unit
+    # restarted whatever the exit status, for good: a late database must not stop it forever
+    assert "RestartPreventExitStatus" not in unit and "StartLimitIntervalSec=0" in unit
     names = {line.split("=", 1)[0] for line in
              (ROOT / "deploy" / "licore.env").read_text().splitlines()
              if line and not line.startswith("#")}

@@ -8,14 +8,18 @@ import os
 from collections.abc import Coroutine
 from typing import Any
 
+from starlette.types import ASGIApp
+
 from adapters_http.app import FAMILIES
 from adapters_http.observability import OUTBOX_BACKLOG, configure_logging
 from adapters_http.proxies import TrustedProxies
 from adapters_http.site import ServedUnder
+from adapters_http.waiting import WaitingForDatabase
 from licore.services.wiring import UseCases
 from licore_cli import kek, settings
 from licore_cli.compose import app_of, deps_from_env, warm_protection, web_config
 from licore_cli.hypercorn_close import close_when_the_client_leaves
+from licore_cli.late_database import until_prepared
 from licore_cli.memory import return_large_buffers
 from licore_cli.worker import work_forever
 
@@ -23,8 +27,10 @@ return_large_buffers()
 close_when_the_client_leaves()
 configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
 # As `licore serve` does before it starts: a process holding another key-encryption key, or
-# a database that does not answer, stops here with one line (and its server with it).
-kek.check_before_serving()
+# a SQLite file that cannot be opened, stops here with one line (and its server with it); a
+# PostgreSQL database that does not answer yet is waited for, serving 503 meanwhile.
+_ready = kek.check_before_serving()
+RETRY_AFTER = 2  # seconds, told to callers while the database is awaited (as in an outage)
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
 _deps = deps_from_env()
 _loaded = settings.load()
@@ -43,7 +49,8 @@ def _warm(uc: UseCases) -> Coroutine[Any, Any, None]:
 
 # Outermost, so every layer below (the runtime fast path included) sees the real client and
 # the path the service is served under.
-app = TrustedProxies(ServedUnder(
-    app_of(_deps, only=_only, web=web_config(),
-           background=[_warm, *[_outbox] * _events.workers]),
-    _loaded.root_path), _loaded.trusted_proxies)
+_app: ASGIApp = app_of(_deps, only=_only, web=web_config(),
+                       background=[_warm, *[_outbox] * _events.workers])
+if not _ready:
+    _app = WaitingForDatabase(_app, until_prepared, RETRY_AFTER)
+app = TrustedProxies(ServedUnder(_app, _loaded.root_path), _loaded.trusted_proxies)

@@ -58,29 +58,42 @@ async def check(deps: Deps) -> None:
             f"in this database; set LICORE_KEK to the key they were sealed with")
 
 
-def check_before_serving() -> None:
-    """What `licore serve` does before it serves, for a process another ASGI server started
-    (`hypercorn licore_cli.asgi:app`): the database answers, is migrated, and was made with
-    this key, or `SystemExit` with the one line that says what to fix, and nothing served.
-    In a short event loop of its own, with parts of its own: the server's loop is not
-    running yet, and nothing opened here may outlive it."""
+async def prepare() -> str | None:
+    """None once the database answers, is migrated, and was made with this process's key;
+    otherwise why it cannot be reached (`KeyMismatch` for another key). With parts of its
+    own, closed before it returns: nothing opened here may outlive the event loop it ran in."""
     from licore_cli.compose import deps_from_env
 
-    async def run() -> str | None:
-        wrong = await problem(settings.load().database_url)
-        if wrong:
-            return wrong
-        deps = deps_from_env()
-        try:
-            await deps.storage.migrate()
-            await check(deps)
-        finally:
-            await deps.storage.close()
-        return None
-
-    try:
-        wrong = asyncio.run(run())
-    except (KeyMismatch, settings.SettingsError) as refused:
-        wrong = str(refused)
+    wrong = await problem(settings.load().database_url)
     if wrong:
+        return wrong
+    deps = deps_from_env()
+    try:
+        await deps.storage.migrate()
+        await check(deps)
+    finally:
+        await deps.storage.close()
+    return None
+
+
+def waits_for(url: str) -> bool:
+    """Whether a server on this database waits for it rather than refusing to start: a
+    PostgreSQL server comes up on its own time (after a reboot, on another host); a SQLite
+    file that cannot be opened stays so until the operator acts."""
+    return url.startswith(("postgresql:", "postgres:"))
+
+
+def check_before_serving() -> bool:
+    """What `licore serve` does before it serves, for a process another ASGI server started
+    (`hypercorn licore_cli.asgi:app`): True when the database answers, is migrated, and was
+    made with this key; False when PostgreSQL does not answer yet (the server starts all the
+    same and waits for it, `licore_cli.late_database`); otherwise `SystemExit` with the one
+    line that says what to fix, and nothing served. In a short event loop of its own: the
+    server's loop is not running yet."""
+    try:
+        wrong = asyncio.run(prepare())
+    except (KeyMismatch, settings.SettingsError) as refused:
+        raise SystemExit(f"licore: {refused}") from None
+    if wrong and not waits_for(settings.load().database_url):
         raise SystemExit(f"licore: {wrong}")
+    return wrong is None

@@ -136,9 +136,16 @@ def _serve(args: argparse.Namespace, loaded: settings.ServerSettings) -> int:
     from hypercorn.config import Config
     from hypercorn.run import run
 
+    from adapters_http.observability import configure_logging
     from licore_cli.compose import secret
 
-    no_accounts = not _with_use_cases(lambda u: u.operator.accounts())
+    configure_logging(loaded.log_level)
+    late = asyncio.run(problem(loaded.database_url)) if kek.waits_for(
+        loaded.database_url) else None
+    if late:  # each worker waits for it, and says so (licore_cli.late_database)
+        logging.getLogger("licore.serve").warning(
+            "%s; serving all the same: /readyz and every call answer 503 until it does", late)
+    no_accounts = not late and not _with_use_cases(lambda u: u.operator.accounts())
     secret("session_key", 32)  # made here, before the workers start, so they share one
     config = Config()
     config.application_path = "licore_cli.asgi:app"
@@ -151,9 +158,6 @@ def _serve(args: argparse.Namespace, loaded: settings.ServerSettings) -> int:
     # Hypercorn's idle timer also runs between accepting a connection and reading its
     # request: at 5 s, a busy worker's burst of new connections was dropped unanswered.
     config.keep_alive_timeout = 75
-    from adapters_http.observability import configure_logging
-
-    configure_logging(loaded.log_level)
     if no_accounts:
         # There is no sign-up: an empty install's operator has to be told where to start.
         logging.getLogger("licore.serve").info(
@@ -188,6 +192,10 @@ def cmd_worker(args: argparse.Namespace) -> None:
                                             scheduled=uses.lifecycle.sweep_expiries)
                                for _ in range(args.concurrency)))
 
+    if kek.waits_for(loaded.database_url):  # started before its database: wait for it
+        from licore_cli.late_database import until_prepared
+
+        asyncio.run(until_prepared())
     logging.getLogger("licore.serve").info("licore worker delivering the outbox")
     _with_deps(run)
 

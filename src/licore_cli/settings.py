@@ -168,6 +168,9 @@ FIELDS: tuple[Field, ...] = (
     # PostgreSQL connections a server process keeps for units of work, at most (the runtime
     # path keeps two more of its own)
     Field("DATABASE_POOL_SIZE", _whole(1, 100), 8),
+    # a server or worker started before its PostgreSQL answers tries again after 1 s, then
+    # twice as long each time, up to this many seconds
+    Field("DATABASE_RETRY", _whole(1, 300), 15),
     # the kernel's queue of connections not yet accepted; it also caps at net.core.somaxconn
     Field("LISTEN_BACKLOG", _whole(1, 65535), 4096),
     # reverse proxies whose Forwarded / X-Forwarded-* headers name the real client
@@ -255,6 +258,7 @@ class ServerSettings:
     listen_backlog: int = 4096
     database_busy_wait: int = 30
     database_pool_size: int = 8
+    database_retry: int = 15
     platform: PlatformSettings | None = None
     trusted_proxies: tuple[Network, ...] = ()
     root_path: str = ""
@@ -331,6 +335,7 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
                           events=events, listen_backlog=values["LISTEN_BACKLOG"],
                           database_busy_wait=values["DATABASE_BUSY_WAIT"],
                           database_pool_size=values["DATABASE_POOL_SIZE"],
+                          database_retry=values["DATABASE_RETRY"],
                           platform=platform, trusted_proxies=values["TRUSTED_PROXIES"],
                           root_path=values["ROOT_PATH"],
                           protect_processes=(_one_per_core() if values["PROTECT_PROCESSES"]
