@@ -7,6 +7,7 @@ import struct
 from collections.abc import Sequence
 from itertools import accumulate
 
+from adapters_formats.model_limits import MAX_NAME_BYTES, MAX_VALUE_BYTES
 from licore.builds.errors import ModelFormatError
 
 
@@ -40,8 +41,17 @@ class Cursor:
             raise ModelFormatError(f"{self.what}: count {n} runs past the end")
         return n
 
-    def string(self) -> bytes:
-        return self.take(self.count(1))
+    def string(self, limit: int = MAX_VALUE_BYTES) -> bytes:
+        """A length-prefixed string of at most `limit` bytes (docs/instances.md)."""
+        size = self.count(1)
+        if size > limit:
+            raise ModelFormatError(f"{self.what}: a string of {size:,} bytes, more than "
+                                   f"{limit:,}")
+        return self.take(size)
+
+    def name(self) -> bytes:
+        """A class or property name."""
+        return self.string(MAX_NAME_BYTES)
 
     def rest(self) -> bytes:
         return self.take(len(self.data) - self.pos)

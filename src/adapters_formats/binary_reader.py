@@ -62,7 +62,7 @@ def inst_head(cur: Cursor, defined: Container[int],
     the class id is among those `defined` before or the count takes the file past
     `MAX_INSTANCES` (`instances` are those already read)."""
     class_id = cur.u32()
-    class_name = cur.string().decode("utf-8", "replace")
+    class_name = cur.name().decode("utf-8", "replace")
     service = cur.u8() == 1
     n = cur.count(4)
     if class_id in defined:
@@ -76,7 +76,7 @@ def prop_head(cur: Cursor, sizes: Mapping[int, int]) -> tuple[int, str, int, int
     """A PROP chunk's class id, property name and type id, and how many values it holds
     (its class's instance count)."""
     class_id = cur.u32()
-    name = cur.string().decode("utf-8", "replace")
+    name = cur.name().decode("utf-8", "replace")
     type_id = cur.u8()
     n = sizes.get(class_id)
     if n is None:

@@ -54,7 +54,7 @@ def _strings(cur: Cursor, n: int) -> list[bytes]:
 
 def _prop_head(cur: Cursor) -> tuple[int, bytes, int]:
     class_id = cur.u32()
-    name = cur.string()
+    name = cur.name()
     return class_id, name, cur.u8()
 
 

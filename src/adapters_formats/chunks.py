@@ -7,9 +7,10 @@ import lz4.block
 import zstandard
 
 from adapters_formats.detect import BINARY_MAGIC
+from adapters_formats.model_limits import MAX_TOTAL_DECODED
 from licore.builds.errors import ModelFormatError
 
-MAX_TOTAL_DECOMPRESSED = 256 * 1024 * 1024
+MAX_TOTAL_DECOMPRESSED = MAX_TOTAL_DECODED
 MAX_RATIO = 1024  # per chunk; real chunks compress far less than this
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _HEADER = struct.Struct("<HiiQ")

@@ -26,6 +26,11 @@ from adapters_formats.binary_reader import (
     MAX_PROPERTIES,
     check_tags,
 )
+from adapters_formats.model_limits import (
+    MAX_NAME_BYTES,
+    MAX_TOTAL_DECODED,
+    MAX_VALUE_BYTES,
+)
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import Instance, Model, Prop, Raw
 
@@ -254,10 +259,70 @@ MAX_VALUE_ELEMENTS = 10_000
 MAX_ELEMENT_DEPTH = MAX_DEPTH + 8
 
 
+# One tag, comment or processing instruction. expat (2.5, as Python bundles it) reads an
+# unfinished one again from its start each time more of the document is fed to it, so one of
+# n bytes cost about n squared (a 40 MiB attribute value took 145 s, a million attributes on
+# one <Item> 8 s); fed in pieces and refused once this much of one is pending, a document
+# costs a bounded amount per byte. Studio's longest are a few hundred bytes.
+MAX_MARKUP_BYTES = 64 * 1024
+# Attributes on one element: Studio writes at most four (on <roblox>), licore's raw values four.
+MAX_ATTRIBUTES = 16
+_PIECE = 64 * 1024
+
+
 @attrs.define
 class _Scan:
     shared: dict[str, bytes]
     new_era: bool
+
+
+@attrs.define
+class Decoded:
+    """What the document's attribute values and text decode to so far, held to the bounds
+    of docs/instances.md as they stream by; `refusal` is raised past one."""
+
+    refusal: type[Exception]
+    total: int = 0
+    run: int = 0  # the text since the last tag
+
+    def attributes(self, attrib: dict[str, str]) -> None:
+        if len(attrib) > MAX_ATTRIBUTES:
+            raise self.refusal(f"an XML element has more than {MAX_ATTRIBUTES} attributes")
+        for value in attrib.values():
+            if len(value) > MAX_NAME_BYTES:
+                raise self.refusal(f"an XML attribute value is longer than {MAX_NAME_BYTES:,} "
+                               "characters")
+            self.total += len(value)
+        self.run = 0
+        self._check_total()
+
+    def text(self, piece: str) -> None:
+        self.run += len(piece)
+        self.total += len(piece)
+        if self.run > MAX_VALUE_BYTES:
+            raise self.refusal(f"an XML element's text is longer than {MAX_VALUE_BYTES:,} "
+                           "characters")
+        self._check_total()
+
+    def _check_total(self) -> None:
+        if self.total > MAX_TOTAL_DECODED:
+            raise self.refusal(f"the XML text and attribute values come to more than "
+                           f"{MAX_TOTAL_DECODED:,} characters")
+
+
+def parse_bounded(parser: xml.parsers.expat.XMLParserType, data: bytes,
+                  refusal: type[Exception]) -> None:
+    """Feed `data` to `parser` in pieces; raise `refusal` as soon as more than
+    `MAX_MARKUP_BYTES` of one tag, comment or processing instruction are pending."""
+    for start in range(0, len(data), _PIECE):
+        fed = min(start + _PIECE, len(data))
+        parser.Parse(data[start:fed], False)
+        # Outside a handler, expat's byte index is just past the last whole token it read;
+        # text is reported as it comes, so only markup can be pending.
+        if fed - parser.CurrentByteIndex > MAX_MARKUP_BYTES:
+            raise refusal(f"an XML tag, comment or processing instruction is longer than "
+                          f"{MAX_MARKUP_BYTES:,} bytes")
+    parser.Parse(b"", True)
 
 
 def guarded_parser(refusal: type[Exception]) -> xml.parsers.expat.XMLParserType:
@@ -291,9 +356,11 @@ def _scan(data: bytes) -> _Scan:
     new_era = False
     reading: list[str] = []  # the md5 of the <SharedString> being read
     text: list[str] = []
+    decoded = Decoded(_Refused)
 
     def start(tag: str, attrib: dict[str, str]) -> None:
         nonlocal depth, elements, items, new_era
+        decoded.attributes(attrib)
         depth += 1
         elements += 1
         if depth == 1 and tag != "roblox":
@@ -330,11 +397,13 @@ def _scan(data: bytes) -> _Scan:
     reading_table: list[bool] = []
 
     def chars(piece: str) -> None:
+        decoded.text(piece)
         if reading:
             text.append(piece)
 
     def end(tag: str) -> None:
         nonlocal depth
+        decoded.run = 0
         if item_depth and item_depth[-1] == depth:
             item_depth.pop()
             properties.pop()
@@ -354,7 +423,7 @@ def _scan(data: bytes) -> _Scan:
     parser.EndElementHandler = end
     parser.CharacterDataHandler = chars
     try:
-        parser.Parse(data, True)
+        parse_bounded(parser, data, _Refused)
     except _Refused as refused:
         raise ModelFormatError(str(refused)) from None
     except (xml.parsers.expat.ExpatError, ValueError) as err:

@@ -19,7 +19,7 @@ import attrs
 
 from adapters_formats.binary_reader import MAX_DEPTH, MAX_INSTANCES
 from adapters_formats.binary_sources import Unusual
-from adapters_formats.xml_reader import guarded_parser
+from adapters_formats.xml_reader import Decoded, guarded_parser, parse_bounded
 from adapters_formats.xml_writer import property_element
 from licore.builds.errors import ModelFormatError
 from licore.builds.tree import SCRIPT_CLASSES, Prop, ScriptSource, Sources
@@ -92,9 +92,11 @@ def read_xml_sources(data: bytes) -> Sources:
     # The property element being read: its name, its element name, start, text pieces.
     reading: list[object] = []
     text: list[str] = []
+    decoded = Decoded(_Bad)
 
     def start(tag: str, attrs_: dict[str, str]) -> None:
         nonlocal count
+        decoded.attributes(attrs_)
         parent = kinds[-1] if kinds else None
         kind = ""
         if parent is None:
@@ -124,10 +126,12 @@ def read_xml_sources(data: bytes) -> Sources:
         kinds.append(kind)
 
     def chars(piece: str) -> None:
+        decoded.text(piece)
         if reading:
             text.append(piece)
 
     def end(tag: str) -> None:
+        decoded.run = 0
         kind = kinds.pop()
         if kind == "item":
             items.pop()
@@ -153,7 +157,7 @@ def read_xml_sources(data: bytes) -> Sources:
     parser.EndElementHandler = end
     parser.CharacterDataHandler = chars
     try:
-        parser.Parse(data, True)
+        parse_bounded(parser, data, _Bad)
     except _Bad as bad:
         raise ModelFormatError(str(bad)) from None
     except xml.parsers.expat.ExpatError as err:
