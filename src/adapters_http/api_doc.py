@@ -223,8 +223,11 @@ GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive o
                     CHANGED_LICENSE, body=GRANT_BODY, errors=(404, 409), reads=lc.GrantForm,
                     description="Send at most one of expires_at and duration_days; neither: "
                                 "the license never expires. source and purchase_id record "
-                                "the sale a seller's hub took (extensions). See "
-                                "docs/licenses.md and docs/selling.md.")
+                                "the sale a seller's hub took (extensions); a sale is "
+                                "remembered as long as its license: the same purchase again "
+                                "is 409 already_owned while the license is held and 409 "
+                                "license_revoked once the seller revoked it, never a re-grant. "
+                                "See docs/licenses.md and docs/selling.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
                      params=[q("product_id"), q("user")], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,

@@ -21,7 +21,8 @@ _ERROR_TEXT = {
     401: "invalid_token: key unknown, revoked or expired",
     403: "insufficient_scope: wrong scope or wrong key kind",
     404: "not_found: the object does not exist or is not the caller's",
-    409: "already_owned, or already_exists for a version label",
+    409: "already_owned; license_revoked for a claim or a recorded sale the seller revoked; "
+         "already_exists for a version label",
     413: "payload_too_large",
     422: "idempotency_key_reused: the Idempotency-Key answered a different request (another "
          "body, path or method) in the last 24 hours; use a new key",

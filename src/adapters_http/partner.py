@@ -23,14 +23,14 @@ from adapters_http import wire
 from adapters_http.api_doc import Doc
 from adapters_http.bodies import bearer, media_type, read_bytes, read_json
 from adapters_http.decoding import from_query, structure
-from adapters_http.responses import JSONResponse, file_response
+from adapters_http.responses import JSONResponse, error_response, file_response
 from adapters_http.usage_api import GET_USAGE, usage_answer, usage_query
 from licore import commands as c
 from licore import images as im
 from licore import license_commands as lc
 from licore import scopes as sc
 from licore.audit import AuditEntry
-from licore.errors import InvalidRequest
+from licore.errors import AlreadyOwned, InvalidRequest
 from licore.events import MessageKind
 from licore.model import KeptAnswer, License, Page
 from licore.releases import Channel
@@ -38,6 +38,7 @@ from licore.services import limits
 from licore.services import partner as op
 from licore.services.idempotency import HEADER as IDEMPOTENCY_KEY
 from licore.services.idempotency import Once
+from licore.services.license_lifecycle import Granted
 from licore.services.partner import AsOf, Operation, Partner
 from licore.services.settings import Settings
 
@@ -173,6 +174,15 @@ def dated_license(command: object, changed: AsOf[License]) -> Answer:
     return wire.granted(changed.value, changed.now)
 
 
+def grant_answer(command: object, done: AsOf[Granted]) -> Answer:
+    """A license already held is the specification's `409 already_owned`, answered (and
+    kept for an Idempotency-Key) as any answer is, so the purchase recorded with it stays."""
+    if done.value.held:
+        return error_response(AlreadyOwned("the user already holds a license for this "
+                                           "product"))
+    return wire.granted(done.value.license, done.now)
+
+
 def roles_answer(command: c.ChatRolesOf | c.SetChatRoles, roles: Any) -> Answer:
     shown = {"product_id": command.product_id, "roles": [wire.chat_role(r) for r in roles]}
     return shown if isinstance(command, c.ChatRolesOf) else {"ok": True, **shown}
@@ -198,7 +208,7 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.SAVE_PRODUCT),
     Endpoint("GET", "/licenses", op.LIST_LICENSES, query(c.ListLicenses), dated_licenses,
              doc=d.LIST_LICENSES),
-    Endpoint("POST", "/licenses", op.GRANT, form(lc.GrantForm), dated_license,
+    Endpoint("POST", "/licenses", op.GRANT, form(lc.GrantForm), grant_answer,
              doc=d.GRANT_LICENSE),
     Endpoint("DELETE", "/licenses", op.REVOKE, query(c.LicenseTarget), ok,
              doc=d.REVOKE_LICENSE),

@@ -436,6 +436,24 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX audit_entries_studio ON audit_entries(studio_id, id)",
         "CREATE INDEX audit_entries_at ON audit_entries(at)",
     ],
+    [
+        # Every sale a grant was for (licore.licenses.purchase_key, docs/selling.md
+        # "Refunds"), kept as long as the license: a receipt replayed after the seller
+        # revoked its license never brings it back. Sales recorded so far are taken over.
+        """CREATE TABLE license_purchases (
+            product_id {id} NOT NULL,
+            purchase_key TEXT NOT NULL,
+            license_id {id} NOT NULL REFERENCES licenses(id) ON DELETE CASCADE,
+            created_at {bigint} NOT NULL,
+            PRIMARY KEY (product_id, purchase_key))""",
+        "INSERT INTO license_purchases (product_id, purchase_key, license_id, created_at) "
+        "SELECT product_id, 'id:' || purchase_id, id, created_at FROM licenses "
+        "WHERE purchase_id IS NOT NULL",
+        "INSERT INTO license_purchases (product_id, purchase_key, license_id, created_at) "
+        "SELECT product_id, source || ':' || platform_id, id, created_at FROM licenses "
+        "WHERE purchase_id IS NULL "
+        "AND source IN ('developer_product', 'game_pass', 'subscription')",
+    ],
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Protocol
 
-from licore.errors import AlreadyOwned, InvalidRequest, LicoreError, NotFound
+from licore.errors import AlreadyOwned, InvalidRequest, LicenseRevoked, LicoreError, NotFound
 from licore.transitions import Event, Fail, Go, Table, refusal_of, step, table
 
 
@@ -19,6 +19,11 @@ class LicenseState(enum.Enum):
 class LicenseEvent(Event):
     GRANT = ("`POST /licenses`", "Product exists in the studio")  # the seller's explicit act
     PURCHASE_PASS = ("Purchase pass verified", "The platform confirms the pass is owned")
+    # licore's: a grant for a sale it already recorded (`purchase_key`), however late it
+    # comes again. A platform redelivers an open receipt for as long as it stays open, so
+    # this is no window of time: the purchase is remembered as long as its license exists.
+    RECORDED_SALE = ("`POST /licenses` for a recorded purchase",
+                     "The same `purchase_id`, or a sale without one from the same source")
     # Whether a license matches is the state: "none" when there is none.
     REVOKE = ("`DELETE /licenses`",)
     PAUSE = ("Pause",)
@@ -64,6 +69,11 @@ def _missing() -> NotFound:
     return NotFound("no license for that user and product")
 
 
+def _revoked_sale() -> LicenseRevoked:
+    return LicenseRevoked("the seller revoked the license this purchase gave; the purchase "
+                          "does not bring it back (a seller's grant without it does)")
+
+
 def _inactive() -> InvalidRequest:
     return InvalidRequest("the license is inactive; grant it again to re-activate it", "user")
 
@@ -74,18 +84,22 @@ MINT = (Fx.MINT_KEY, Fx.QUEUE_CHAT_ROLE_HAND_OUT)
 LICENSES: Table[LicenseState, LicenseEvent, LicenseEffect] = table(
     (S.NONE,     E.GRANT,         Go(S.ACTIVE, MINT)),
     (S.NONE,     E.PURCHASE_PASS, Go(S.ACTIVE, MINT)),
+    # A recorded purchase names a license, which exists for as long as its record does.
+    (S.NONE,     E.RECORDED_SALE, Fail(_missing)),
     (S.NONE,     E.REVOKE,        Fail(_missing)),
     (S.NONE,     E.PAUSE,         Fail(_missing)),
     (S.NONE,     E.RESUME,        Fail(_missing)),
 
     (S.ACTIVE,   E.GRANT,         Fail(_owned)),
     (S.ACTIVE,   E.PURCHASE_PASS, Go(S.ACTIVE, (Fx.REVERIFY,))),
+    (S.ACTIVE,   E.RECORDED_SALE, Fail(_owned)),
     (S.ACTIVE,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
     (S.ACTIVE,   E.PAUSE,         Go(S.PAUSED, (Fx.QUEUE_CHAT_ROLE_REMOVAL,))),
     (S.ACTIVE,   E.RESUME,        Go(S.ACTIVE)),
 
     (S.PAUSED,   E.GRANT,         Fail(_owned)),
     (S.PAUSED,   E.PURCHASE_PASS, Go(S.PAUSED, (Fx.REVERIFY,))),
+    (S.PAUSED,   E.RECORDED_SALE, Fail(_owned)),
     (S.PAUSED,   E.REVOKE,        Go(S.INACTIVE, (Fx.CLEAR_KEY, Fx.QUEUE_CHAT_ROLE_REMOVAL))),
     (S.PAUSED,   E.PAUSE,         Go(S.PAUSED)),
     (S.PAUSED,   E.RESUME,        Go(S.ACTIVE, (Fx.QUEUE_CHAT_ROLE_HAND_OUT,))),
@@ -94,10 +108,24 @@ LICENSES: Table[LicenseState, LicenseEvent, LicenseEffect] = table(
     # revoked access; only the seller's grant re-activates it.
     (S.INACTIVE, E.GRANT,         Go(S.ACTIVE, MINT)),
     (S.INACTIVE, E.PURCHASE_PASS, Go(S.INACTIVE)),
+    # A refunded sale the seller revoked stays revoked whatever is replayed.
+    (S.INACTIVE, E.RECORDED_SALE, Fail(_revoked_sale)),
     (S.INACTIVE, E.REVOKE,        Go(S.INACTIVE)),
     (S.INACTIVE, E.PAUSE,         Fail(_inactive)),
     (S.INACTIVE, E.RESUME,        Fail(_inactive)),
 )
+
+
+def purchase_key(source: Source, purchase_id: str | None, platform_id: str) -> str | None:
+    """The purchase a grant is for, as licore remembers it (docs/selling.md, "Refunds"): its
+    `purchase_id`; a sale sent without one is the buyer's one sale from that source (a game
+    pass is owned once; a subscription is one per buyer). None: the seller's own grant,
+    which is no sale and may re-activate a revoked license on purpose."""
+    if purchase_id is not None:
+        return f"id:{purchase_id}"
+    if source is Source.GRANT:
+        return None
+    return f"{source.value}:{platform_id}"
 
 
 def transition(state: LicenseState, event: LicenseEvent) -> Go[LicenseState, LicenseEffect]:

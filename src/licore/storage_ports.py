@@ -301,6 +301,14 @@ class Licenses(Protocol):
     async def take_trial(self, product_id: str, platform_id: str, now: int) -> bool:
         """Record the person's trial of the product; False when they already took one."""
         ...
+    async def remember_purchase(self, product_id: str, purchase_key: str, license_id: str,
+                                now: int) -> None:
+        """Record that the purchase (`licore.licenses.purchase_key`) gave or found the
+        license; a purchase already recorded keeps the license it named first."""
+        ...
+    async def by_purchase(self, product_id: str, purchase_key: str) -> License | None:
+        """The license a recorded purchase names, for as long as it exists."""
+        ...
 
 
 class Alerts(Protocol):

@@ -76,7 +76,7 @@ class LicenseMachine(StorageMachine):
             return await uow.products.add(draft, "p")
 
     @rule(product=st.integers(0, 1), user=st.sampled_from(USERS),
-          event=st.sampled_from(list(LicenseEvent)))
+          event=st.sampled_from([e for e in LicenseEvent if e is not E.RECORDED_SALE]))
     def act(self, product: int, user: str, event: LicenseEvent) -> None:
         pid = self.products[product]
         state = self.model.get((pid, user), LicenseState.NONE)

@@ -211,3 +211,39 @@ def test_a_plain_grant_says_grant_and_no_purchase(server: Server, key: str) -> N
     assert post(server, "/licenses", key, {"product_id": pid, "user": "7011"}).status_code == 200
     [listed] = licenses(server, key, pid)
     assert (listed["source"], listed["purchase_id"]) == ("grant", None)
+
+
+def revoke(server: Server, key: str, product_id: str, user: str) -> None:
+    gone = httpx.delete(f"{server.url}/v1/licenses",
+                        params={"product_id": product_id, "user": user}, headers=auth(key))
+    assert gone.status_code == 200, gone.text
+
+
+def test_a_refunded_receipt_stays_revoked_once_its_key_is_forgotten(server: Server,
+                                                                    key: str) -> None:
+    """Issue 45 item 3: the kept answer lasts a day, the purchase as long as the license. A
+    new Idempotency-Key is what the same receipt meets once the day is over."""
+    pid = product(server, key)
+    sale = {"product_id": pid, "user": "7020", "source": "developer_product",
+            "purchase_id": "refunded-1"}
+    assert post(server, "/licenses", key, sale, new_key()).status_code == 200
+    revoke(server, key, pid, "7020")
+    again = post(server, "/licenses", key, sale, new_key())
+    assert (again.status_code, again.json()["error"]) == (409, "license_revoked"), again.text
+    [license] = licenses(server, key, pid)
+    assert license["status"] == "inactive"
+
+
+def test_a_second_purchase_is_told_already_owned_and_stays_told(server: Server,
+                                                                key: str) -> None:
+    pid = product(server, key)
+    first = {"product_id": pid, "user": "7021", "source": "developer_product",
+             "purchase_id": "twice-1"}
+    second = {**first, "purchase_id": "twice-2"}
+    assert post(server, "/licenses", key, first, "twice-1").status_code == 200
+    told = post(server, "/licenses", key, second, "twice-2")
+    assert (told.status_code, told.json()["error"]) == (409, "already_owned"), told.text
+    revoke(server, key, pid, "7021")
+    replayed = post(server, "/licenses", key, second, new_key())
+    assert (replayed.status_code, replayed.json()["error"]) == (409, "license_revoked")
+    assert [lic["status"] for lic in licenses(server, key, pid)] == ["inactive"]

@@ -38,9 +38,9 @@ def _answer(license: License) -> KeptAnswer:
 
 def _grant(uc: UseCases, studio: ActingStudio, product: Product, user: str = "42",
            key: str = "receipt-1", fingerprint: str = "f1",
-           owner: str | None = None) -> asyncio.Future[Outcome]:
+           owner: str | None = None, purchase: str = "receipt-1") -> asyncio.Future[Outcome]:
     command = lc.GrantLicense(c.LicenseTarget(product.id, user),
-                              source=Source.DEVELOPER_PRODUCT, purchase_id="receipt-1")
+                              source=Source.DEVELOPER_PRODUCT, purchase_id=purchase)
     return asyncio.ensure_future(uc.partner.once.run(
         owner or f"studio:{studio.studio_id}", key, fingerprint,
         lambda: uc.lifecycle.grant(studio, command), _answer))
@@ -115,7 +115,8 @@ async def test_keys_are_their_owners_and_expire_after_a_day(storage: Storage) ->
     uc, clock, studio, product = await _setup(storage)
     await _grant(uc, studio, product, user="42")
     # Another owner's key of the same name is another key.
-    other = await _grant(uc, studio, product, user="43", owner="studio:stu_other")
+    other = await _grant(uc, studio, product, user="43", owner="studio:stu_other",
+                         purchase="receipt-43")
     assert not other.replayed
     clock.advance(KEEP_FOR - 1)
     assert (await _grant(uc, studio, product, user="42")).replayed

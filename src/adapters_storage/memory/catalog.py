@@ -233,3 +233,11 @@ class MemoryLicenses(Repository):
             return False
         self.t.trials[(product_id, platform_id)] = now
         return True
+
+    async def remember_purchase(self, product_id: str, purchase_key: str, license_id: str,
+                                now: int) -> None:
+        self.t.purchases.setdefault((product_id, purchase_key), license_id)
+
+    async def by_purchase(self, product_id: str, purchase_key: str) -> License | None:
+        found = self.t.purchases.get((product_id, purchase_key))
+        return None if found is None else self.t.licenses.get(found)

@@ -66,6 +66,7 @@ class Tables:
     told: dict[tuple[str, str], int] = attrs.Factory(dict)
     # (product id, platform id) -> when the trial started
     trials: dict[tuple[str, str], int] = attrs.Factory(dict)
+    purchases: dict[tuple[str, str], str] = attrs.Factory(dict)  # -> license id
     # (bucket, window start) -> count
     counters: dict[tuple[str, int], int] = attrs.Factory(dict)
     outbox: dict[str, Message] = attrs.Factory(dict)

@@ -315,3 +315,16 @@ class SqlLicenses(Repository):
             "INSERT INTO license_trials (product_id, platform_id, started_at) "
             "VALUES (?, ?, ?) ON CONFLICT DO NOTHING RETURNING product_id",
             [product_id, platform_id, now]))
+
+    async def remember_purchase(self, product_id: str, purchase_key: str, license_id: str,
+                                now: int) -> None:
+        await self.db.run(
+            "INSERT INTO license_purchases (product_id, purchase_key, license_id, created_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [product_id, purchase_key, license_id, now])
+
+    async def by_purchase(self, product_id: str, purchase_key: str) -> License | None:
+        return await self._one(License, f"SELECT {column_list(License, 'l.')} FROM "
+                               "license_purchases b JOIN licenses l ON l.id = b.license_id "
+                               "WHERE b.product_id = ? AND b.purchase_key = ?",
+                               [product_id, purchase_key])

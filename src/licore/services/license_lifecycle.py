@@ -17,7 +17,7 @@ import attrs
 from licore import licenses as lic
 from licore.actors import ActingPerson, ActingStudio
 from licore.commands import LicenseTarget
-from licore.errors import InvalidRequest, NotFound
+from licore.errors import AlreadyOwned, InvalidRequest, NotFound
 from licore.events import Topic
 from licore.license_commands import (
     GrantLicense,
@@ -45,6 +45,12 @@ Fx = LifecycleEffect
 class Transferred:
     old: License  # inactive, `transferred_to` the new holder
     new: License
+
+
+@attrs.frozen
+class Granted:
+    license: License
+    held: bool  # already held (active or paused): nothing changed but the purchase's record
 
 
 @attrs.frozen
@@ -150,7 +156,17 @@ class LicenseLifecycle:
 
     async def grant(self, studio: ActingStudio, command: GrantLicense) -> License:
         """The specification's grant (`POST /licenses`) with an end and a tier, as one unit:
-        the license is never seen in force without its terms."""
+        the license is never seen in force without its terms. A license already held is
+        `409 already_owned` (the purchase, if any, recorded all the same)."""
+        granted = await self.grant_recorded(studio, command)
+        if granted.held:
+            raise AlreadyOwned("the user already holds a license for this product")
+        return granted.license
+
+    async def grant_recorded(self, studio: ActingStudio, command: GrantLicense) -> Granted:
+        """`grant`, answering a license already held instead of raising, so that the new
+        purchase recorded against it commits even inside a keyed call (whose refusals roll
+        back): a replay of it after a revoke is then a recorded sale, refused."""
         target = command.target
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, target.product_id)
@@ -158,6 +174,13 @@ class LicenseLifecycle:
             await self._check_tier(uow, product, command.tier)
             now = self.clock.now()
             end = self._end(command.terms, None, now)
+            sale = lic.purchase_key(command.source, command.purchase_id, platform_id)
+            if sale is not None:
+                await self._unrecorded(uow, product.id, sale, platform_id)
+                held = await uow.licenses.hold(product.id, platform_id)
+                if held is not None and held.state is not LicenseState.INACTIVE:
+                    await uow.licenses.remember_purchase(product.id, sale, held.id, now)
+                    return Granted(held, held=True)
             _, granted = await self.licensing.apply(
                 uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
                 command.source)
@@ -166,7 +189,20 @@ class LicenseLifecycle:
             if shaped != granted and not await uow.licenses.replace(
                     shaped, expected=granted.state):
                 raise NotFound("the license changed while this request ran; try again")
-            return shaped
+            if sale is not None:
+                await uow.licenses.remember_purchase(product.id, sale, shaped.id, now)
+            return Granted(shaped, held=False)
+
+    async def _unrecorded(self, uow: UnitOfWork, product_id: str, sale: str,
+                          platform_id: str) -> None:
+        """Refuse a sale licore already recorded, by the state of the license it gave."""
+        recorded = await uow.licenses.by_purchase(product_id, sale)
+        if recorded is None:
+            return
+        if recorded.platform_id != platform_id:
+            raise InvalidRequest("purchase_id names a sale already recorded for another "
+                                 "user of this product", "purchase_id")
+        lic.transition(recorded.state, LicenseEvent.RECORDED_SALE)  # every row refuses
 
     async def transfer(self, studio: ActingStudio, command: TransferLicense) -> Transferred:
         """Move a license: the old record stays, inactive, with where it went; the new

@@ -32,7 +32,12 @@ from licore.services.idempotency import Idempotency, Once, Outcome
 from licore.services.images import ProductImages
 from licore.services.keys import Caller, Keys, Note
 from licore.services.library import Library, VersionList
-from licore.services.license_lifecycle import LicenseLifecycle, LicensePolicy, Transferred
+from licore.services.license_lifecycle import (
+    Granted,
+    LicenseLifecycle,
+    LicensePolicy,
+    Transferred,
+)
 from licore.services.licensing import Licensing
 from licore.services.packages import Package, Packages, ProductVersion, SettingsChanged
 from licore.services.products import Products
@@ -147,12 +152,14 @@ def change_license(event: LicenseEvent) -> Operation[c.LicenseTarget, License]:
 
 
 
-async def _grant(p: Partner, who: Caller, cmd: lc.GrantLicense) -> AsOf[License]:
-    """The specification's grant; an end and a tier are licore's (docs/licenses.md)."""
-    return p.as_of(await p.lifecycle.grant(who.studio, cmd))
+async def _grant(p: Partner, who: Caller, cmd: lc.GrantLicense) -> AsOf[Granted]:
+    """The specification's grant; an end and a tier are licore's (docs/licenses.md). A
+    license already held is answered `409 already_owned` by the edge, from the value, not
+    an exception: the purchase recorded against it must commit with a keyed call too."""
+    return p.as_of(await p.lifecycle.grant_recorded(who.studio, cmd))
 
 
-GRANT = Operation[lc.GrantLicense, AsOf[License]]("licenses:write", _grant)
+GRANT = Operation[lc.GrantLicense, AsOf[Granted]]("licenses:write", _grant)
 REVOKE = change_license(LicenseEvent.REVOKE)
 PAUSE = change_license(LicenseEvent.PAUSE)
 RESUME = change_license(LicenseEvent.RESUME)
