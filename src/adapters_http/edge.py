@@ -19,9 +19,10 @@ import contextlib
 import json
 import logging
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from adapters_http import site
+from adapters_http.http_layer import HttpLayer
 from licore.errors import printable
 
 error_log = logging.getLogger("licore.error")
@@ -121,14 +122,8 @@ async def _answer(send: Send, answer: tuple[int, bytes, bytes], close: bool) -> 
     await send({"type": "http.response.body", "body": body})
 
 
-class Edge:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+class Edge(HttpLayer):
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         watch = BodyWatch(scope, receive)
         started = False
 

@@ -31,9 +31,10 @@ from prometheus_client import (
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from adapters_http import json_text, site
+from adapters_http.http_layer import HttpLayer
 from licore.audit import REQUEST_ID
 
 ACCESS_LOGGER = "licore.access"
@@ -144,16 +145,10 @@ def _ours_alone() -> LoopBatchedStream | None:
     return handler
 
 
-class RequestContext:
+class RequestContext(HttpLayer):
     """Request id in and out, one access log line, request metrics."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = request_id_of(scope)
         token = request_id.set(rid)
         start = time.perf_counter()

@@ -16,11 +16,9 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from adapters_storage import BUSY_WAIT, POOL_SIZE
 from adapters_storage.sql.common import apply_migrations
-from adapters_storage.sql.hot_path import HotPath
+from adapters_storage.sql.hot_path import HotPath, OnHotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Contended, Unavailable
-from licore.runtime import Facts as RuntimeFacts
-from licore.usage import Call
 
 MIGRATION_LOCK = 0x11C0E  # any constant; the advisory lock serialises concurrent migrators
 # How long a request waits for a connection (BUSY_WAIT): while the database answers, a burst
@@ -82,7 +80,7 @@ class _Executor:
         return cur.rowcount
 
 
-class PostgresStorage:
+class PostgresStorage(OnHotPath):
     def __init__(self, url: str, min_size: int = 1, max_size: int = POOL_SIZE,
                  busy_wait: float = BUSY_WAIT, hot_size: int = 2) -> None:
         """`min_size`/`max_size`: the units of work's pool. `hot_size`: the runtime hot
@@ -166,19 +164,6 @@ class PostgresStorage:
         except (Unavailable, TimeoutError):
             return False
         return True
-
-    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
-                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
-
-    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self._hot.use_nonce(license_id, nonce, expires_at, now)
-
-    def note_call(self, call: Call) -> None:
-        self._hot.note_call(call)
-
-    async def flush_usage(self) -> None:
-        await self._hot.flush_usage()
 
     async def migrate(self) -> None:
         async with self.unit_of_work() as uow:

@@ -26,11 +26,9 @@ from typing import Any
 import aiosqlite
 
 from adapters_storage.sql.common import apply_migrations
-from adapters_storage.sql.hot_path import HotPath
+from adapters_storage.sql.hot_path import HotPath, OnHotPath
 from adapters_storage.sql.unit_of_work import SqlUnitOfWork
 from licore.errors import Unavailable
-from licore.runtime import Facts as RuntimeFacts
-from licore.usage import Call
 
 BUSY_TIMEOUT_MS = 30_000
 # Direct writes between two checkpoints (on another thread, `_restart_wal`): about SQLite's
@@ -110,7 +108,7 @@ class _Direct:
         return _Executor(self.pooled)
 
 
-class SqliteStorage:
+class SqliteStorage(OnHotPath):
     def __init__(self, path: str | Path, pool_size: int = 1, direct: bool = True) -> None:
         """`direct`: the hot path's statements on the loop's thread (see the module); off,
         they all go through aiosqlite (the tests run the hot path both ways)."""
@@ -266,19 +264,6 @@ class SqliteStorage:
             pass  # the next one tries again; readers and writers never need it
         finally:
             self._checkpoint = None
-
-    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
-                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
-        return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
-
-    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
-        return await self._hot.use_nonce(license_id, nonce, expires_at, now)
-
-    def note_call(self, call: Call) -> None:
-        self._hot.note_call(call)
-
-    async def flush_usage(self) -> None:
-        await self._hot.flush_usage()
 
     async def migrate(self) -> None:
         async with self.unit_of_work() as uow:

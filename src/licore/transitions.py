@@ -59,32 +59,46 @@ Table = Mapping[tuple[S, E], Outcome[S, F]]
 
 
 def table(*rows: tuple[S, E, Outcome[S, F]]) -> dict[tuple[S, E], Outcome[S, F]]:
-    """The rows as a lookup, in the order written; a (state, event) written twice is a bug."""
+    """The rows as a lookup, in the order written. A (state, event) written twice is a bug,
+    and so is one left out: every event has a row in every state, but for an event that
+    `creates`, which has rows only where there is no record yet."""
     built: dict[tuple[S, E], Outcome[S, F]] = {}
     for state, event, outcome in rows:
         if (state, event) in built:
             raise ValueError(f"two rows for {event!r} in {state!r}")
         built[(state, event)] = outcome
+    if built:
+        first_state, first_event = next(iter(built))
+        for state in type(first_state):
+            for event in type(first_event):
+                if (state, event) not in built and not event.creates:
+                    raise ValueError(f"no row for {event!r} in {state!r}")
     return built
 
 
 def step(rows: Table[S, E, F], state: S, event: E) -> Go[S, F]:
-    """The outcome of `event` in `state`; raises the row's error, or `LicoreError` if none."""
-    try:
-        outcome = rows[(state, event)]
-    except KeyError:
-        raise LicoreError(f"no transition for {event!r} in {state!r}") from None
+    """The outcome of `event` in `state` (the table has a row for each: `table`); raises
+    the row's error when it refuses."""
+    outcome = rows[(state, event)]
     if isinstance(outcome, Fail):
         raise outcome.error()
     return outcome
 
 
 def refusal_of(rows: Table[S, E, F], state: S, event: E) -> LicoreError:
-    """The error a refusing row raises, for a caller that must `raise` it itself."""
+    """The error a refusing row raises, for a caller that must `raise` it itself (it names
+    a row that refuses)."""
     outcome = rows[(state, event)]
-    if not isinstance(outcome, Fail):
-        raise LicoreError(f"{event!r} in {state!r} is not refused")
+    assert isinstance(outcome, Fail), f"{event!r} in {state!r} is not refused"
     return outcome.error()
+
+
+def effects_of(rows: Table[S, E, F], *events: E) -> frozenset[F]:
+    """Every effect the rows of `events` ask for: what a caller that handles those events
+    must be able to perform."""
+    return frozenset(effect for (_, event), outcome in rows.items()
+                     if event in events and isinstance(outcome, Go)
+                     for effect in outcome.effects)
 
 
 @attrs.frozen

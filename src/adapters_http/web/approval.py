@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from adapters_http.web import session
 from adapters_http.web.render import page
-from adapters_http.web.routing import Ctx, page_route
+from adapters_http.web.routing import Ctx, Page, page_routes
 from licore import device_flow as df
 from licore import scopes as sc
 from licore.errors import ApprovalRefused, ExpiredToken, NotFound
@@ -52,105 +52,119 @@ def _linked(ctx: Ctx) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def routes(uc: UseCases) -> list[Route]:
-    sessions = uc.sessions
+def _entry_page(ctx: Ctx, *, code: str, error: str | None = None, status: int = 200,
+                tries_left: int | None = None) -> Response:
+    return page(ctx.request, ctx.visitor, "device_entry.html", status=status, code=code,
+                error=error, tries_left=tries_left)
 
-    def entry_page(ctx: Ctx, *, code: str, error: str | None = None, status: int = 200,
-                   tries_left: int | None = None) -> Response:
-        return page(ctx.request, ctx.visitor, "device_entry.html", status=status, code=code,
-                    error=error, tries_left=tries_left)
 
-    def burned_page(ctx: Ctx) -> Response:
-        return page(ctx.request, ctx.visitor, "device_burned.html", status=403)
+def _burned_page(ctx: Ctx) -> Response:
+    return page(ctx.request, ctx.visitor, "device_burned.html", status=403)
 
-    async def consent_page(ctx: Ctx, view: device.ApprovalView, *, status: int = 200,
-                           error: str | None = None, chosen: str | None = None) -> Response:
-        choices = await _choices(uc.dashboard, ctx.account.id, view)
-        if chosen is None:
-            chosen = next((c.studio_id for c in choices if c.granted), None)
-        return page(ctx.request, ctx.visitor, "device_consent.html", status=status, view=view,
-                    choices=choices, chosen=chosen, error=error,
-                    studio_kind=view.kind is sc.KeyKind.STUDIO)
 
-    async def show(ctx: Ctx) -> Response:
-        attempts = await sessions.entry_attempts(ctx.session_id, _linked(ctx))
-        if attempts.burned:
-            return burned_page(ctx)
-        code = ctx.request.query_params.get("code", "")[:32]
-        if code:
-            # Opened from verification_uri_complete: five wrong entries in this session also
-            # burn the authorization this link names (contract 6).
-            session.session(ctx.request)["link"] = df.normalize_user_code(code)
-        shown = df.normalize_user_code(code)
-        return entry_page(ctx, code=df.format_user_code(shown) if len(shown) == 8 else code)
+async def _consent_page(uc: UseCases, ctx: Ctx, view: device.ApprovalView, *,
+                        status: int = 200, error: str | None = None,
+                        chosen: str | None = None) -> Response:
+    choices = await _choices(uc.dashboard, ctx.account.id, view)
+    if chosen is None:
+        chosen = next((c.studio_id for c in choices if c.granted), None)
+    return page(ctx.request, ctx.visitor, "device_consent.html", status=status, view=view,
+                choices=choices, chosen=chosen, error=error,
+                studio_kind=view.kind is sc.KeyKind.STUDIO)
 
-    async def look_up(ctx: Ctx) -> Response:
-        entered = ctx.field("code")[:32]
-        attempts = await sessions.entry_attempts(ctx.session_id, _linked(ctx))
-        try:
-            view, after = await uc.device.look_up(entered, attempts, ctx.ip)
-        except device.SessionBurned:
-            return burned_page(ctx)
+
+async def show(uc: UseCases, ctx: Ctx) -> Response:
+    attempts = await uc.sessions.entry_attempts(ctx.session_id, _linked(ctx))
+    if attempts.burned:
+        return _burned_page(ctx)
+    code = ctx.request.query_params.get("code", "")[:32]
+    if code:
+        # Opened from verification_uri_complete: five wrong entries in this session also
+        # burn the authorization this link names (contract 6).
+        session.session(ctx.request)["link"] = df.normalize_user_code(code)
+    shown = df.normalize_user_code(code)
+    return _entry_page(ctx, code=df.format_user_code(shown) if len(shown) == 8 else code)
+
+
+async def look_up(uc: UseCases, ctx: Ctx) -> Response:
+    entered = ctx.field("code")[:32]
+    attempts = await uc.sessions.entry_attempts(ctx.session_id, _linked(ctx))
+    try:
+        view, after = await uc.device.look_up(entered, attempts, ctx.ip)
+    except device.SessionBurned:
+        return _burned_page(ctx)
+    if view is None:
+        await uc.sessions.count_wrong_entry(ctx.session_id)
+        if after.burned:
+            return _burned_page(ctx)
+        return _entry_page(ctx, code=entered, status=400,
+                           tries_left=df.WRONG_ENTRY_LIMIT - after.wrong,
+                           error="No authorization is waiting for that code. Check the "
+                                 "code your app shows and type it again.")
+    # Only a code this session found by entering it may be decided on: deciding is
+    # never a way around the wrong-entry count.
+    session.session(ctx.request)["shown"] = df.normalize_user_code(view.user_code)
+    return await _consent_page(uc, ctx, view)
+
+
+async def decide(uc: UseCases, ctx: Ctx) -> Response:
+    code = df.normalize_user_code(ctx.field("code"))
+    data = session.session(ctx.request)
+    if not code or data.get("shown") != code:
+        return _entry_page(ctx, code="", status=400,
+                           error="Enter the code your app shows first.")
+    if (await uc.sessions.entry_attempts(ctx.session_id, _linked(ctx))).burned:
+        return _burned_page(ctx)
+    approve = ctx.field("decision") == "approve"
+    studio_id = ctx.field("studio_id") or None
+    view = await uc.device.pending_view(code)
+    try:
         if view is None:
-            await sessions.count_wrong_entry(ctx.session_id)
-            if after.burned:
-                return burned_page(ctx)
-            return entry_page(ctx, code=entered, status=400,
-                              tries_left=df.WRONG_ENTRY_LIMIT - after.wrong,
-                              error="No authorization is waiting for that code. Check the "
-                                    "code your app shows and type it again.")
-        # Only a code this session found by entering it may be decided on: deciding is
-        # never a way around the wrong-entry count.
-        session.session(ctx.request)["shown"] = df.normalize_user_code(view.user_code)
-        return await consent_page(ctx, view)
-
-    async def decide(ctx: Ctx) -> Response:
-        code = df.normalize_user_code(ctx.field("code"))
-        data = session.session(ctx.request)
-        if not code or data.get("shown") != code:
-            return entry_page(ctx, code="", status=400,
-                              error="Enter the code your app shows first.")
-        if (await sessions.entry_attempts(ctx.session_id, _linked(ctx))).burned:
-            return burned_page(ctx)
-        approve = ctx.field("decision") == "approve"
-        studio_id = ctx.field("studio_id") or None
-        view = await uc.device.pending_view(code)
-        try:
-            if view is None:
-                raise ExpiredToken("this code is no longer waiting for approval")
-            granted = await uc.device.decide(ctx.account.id, code, approve, studio_id)
-        except ApprovalRefused:
-            assert view is not None
-            return await consent_page(ctx, view, status=403, chosen=studio_id,
-                                      error=await _why_nothing_survives(ctx, view, studio_id))
-        except (ExpiredToken, NotFound):
-            data.pop("shown", None)
-            return page(ctx.request, ctx.visitor, "device_done.html", status=400,
-                        outcome="gone", view=None, granted=(), dropped=())
+            raise ExpiredToken("this code is no longer waiting for approval")
+        granted = await uc.device.decide(ctx.account.id, code, approve, studio_id)
+    except ApprovalRefused:
+        assert view is not None
+        return await _consent_page(uc, ctx, view, status=403, chosen=studio_id,
+                                   error=await _why_nothing_survives(uc, ctx, view, studio_id))
+    except (ExpiredToken, NotFound):
         data.pop("shown", None)
-        data.pop("link", None)
-        dropped = tuple(s for s in view.requested if s not in granted)
-        return page(ctx.request, ctx.visitor, "device_done.html",
-                    outcome="approved" if approve else "denied", view=view,
-                    granted=granted, dropped=dropped if approve else ())
+        return page(ctx.request, ctx.visitor, "device_done.html", status=400,
+                    outcome="gone", view=None, granted=(), dropped=())
+    data.pop("shown", None)
+    data.pop("link", None)
+    return _done_page(ctx, view, granted, approve)
 
-    async def _why_nothing_survives(ctx: Ctx, view: device.ApprovalView,
-                                    studio_id: str | None) -> str:
-        choices = {c.studio_id: c for c in await _choices(uc.dashboard, ctx.account.id, view)}
-        choice = choices.get(studio_id)
-        if choice is None:
-            return ("Choose a studio you belong to: an app asking for studio scopes acts for "
-                    "one studio, and only its members may approve.")
-        needs: dict[str, Any] = {}
-        for scope, permission in choice.dropped:
-            needs.setdefault(permission.replace("_", " "), []).append(scope)
-        wanted = "; ".join(f"{', '.join(scopes)} need the {perm} permission"
-                           for perm, scopes in needs.items())
-        return (f"Nothing was approved: in {choice.label} you may not grant any of the scopes "
-                f"this app asks for ({wanted}). Ask the studio's owner, or deny.")
 
-    return [
-        page_route(sessions, "/device", show),
-        page_route(sessions, "/device", look_up, method="POST"),
-        page_route(sessions, "/device/decide", decide, method="POST"),
-    ]
+def _done_page(ctx: Ctx, view: device.ApprovalView, granted: tuple[str, ...],
+               approve: bool) -> Response:
+    dropped = tuple(s for s in view.requested if s not in granted)
+    return page(ctx.request, ctx.visitor, "device_done.html",
+                outcome="approved" if approve else "denied", view=view,
+                granted=granted, dropped=dropped if approve else ())
+
+
+async def _why_nothing_survives(uc: UseCases, ctx: Ctx, view: device.ApprovalView,
+                                studio_id: str | None) -> str:
+    choices = {c.studio_id: c for c in await _choices(uc.dashboard, ctx.account.id, view)}
+    choice = choices.get(studio_id)
+    if choice is None:
+        return ("Choose a studio you belong to: an app asking for studio scopes acts for "
+                "one studio, and only its members may approve.")
+    needs: dict[str, Any] = {}
+    for scope, permission in choice.dropped:
+        needs.setdefault(permission.replace("_", " "), []).append(scope)
+    wanted = "; ".join(f"{', '.join(scopes)} need the {perm} permission"
+                       for perm, scopes in needs.items())
+    return (f"Nothing was approved: in {choice.label} you may not grant any of the scopes "
+            f"this app asks for ({wanted}). Ask the studio's owner, or deny.")
+
+
+PAGES: list[Page[UseCases]] = [
+    Page("GET", "/device", show),
+    Page("POST", "/device", look_up),
+    Page("POST", "/device/decide", decide),
+]
+
+
+def routes(uc: UseCases) -> list[Route]:
+    return page_routes(uc.sessions, uc, PAGES)

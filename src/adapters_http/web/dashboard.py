@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-import attrs
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -19,7 +18,7 @@ from adapters_http.decoding import parse_json
 from adapters_http.web import session
 from adapters_http.web.audit_page import audit_page
 from adapters_http.web.render import page, when
-from adapters_http.web.routing import Ctx, page_route, redirect
+from adapters_http.web.routing import Ctx, Page, page_routes, redirect
 from adapters_http.web.usage_pages import (
     product_usage,
     product_usage_csv,
@@ -483,65 +482,44 @@ async def revoke_app(board: Dashboard, ctx: Ctx) -> Response:
     return redirect(ctx.request, studio_url(here, "#apps"))
 
 
-Handler = Callable[[Dashboard, Ctx], Awaitable[Response]]
-
-
-@attrs.frozen
-class DashboardPage:
-    method: str
-    path: str  # under /dashboard
-    handler: Handler
-    upload: bool = False  # takes a model file: the body may be as large as an upload
-    upload_limit: int | None = None  # takes another file, of at most this many bytes
-
-
 IMAGE_FORM_LIMIT = MAX_IMAGE_BYTES + 64 * 1024  # room for the form around the file
 BASE = "/{studio_id}"
 PRODUCT = BASE + "/products/{product_id}"
-PAGES = [
-    DashboardPage("GET", "", studios),
-    DashboardPage("GET", BASE, studio),
-    DashboardPage("POST", BASE + "/products", create_product),
-    DashboardPage("POST", BASE + "/deliveries/{message_id}/resend", resend),
-    DashboardPage("POST", BASE + "/webhooks", add_webhook),
-    DashboardPage("POST", BASE + "/webhooks/{endpoint_id}/rotate", rotate_webhook),
-    DashboardPage("POST", BASE + "/webhooks/{endpoint_id}/delete", remove_webhook),
-    DashboardPage("POST", BASE + "/webhooks/{endpoint_id}/enable", enable_webhook),
-    DashboardPage("GET", PRODUCT, product),
-    DashboardPage("POST", PRODUCT, save_product),
-    DashboardPage("POST", PRODUCT + "/settings", save_settings),
-    DashboardPage("POST", PRODUCT + "/versions", upload, upload=True),
-    DashboardPage("POST", PRODUCT + "/publish", publish),
-    DashboardPage("POST", PRODUCT + "/images", add_image, upload_limit=IMAGE_FORM_LIMIT),
-    DashboardPage("POST", PRODUCT + "/images/{image_id}", image_action),
-    DashboardPage("POST", PRODUCT + "/withdraw", withdraw),
-    DashboardPage("POST", PRODUCT + "/trace", trace, upload=True),
-    DashboardPage("POST", PRODUCT + "/policy", save_policy),
-    DashboardPage("POST", PRODUCT + "/licenses", license_action),
-    DashboardPage("GET", PRODUCT + "/licenses/{user}", license_page),
-    DashboardPage("POST", PRODUCT + "/chat-roles", chat_role),
-    DashboardPage("POST", BASE + "/blacklist", blacklist),
-    DashboardPage("POST", BASE + "/alerts/{alert_id}", alert_action),
-    DashboardPage("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
-    DashboardPage("GET", BASE + "/usage", studio_usage),
-    DashboardPage("GET", PRODUCT + "/usage", product_usage),
-    DashboardPage("GET", BASE + "/usage.csv", studio_usage_csv),
-    DashboardPage("GET", PRODUCT + "/usage.csv", product_usage_csv),
-    DashboardPage("GET", BASE + "/audit", audit_page),
+PAGES: list[Page[Dashboard]] = [
+    Page("GET", "", studios),
+    Page("GET", BASE, studio),
+    Page("POST", BASE + "/products", create_product),
+    Page("POST", BASE + "/deliveries/{message_id}/resend", resend),
+    Page("POST", BASE + "/webhooks", add_webhook),
+    Page("POST", BASE + "/webhooks/{endpoint_id}/rotate", rotate_webhook),
+    Page("POST", BASE + "/webhooks/{endpoint_id}/delete", remove_webhook),
+    Page("POST", BASE + "/webhooks/{endpoint_id}/enable", enable_webhook),
+    Page("GET", PRODUCT, product),
+    Page("POST", PRODUCT, save_product),
+    Page("POST", PRODUCT + "/settings", save_settings),
+    Page("POST", PRODUCT + "/versions", upload, upload=True),
+    Page("POST", PRODUCT + "/publish", publish),
+    Page("POST", PRODUCT + "/images", add_image, upload_limit=IMAGE_FORM_LIMIT),
+    Page("POST", PRODUCT + "/images/{image_id}", image_action),
+    Page("POST", PRODUCT + "/withdraw", withdraw),
+    Page("POST", PRODUCT + "/trace", trace, upload=True),
+    Page("POST", PRODUCT + "/policy", save_policy),
+    Page("POST", PRODUCT + "/licenses", license_action),
+    Page("GET", PRODUCT + "/licenses/{user}", license_page),
+    Page("POST", PRODUCT + "/chat-roles", chat_role),
+    Page("POST", BASE + "/blacklist", blacklist),
+    Page("POST", BASE + "/alerts/{alert_id}", alert_action),
+    Page("POST", BASE + "/apps/{key_id}/revoke", revoke_app),
+    Page("GET", BASE + "/usage", studio_usage),
+    Page("GET", PRODUCT + "/usage", product_usage),
+    Page("GET", BASE + "/usage.csv", studio_usage_csv),
+    Page("GET", PRODUCT + "/usage.csv", product_usage_csv),
+    Page("GET", BASE + "/audit", audit_page),
 ]
 
 
 def routes(uc: UseCases, settings: Settings) -> list[Route]:
-    board = uc.dashboard
     # room for the form around the file
     upload_limit = settings.max_upload_bytes + 64 * 1024
-
-    def bound(handler: Handler) -> Callable[[Ctx], Awaitable[Response]]:
-        async def run(ctx: Ctx) -> Response:
-            return await handler(board, ctx)
-
-        return run
-
-    return [page_route(uc.sessions, "/dashboard" + p.path, bound(p.handler), method=p.method,
-                       upload_limit=upload_limit if p.upload else p.upload_limit)
-            for p in PAGES]
+    return page_routes(uc.sessions, uc.dashboard, PAGES, prefix="/dashboard",
+                       upload_limit=upload_limit)

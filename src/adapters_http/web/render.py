@@ -11,9 +11,10 @@ import jinja2
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from adapters_http import site
+from adapters_http.http_layer import HttpLayer
 from adapters_http.web.session import Visitor, csrf_token, pop_flash
 from licore import scopes as sc
 from licore.errors import LicoreError, NotFound
@@ -124,17 +125,10 @@ PAGE_HEADERS = [
 ]
 
 
-class PageHeaders:
+class PageHeaders(HttpLayer):
     """Security headers on every web answer; no caching of per-person pages."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def add(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)

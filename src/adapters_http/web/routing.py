@@ -3,7 +3,9 @@ first), the sign-in requirement, and errors answered as pages rather than JSON."
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
 from urllib.parse import quote
 
 import attrs
@@ -138,3 +140,29 @@ def page_route(sessions: Sessions, path: str, handler: Handler, *, method: str =
             return error_page(request, who, error)
 
     return Route(path, endpoint, methods=[method], name=f"{method} {path}")
+
+
+D = TypeVar("D")
+
+
+@attrs.frozen
+class Page(Generic[D]):
+    """One row of a module's table of pages: its handler is a plain function of what the
+    module's pages share (`D`: the use cases, a settings holder) and the request's `Ctx`."""
+
+    method: str
+    path: str
+    handler: Callable[[D, Ctx], Awaitable[Response]]
+    signed_in: bool = True  # False: a visitor who is not signed in sees it too
+    upload: bool = False  # takes a model file: the body may be as large as an upload
+    upload_limit: int | None = None  # takes another file, of at most this many bytes
+
+
+def page_routes(sessions: Sessions, shared: D, pages: Sequence[Page[D]], *, prefix: str = "",
+                upload_limit: int | None = None) -> list[Route]:
+    """The table's routes, each handler given `shared`; `upload_limit` bounds the body of
+    the pages that take a model file."""
+    return [page_route(sessions, prefix + p.path, functools.partial(p.handler, shared),
+                       method=p.method, signed_in=p.signed_in,
+                       upload_limit=upload_limit if p.upload else p.upload_limit)
+            for p in pages]

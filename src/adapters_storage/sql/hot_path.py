@@ -136,3 +136,23 @@ class HotPath:
     async def _nonce_batch(self, now: int, requests: Sequence[NonceRequest]) -> list[bool]:
         async with self.autocommit() as db:
             return await use_nonces(db, self.source, now, requests)
+
+
+class OnHotPath:
+    """The runtime calls of a SQL storage, each handed to the storage's `HotPath` (`_hot`):
+    written here once for both databases."""
+
+    _hot: HotPath
+
+    async def runtime_read(self, buckets: Sequence[str], window_start: int, key_digest: str,
+                           user_id: str, game_id: str | None) -> tuple[list[int], RuntimeFacts]:
+        return await self._hot.runtime_read(buckets, window_start, key_digest, user_id, game_id)
+
+    async def use_nonce(self, license_id: str, nonce: str, expires_at: int, now: int) -> bool:
+        return await self._hot.use_nonce(license_id, nonce, expires_at, now)
+
+    def note_call(self, call: Call) -> None:
+        self._hot.note_call(call)
+
+    async def flush_usage(self) -> None:
+        await self._hot.flush_usage()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import Any
 
 import attrs
 
@@ -206,10 +206,6 @@ class Packages:
                         await self.announce.event(uow, studio.studio_id,
                                                   Topic.VERSION_PUBLISHED,
                                                   version_data(product, version))
-                    case ReleaseEffect.FALL_BACK | ReleaseEffect.TELL_WITHDRAWN:
-                        raise AssertionError(effect)  # rows of withdrawing only
-                    case _:
-                        assert_never(effect)
             product = attrs.evolve(product, updated_at=self.clock.now())
             await uow.products.save(product)
             await uow.versions.mark_published(version.id, channel)
@@ -243,11 +239,6 @@ class Packages:
                         await self.announce.event(uow, studio.studio_id,
                                                   Topic.VERSION_WITHDRAWN,
                                                   withdrawn_data(was, product, version))
-                    case (ReleaseEffect.GO_LIVE | ReleaseEffect.GO_BETA
-                          | ReleaseEffect.TELL_PUBLISHED):
-                        raise AssertionError(effect)  # rows of publishing only
-                    case _:
-                        assert_never(effect)
         return ProductVersion(product, version)
 
     async def change_settings(self, studio: ActingStudio, command: ChangeSettings
