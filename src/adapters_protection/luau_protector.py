@@ -119,12 +119,14 @@ def _readings(scripts: Sequence[tuple[str, str]],
     return out
 
 
-def _sealed_trace(scripts: Sequence[tuple[str, str]],
-                  candidates: Sequence[Candidate]) -> Trace | None:
-    """A copy holding a sealed program names the one license whose key opens it: the
-    program is what the copy runs, so a leak that still works keeps it, however its other
-    code was de-obfuscated or renamed. None when no program opens (or several licenses'
-    do: that is for the watermark to weigh)."""
+_PROGRAM_WORDS = "a sealed program (sealed functions' bytecode, opened by one license's key only)"
+
+
+def _sealed_owners(scripts: Sequence[tuple[str, str]],
+                   candidates: Sequence[Candidate]) -> dict[str, str]:
+    """The licenses whose sealed programs the copy holds, in words for the evidence. A hint
+    only: the literals of a program are pasted into a comment as easily as a key, so a
+    program counts where the copy's own marks agree with it (`tracing.trace`)."""
     texts = [s.encode() for _, s in scripts]
     programs = sealed_programs_of(texts)
     owners = sealed_owner(programs, candidates) if programs else []
@@ -139,13 +141,7 @@ def _sealed_trace(scripts: Sequence[tuple[str, str]],
                                                           candidate.license_secret)]
             if sealed_owner(sealed_programs_of(readings), [candidate]):
                 owners.append(candidate.license_id)
-        owners = sorted(set(owners))
-    if len(owners) != 1:
-        return None
-    return Trace(owners[0], (
-        "the copy holds a sealed program (the bytecode of its sealed functions) that opens "
-        "only under this license's sealed-code key: licore made it for this license alone, "
-        "and a copy whose sealed functions still run must keep it",), 0, False)
+    return {owner: _PROGRAM_WORDS for owner in sorted(set(owners))}
 
 
 class LuauProtector:
@@ -157,11 +153,9 @@ class LuauProtector:
         # gets each candidate's readings of the literals, each on the line it came from,
         # to look for keys in (only the start of each script, where a key placeholder
         # usually sits: the work is per candidate).
-        sealed = _sealed_trace(scripts, candidates)
-        if sealed is not None:
-            return sealed
         return trace_scripts(scripts, candidates, self._bias_key,
-                             readings=_readings(scripts, candidates))
+                             readings=_readings(scripts, candidates),
+                             artefacts=_sealed_owners(scripts, candidates))
 
     def __init__(self, watermark_secret: bytes = DEFAULT_SECRET) -> None:
         self._parser = parser()
@@ -294,7 +288,8 @@ class LuauProtector:
         return problems
 
     def protect(
-        self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
+        self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes,
+        *, sealing: str = ""
     ) -> str:
         transforms = settings.transforms_for(path)
         if not transforms:
@@ -305,14 +300,14 @@ class LuauProtector:
         if blocking:
             raise ProtectionFailed(blocking)
         return self._transform(path, data, root, analysis, transforms, license_secret,
-                               seal_all=settings.seals_all(path))
+                               seal_all=settings.seals_all(path), sealing=sealing)
 
     def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
-                    license_secret: bytes) -> list[str]:
-        return protect_each(self, scripts, settings, license_secret)
+                    license_secret: bytes, *, sealing: str = "") -> list[str]:
+        return protect_each(self, scripts, settings, license_secret, sealing=sealing)
 
     def _seal(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
-              license_secret: bytes, *, seal_all: bool) -> bytes | None:
+              license_secret: bytes, *, seal_all: bool, sealing: str) -> bytes | None:
         """The script with its sealed functions replaced by stubs; None when it has none."""
         if not marked_functions(root, every_top_level=seal_all):
             return None
@@ -323,15 +318,16 @@ class LuauProtector:
                 "cannot be sealed (a sealed function's variables are not in an environment)")])
         try:
             return seal_functions(data, root, analysis, license_secret, path,
-                                  every_top_level=seal_all)
+                                  every_top_level=seal_all, sealing=sealing)
         except SealError as error:
             raise ProtectionFailed([ProtectionProblem(
                 path, error.line, f"cannot seal this function: {error.reason}")]) from None
 
     def _transform(self, path: str, data: bytes, root: Node, analysis: Analysis | None,
                    transforms: frozenset[str], license_secret: bytes, *,
-                   seal_all: bool = False) -> str:
-        sealed = self._seal(path, data, root, analysis, license_secret, seal_all=seal_all)
+                   seal_all: bool = False, sealing: str = "") -> str:
+        sealed = self._seal(path, data, root, analysis, license_secret, seal_all=seal_all,
+                            sealing=sealing)
         if sealed is not None:  # sealing first: the stubs are then protected like any code
             data = sealed
             root = self._parse(data).root_node

@@ -81,10 +81,10 @@ def _ready() -> None:
 
 
 def _protect_part(scripts: Scripts, settings: ProtectionSettings,
-                  license_secret: bytes) -> list[str]:
+                  license_secret: bytes, sealing: str) -> list[str]:
     assert _worker is not None
     with _no_cycle_collection():
-        return _worker.protect_all(scripts, settings, license_secret)
+        return _worker.protect_all(scripts, settings, license_secret, sealing=sealing)
 
 
 def _check_part(scripts: Scripts, settings: ProtectionSettings) -> list[ProtectionProblem]:
@@ -141,14 +141,17 @@ class ProcessProtector:
                             lambda pool, part: pool.submit(_check_part, part, settings))
 
     def protect(self, path: str, source: str, settings: ProtectionSettings,
-                license_secret: bytes) -> str:
-        return self._local.protect(path, source, settings, license_secret)
+                license_secret: bytes, *, sealing: str = "") -> str:
+        return self._local.protect(path, source, settings, license_secret, sealing=sealing)
 
     def protect_all(self, scripts: Scripts, settings: ProtectionSettings,
-                    license_secret: bytes) -> list[str]:
+                    license_secret: bytes, *, sealing: str = "") -> list[str]:
         return self._spread(
-            scripts, lambda part: self._local.protect_all(part, settings, license_secret),
-            lambda pool, part: pool.submit(_protect_part, part, settings, license_secret))
+            scripts,
+            lambda part: self._local.protect_all(part, settings, license_secret,
+                                                 sealing=sealing),
+            lambda pool, part: pool.submit(_protect_part, part, settings, license_secret,
+                                           sealing))
 
     def trace(self, scripts: Scripts, candidates: Sequence[Candidate]) -> Trace:
         return self._local.trace(scripts, candidates)

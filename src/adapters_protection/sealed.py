@@ -153,8 +153,11 @@ def _outer_bindings(analysis: Analysis, node: Node, captures: list[Capture]) -> 
 
 
 def seal_functions(data: bytes, root: Node, analysis: Analysis, license_secret: bytes,
-                   path: str, *, every_top_level: bool = False) -> bytes:
-    """The script with every marked function replaced by its stub (unchanged if none)."""
+                   path: str, *, every_top_level: bool = False, sealing: str = "") -> bytes:
+    """The script with every marked function replaced by its stub (unchanged if none).
+    `sealing` names the key the program is encrypted under (`sealing_context`: the copy's
+    version and key generation); the loader writes it in the clear for the SDK to ask
+    `/unlock` for that key."""
     marked = marked_functions(root, every_top_level=every_top_level)
     if not marked:
         return data
@@ -162,7 +165,7 @@ def seal_functions(data: bytes, root: Node, analysis: Analysis, license_secret: 
                                            path.encode(), hashlib.sha256).digest())
     program, captures = compile_functions(analysis, encoding,
                                           [(m.node, m.method) for m in marked])
-    key = sealed_code_key(license_secret)
+    key = sealed_code_key(license_secret, sealing)
     nonce = hmac.new(license_secret, b"licore/sealed-nonce|" + path.encode() + b"|" +
                      hashlib.sha256(program).digest(), hashlib.sha256).hexdigest()[:32]
     sealed = seal(key, nonce, program)
@@ -175,6 +178,8 @@ def seal_functions(data: bytes, root: Node, analysis: Analysis, license_secret: 
               f'shared.LicoreSealed if not L then error("licore: sealed code needs the licore '
               f'SDK",2) end f=L.entry("{nonce}","{cipher}","{sealed.tag}",{_LOADER_NAME}W,i,c) '
               f'end return f(...) end end ')
+    if sealing:
+        loader = loader.replace(f'{_LOADER_NAME}W,i,c)', f'{_LOADER_NAME}W,i,c,"{sealing}")')
     at = prelude_offset(data)
     edits.append((at, at, loader.encode()))
     for index, (mark, caps) in enumerate(zip(marked, captures, strict=True), start=1):
@@ -230,13 +235,20 @@ _NONCE = re.compile(rb"^[0-9a-f]{32}$")
 _TAG = re.compile(rb"^[0-9a-f]{64}$")
 _CIPHER = re.compile(rb"^[A-Za-z0-9+/]{16,}={0,2}$")
 _LITERAL = re.compile(rb"""["']([A-Za-z0-9+/=]{16,})["']""")
+_CONTEXT = re.compile(rb"""["']([A-Za-z0-9_]{1,64}\.[0-9]{1,9})["']""")
+_MAX_TRIED = 10_000  # (program, key) pairs tried at most
 
 
-def sealed_programs_of(texts: Iterable[bytes]) -> list[tuple[str, str, str]]:
-    """(nonce, cipher hex, tag) of every sealed program whose three literals appear in the
-    texts (a copy's own strings, or what a candidate's secret reads of its literals)."""
-    nonces, tags, ciphers = set(), set(), set()
+Program = tuple[str, str, str, str]  # (sealing context, nonce, cipher hex, tag)
+
+
+def sealed_programs_of(texts: Iterable[bytes]) -> list[Program]:
+    """(context, nonce, cipher hex, tag) of every sealed program whose literals appear in
+    the texts (a copy's own strings, or what a candidate's secret reads of its literals);
+    each with every sealing context written beside it, and with none (the first form)."""
+    nonces, tags, ciphers, contexts = set(), set(), set(), {""}
     for data in texts:
+        contexts.update(m.group(1).decode() for m in _CONTEXT.finditer(data))
         for value in (m.group(1) for m in _LITERAL.finditer(data)):
             if _NONCE.match(value):
                 nonces.add(value.decode())
@@ -245,19 +257,24 @@ def sealed_programs_of(texts: Iterable[bytes]) -> list[tuple[str, str, str]]:
             elif _CIPHER.match(value):
                 with contextlib.suppress(ValueError):
                     ciphers.add(base64.b64decode(value, validate=True).hex())
-    if len(nonces) * len(tags) * len(ciphers) > 10_000:
+    if len(nonces) * len(tags) * len(ciphers) * len(contexts) > _MAX_TRIED:
         return []
-    return [(n, c, t) for n in nonces for t in tags for c in ciphers]
+    return [(x, n, c, t) for x in sorted(contexts) for n in nonces for t in tags
+            for c in ciphers]
 
 
-def sealed_owner(programs: Sequence[tuple[str, str, str]],
-                 candidates: Sequence[Candidate]) -> list[str]:
+def sealed_owner(programs: Sequence[Program], candidates: Sequence[Candidate]) -> list[str]:
     """The licenses whose sealed-code key opens one of the programs: a program is
-    encrypted and tagged for one license, and only the server can make one."""
+    encrypted and tagged for one license (and copy), and only the server can make one; but
+    its literals can be pasted anywhere, so an owner is a hint for the tracer, never a
+    verdict."""
     owners = []
     for candidate in candidates:
-        key = sealed_code_key(candidate.license_secret)
-        for nonce, cipher, tag in programs:
+        keys: dict[str, str] = {}
+        for context, nonce, cipher, tag in programs:
+            key = keys.get(context)
+            if key is None:
+                key = keys[context] = sealed_code_key(candidate.license_secret, context)
             try:
                 open_sealed(key, nonce, cipher, tag)
             except SealingError:

@@ -34,7 +34,8 @@ import hashlib
 import heapq
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 import attrs
 
@@ -149,15 +150,20 @@ _DEFAULT_BIAS = fingerprint.bias_key(fingerprint.DEFAULT_SECRET)
 
 def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
           bias_key: fingerprint.Keyed = _DEFAULT_BIAS,
-          readings: Sequence[tuple[str, str]] = ()) -> Trace:
+          readings: Sequence[tuple[str, str]] = (),
+          artefacts: Mapping[str, str] = MappingProxyType({})) -> Trace:
     """The candidate these scripts were protected for, with the evidence; a Trace without
     a license when the evidence does not reach the thresholds. `readings` are more texts
     to look for keys in (the literals as deciphered for candidates), not for marks.
+    `artefacts` are other things found in the copy that belong to one license (its sealed
+    program), license id -> what was found, in words.
 
-    Only marks name a license: the watermark, or marked names. A key found in the copy is a
-    hint, never evidence on its own: it lowers the bar for its license's watermark score
-    (one hypothesis per key found instead of one per candidate), and a key whose license
-    the marks do not name is reported as possibly planted."""
+    Only marks name a license: the watermark, or marked names. A key or an artefact found
+    in the copy is a hint, never evidence on its own (text can be pasted: a comment holding
+    another buyer's program literals costs the leaker one line): it lowers the bar for its
+    license's watermark score (one hypothesis per hint found instead of one per
+    candidate), and one whose license the marks do not name is reported as possibly
+    planted, beside whoever the marks name."""
     n = max(1, len(candidates))
     watermark = _Watermark.read(scripts, bias_key, max(_MIN_SAMPLE, _WORK // n))
     observed = watermark.observed
@@ -169,10 +175,11 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
                                     max(_MIN_WORDS, _NAME_WORK // n))
     needed_names = _names_needed(examined, _NAMES_CHANCE / n)
     keys = _keys_found([*scripts, *readings], candidates)
-    # A key's license is held to a bar set for as many hypotheses as keys were found, so
-    # planting many keys buys a leaker nothing: all of them together stay under
+    hints = set(keys) | set(artefacts)
+    # A hinted license is held to a bar set for as many hypotheses as hints were found, so
+    # planting many keys or programs buys a leaker nothing: all of them together stay under
     # _HINTED_CHANCE.
-    hinted = observed.threshold(_HINTED_CHANCE / max(1, len(keys)))
+    hinted = observed.threshold(_HINTED_CHANCE / max(1, len(hints)))
 
     accused: list[_Accusation] = []
     for c in candidates:
@@ -181,7 +188,7 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
         if score >= z:
             strength = -observed.log_chance(score)
             evidence.append(_watermark_words(observed, score, z, n))
-        elif c.license_id in keys and score >= hinted:
+        elif c.license_id in hints and score >= hinted:
             strength = -observed.log_chance(score)
             evidence.append(_hinted_words(observed, score, hinted, len(keys)))
         marked = names.get(c.license_id, [])
@@ -191,21 +198,32 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
         if evidence:
             if c.license_id in keys:
                 evidence.insert(0, f"the license key appears in {keys[c.license_id]}")
+            if c.license_id in artefacts:
+                evidence.append(f"the copy also holds {artefacts[c.license_id]} of this "
+                                "license, which agrees with its marks")
             if 0 < len(marked) < needed_names:
                 evidence.append(_names_words(marked, scripts))
             accused.append(_Accusation(c.license_id, strength, tuple(evidence)))
     if accused:
-        return _named(accused, keys, names, m)
+        return _named(accused, keys, artefacts, names, m)
     evidence = [_about(m, z, sum(len(text) for _, text in scripts))]
+    # Even the right license would not be expected to reach the bar on so few positions:
+    # the watermark can neither confirm nor contradict a hint.
+    blind = fingerprint.positions_expected(m, 1) < hinted
     if keys:
-        # Even the right license would not be expected to reach the bar on so few
-        # positions: the watermark can neither confirm nor contradict a key.
-        blind = fingerprint.positions_expected(m, 1) < hinted
         evidence.append(_planted_words(sorted(keys), keys, blind))
-    return Trace(None, tuple(evidence), 0, False, m, tuple(sorted(keys)))
+    evidence += [_artefact_words(lid, what, blind) for lid, what in sorted(artefacts.items())]
+    return Trace(None, tuple(evidence), 0, False, m, tuple(sorted(hints)))
 
 
-def _named(accused: list[_Accusation], keys: dict[str, _Place],
+def _artefact_words(license_id: str, what: str, blind: bool) -> str:
+    why = ("the copy carries too few watermark positions to confirm any license"
+           if blind else "the watermark does not confirm it")
+    return (f"possibly planted: the copy holds {what} of {license_id}, but {why}; such text "
+            "is pasted as easily as a key, so it names nobody on its own")
+
+
+def _named(accused: list[_Accusation], keys: dict[str, _Place], artefacts: Mapping[str, str],
            names: dict[str, list[str]], m: int) -> Trace:
     accused.sort(key=lambda a: -a.strength)
     top = accused[0]
@@ -216,6 +234,16 @@ def _named(accused: list[_Accusation], keys: dict[str, _Place],
                         + ": copies of several licenses were probably merged")
     named = {a.license_id for a in accused}
     planted = sorted(lid for lid in keys if lid not in named)
+    foreign = sorted(lid for lid in artefacts if lid not in named)
+    if foreign:
+        # Another license's program beside the marks of this one: either copies were
+        # merged or it was planted. Both are listed, and the marks decide who is named.
+        evidence.append(
+            "copies merged, or material planted: the copy also holds "
+            + "; ".join(f"{artefacts[lid]} of {lid}" for lid in foreign[:5])
+            + (" and more" if len(foreign) > 5 else "")
+            + ", which no mark confirms")
+    planted_all = sorted(set(planted) | set(foreign))
     if planted:
         one = len(planted) == 1
         evidence.append(
@@ -225,7 +253,7 @@ def _named(accused: list[_Accusation], keys: dict[str, _Place],
                if one else " also appear, but no mark names those licenses, so their "
                "copies are") + " not shown to be what leaked")
     return Trace(top.license_id, tuple(evidence), len(names.get(top.license_id, [])),
-                 top.license_id in keys, m, tuple(planted))
+                 top.license_id in keys, m, tuple(planted_all))
 
 
 def _planted_words(planted: list[str], keys: dict[str, _Place], blind: bool) -> str:

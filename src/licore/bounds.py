@@ -73,6 +73,10 @@ NONCE = Text(min_len=16, max_len=128, pattern=r"[A-Za-z0-9]+",
 RUNTIME_TEXT = Text(min_len=1, max_len=200)  # product_id, key, current, script_name
 PLATFORM_ID = Text(min_len=1, max_len=20, pattern=r"[0-9]+", shape="a platform user id")
 GAME_ID = Text(min_len=1, max_len=200)
+# Which sealed programs an `/unlock` asks the key of: a version id and a key generation,
+# as a copy's loader writes them (docs/protection.md, "Keys that move").
+SEALED_FOR = Text(min_len=3, max_len=80, pattern=r"[A-Za-z0-9_]{1,64}\.[0-9]{1,9}",
+                  shape="a version id and a key generation, as a copy's loader writes them")
 # A game pass id on the platform; "" in a settings change clears it (docs/platform.md).
 PURCHASE_PASS_ID = Text(min_len=0, max_len=20, pattern=r"[0-9]*", shape="a game pass id (digits)")
 STORE_QUERY = Text(max_len=100)

@@ -281,6 +281,9 @@ class Unlock:
     key: str = attrs.field(validator=bounds.RUNTIME_TEXT, repr=False)
     nonce: str = attrs.field(validator=bounds.NONCE)
     game_id: NumberOrText | None = attrs.field(default=None, validator=bounds.GAME_ID)
+    # licore's extension: the sealed programs the game is about to open (their version and
+    # key generation); without it the payload's `sealed` is the license's first-form key.
+    sealed_for: str | None = attrs.field(default=None, validator=bounds.SEALED_FOR)
 
     @property
     def caller(self) -> Caller:

@@ -156,17 +156,20 @@ class Protector(Protocol):
     ) -> list[ProtectionProblem]: ...
 
     def protect(
-        self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes
+        self, path: str, source: str, settings: ProtectionSettings, license_secret: bytes,
+        *, sealing: str = ""
     ) -> str:
         """The copy of `source` for one license: a function of exactly these arguments, and
         not of `license_secret` when the script's transforms are all in
         `SAME_FOR_EVERY_LICENSE`. `license_secret` is the license's protection secret,
-        which also marks the copy for tracing. Raises ProtectionFailed rather than return a
-        partly transformed copy."""
+        which also marks the copy for tracing; `sealing` names the key its sealed functions
+        are encrypted under (`licore.sealing.sealing_context`; empty: the license's
+        first-form key). Raises ProtectionFailed rather than return a partly transformed
+        copy."""
         ...
 
     def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
-                    license_secret: bytes) -> list[str]:
+                    license_secret: bytes, *, sealing: str = "") -> list[str]:
         """`protect` of each (path, source), in order: a build's scripts for one license,
         which an adapter may protect in several processes at once. Raises ProtectionFailed,
         naming the script, for the first that cannot be protected, whatever the error."""
@@ -180,12 +183,14 @@ class Protector(Protocol):
 
 
 def protect_each(protector: Protector, scripts: Sequence[tuple[str, str]],
-                 settings: ProtectionSettings, license_secret: bytes) -> list[str]:
+                 settings: ProtectionSettings, license_secret: bytes, *,
+                 sealing: str = "") -> list[str]:
     """`Protector.protect_all` done one script after another, in this process."""
     out = []
     for path, source in scripts:
         try:
-            out.append(protector.protect(path, source, settings, license_secret))
+            out.append(protector.protect(path, source, settings, license_secret,
+                                         sealing=sealing))
         except ProtectionFailed:
             raise
         except Exception as err:  # any failure: no copy rather than a half-protected one

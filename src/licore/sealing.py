@@ -163,9 +163,26 @@ def verify_payload(
     return payload
 
 
-def sealed_code_key(license_secret: bytes) -> str:
+def sealed_code_key(license_secret: bytes, sealed_for: str = "") -> str:
     """The key a license's sealed functions are encrypted under (docs/protection.md,
-    "Sealed functions"): made from the license's protection secret, so it stays with the
-    license across re-keys and versions, and handed to the game only inside `/unlock`'s
-    sealed payload (its `sealed` member), never written in a copy."""
-    return hmac.new(license_secret, b"licore/sealed-code-key/v1", hashlib.sha256).hexdigest()
+    "Sealed functions"), handed to the game only inside `/unlock`'s sealed payload (its
+    `sealed` member), never written in a copy. `sealed_for` is the version id and key
+    generation the copy was made for (`sealing_context`): the key moves with a new version,
+    a re-key and a transfer (a new license), so a key a buyer recorded once opens only the
+    programs of that copy. Empty: the license's first-form key, which copies made before
+    keys moved were sealed under."""
+    if not sealed_for:
+        return hmac.new(license_secret, b"licore/sealed-code-key/v1", hashlib.sha256).hexdigest()
+    return hmac.new(license_secret, b"licore/sealed-code-key/v2|" + sealed_for.encode(),
+                    hashlib.sha256).hexdigest()
+
+
+def sealing_context(version_id: str, key_generation: int) -> str:
+    """What a copy's sealed programs are keyed to, as its loader writes it in the clear and
+    the SDK sends it with `/unlock` (`sealed_for`): not a secret, only a name for the key."""
+    return f"{version_id}.{key_generation}"
+
+
+def sealing_generation(sealed_for: str) -> int:
+    """The key generation a `sealed_for` (already shaped by bounds.SEALED_FOR) names."""
+    return int(sealed_for.rsplit(".", 1)[1])

@@ -252,20 +252,38 @@ def _deobfuscated(copy: str) -> str:
     return re.sub(r"--[^\n]*", "", renamed) + "\n" + "-- junk\n" * 5000
 
 
-@pytest.mark.parametrize("preset", ["minify", "strong"])
-def test_a_working_leak_is_traced_by_its_sealed_program_and_never_to_another(
-        preset: str) -> None:
+def test_a_working_leak_is_named_by_its_marks_and_its_program_only_agrees() -> None:
+    """A working leak of a `light` copy, padded with junk: its watermark names the buyer,
+    and the sealed program it must keep to run agrees."""
     candidates = _candidates(6)
-    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": preset}]})
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "light"}]})
     protector = LuauProtector()
     for owner in candidates[:3]:
-        copy = protector.protect("Game/Shop", _SECRET_FUNCTION, settings, owner.license_secret)
-        leak = _deobfuscated(copy) if preset == "minify" else copy
+        copy = protector.protect("Game/Shop", _SECRET_FUNCTION, settings,
+                                 owner.license_secret)
+        leak = copy + "\n" + "-- junk\n" * 5000
         assert SealedWorld(owner.license_secret).run(leak) == "860 545"  # it still works
         traced = protector.trace([("Shop.lua", leak)], candidates)
-        assert traced.license_id == owner.license_id
-        assert "sealed program" in traced.evidence[0]
-    # A copy without sealed code is left to the watermark, as before.
+        assert traced.license_id == owner.license_id, traced
+        assert traced.evidence[0].startswith("the watermark names this license")
+        assert any("sealed program" in e and "agrees with its marks" in e
+                   for e in traced.evidence), traced
+
+
+def test_a_program_alone_names_nobody() -> None:
+    """A `minify` copy carries no watermark: its sealed program, which anyone could have
+    pasted there, is listed as possibly planted and names nobody."""
+    candidates = _candidates(6)
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    protector = LuauProtector()
+    owner = candidates[2]
+    copy = protector.protect("Game/Shop", _SECRET_FUNCTION, settings, owner.license_secret)
+    traced = protector.trace([("Shop.lua", _deobfuscated(copy))], candidates)
+    assert traced.license_id is None
+    assert traced.possibly_planted == (owner.license_id,)
+    assert any(e.startswith("possibly planted: the copy holds a sealed program")
+               for e in traced.evidence), traced
+    # A copy without sealed code says nothing of programs.
     plain = protector.protect("Game/Shop", _SECRET_FUNCTION.replace("--@sealed\n", ""),
                               settings, candidates[0].license_secret)
     assert "sealed program" not in " ".join(protector.trace([("S", plain)], candidates).evidence)
@@ -339,7 +357,7 @@ def test_traced_right_after_deobfuscation_and_never_an_innocent() -> None:
 
     rng = random.Random(7)
     candidates = _candidates(12)
-    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "minify"}]})
+    settings = parse_protection_settings({"rules": [{"paths": ["*"], "preset": "light"}]})
     protector = LuauProtector()
     right = 0
     for _ in range(10):

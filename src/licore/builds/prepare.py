@@ -84,13 +84,13 @@ class SameForEveryone:
 
 def buyer_texts(scripts: Sequence[tuple[str, bytes]], placeholder: str, license_key: str,
                 settings: ProtectionSettings, protector: Protector, license_secret: bytes,
-                same: SameForEveryone | None = None) -> list[bytes]:
+                same: SameForEveryone | None = None, *, sealing: str = "") -> list[bytes]:
     """Each (path, source)'s source in the buyer's copy: the key injected, then the rules
     applied. The scripts left to protect go to the protector together, so an adapter can
     protect a big build's scripts in several processes at once."""
     out, todo = _injected(scripts, placeholder, license_key, settings, same)
     made = _protected([(path, source) for _, path, source, _ in todo], settings, protector,
-                      license_secret)
+                      license_secret, sealing)
     for (i, _, _, shared), text in zip(todo, made, strict=True):
         out[i] = text
         if shared is not None and same is not None:
@@ -135,7 +135,7 @@ def _same_for_everyone(path: str, source: bytes, transforms: frozenset[str],
 
 
 def _protected(scripts: list[tuple[str, bytes]], settings: ProtectionSettings,
-               protector: Protector, license_secret: bytes) -> list[bytes]:
+               protector: Protector, license_secret: bytes, sealing: str) -> list[bytes]:
     """`protector.protect_all` of these scripts, every failure a ProtectionFailed."""
     if not scripts:
         return []
@@ -147,7 +147,7 @@ def _protected(scripts: list[tuple[str, bytes]], settings: ProtectionSettings,
             raise ProtectionFailed([ProtectionProblem(path, 0, "source is not UTF-8 "
                                                       "text")]) from None
     try:
-        made = protector.protect_all(texts, settings, license_secret)
+        made = protector.protect_all(texts, settings, license_secret, sealing=sealing)
     except ProtectionFailed:
         raise
     except Exception as err:  # any failure: no copy rather than a half-protected one
@@ -178,10 +178,12 @@ def buyer_copy(model: Model, placeholder: str, license_key: str, settings: Prote
 
 def buyer_sources(build: Sources, placeholder: str, license_key: str,
                   settings: ProtectionSettings, protector: Protector,
-                  license_secret: bytes, same: SameForEveryone | None = None) -> Sources:
-    """`buyer_copy` over a build read as its sources only; changes `build`."""
+                  license_secret: bytes, same: SameForEveryone | None = None, *,
+                  sealing: str = "") -> Sources:
+    """`buyer_copy` over a build read as its sources only; changes `build`. `sealing`
+    names the key sealed functions are encrypted under (`licore.sealing.sealing_context`)."""
     made = buyer_texts([(s.path, s.source) for s in build.scripts], placeholder, license_key,
-                       settings, protector, license_secret, same)
+                       settings, protector, license_secret, same, sealing=sealing)
     for script, source in zip(build.scripts, made, strict=True):
         script.source = source
     return build

@@ -18,6 +18,7 @@ from licore.protection import (
     Protector,
     Trace,
 )
+from licore.sealing import sealing_context
 from licore.storage_ports import Storage
 
 
@@ -106,7 +107,8 @@ class Copies:
             # the bytes it was stored as.
             build = self.models.read_sources(data)
             buyer_sources(build, product.placeholder, license_key, settings, self.protector,
-                          self.license_secret(license), self.same)
+                          self.license_secret(license), self.same,
+                          sealing=sealing_context(version.id, license.key_generation))
             return self.models.write_sources(build), build.scripts
 
         try:

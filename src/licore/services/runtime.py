@@ -25,7 +25,7 @@ from licore.model import Alert, License, Product, UnlockData, Version
 from licore.ports import Clock, KeyVault, ModelCodec, Offload, SingleFlight, run_alone
 from licore.releases import Channel
 from licore.runtime import AlertDraft, Caller, Facts
-from licore.sealing import Sealed, seal, sealed_code_key
+from licore.sealing import Sealed, seal, sealed_code_key, sealing_generation
 from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, Prepared, nodes_context
 from licore.services.ids import Ids
@@ -117,7 +117,7 @@ class Runtime:
     once: SingleFlight = run_alone
     # license id -> its sealed-code key: two HMACs an /unlock, the same answer every time
     # for a license (made from its id under the server's key), so made once a process.
-    _sealed_keys: dict[str, str] = attrs.field(factory=dict, init=False, repr=False,
+    _sealed_keys: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False, repr=False,
                                                eq=False)
 
     async def _store_alerts(self, uow: UnitOfWork, facts: Facts,
@@ -195,13 +195,18 @@ class Runtime:
         if not judged.ok or lic is None or product is None or lic.key_ciphertext is None:
             return None
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
+        sealed_for = command.sealed_for or ""
+        if sealed_for and sealing_generation(sealed_for) != lic.key_generation:
+            # Programs of a copy made for an earlier key: their key moved with the re-key.
+            return None
         # `exp` rides inside the sealed payload too, so a tampered outer `exp` is detectable.
-        sealed_key = self._sealed_keys.get(lic.id)
+        cached = (lic.id, sealed_for)
+        sealed_key = self._sealed_keys.get(cached)
         if sealed_key is None:
             if len(self._sealed_keys) >= SEALED_KEYS_KEPT:
                 self._sealed_keys.clear()
-            sealed_key = sealed_code_key(self.copies.license_secret(lic))
-            self._sealed_keys[lic.id] = sealed_key
+            sealed_key = sealed_code_key(self.copies.license_secret(lic), sealed_for)
+            self._sealed_keys[cached] = sealed_key
         return Unlocked(exp, seal(command.key, command.nonce,
                                   _unlock_plaintext(command.nonce, rt.unlock_data(judged.facts),
                                                     exp, sealed_key)))
