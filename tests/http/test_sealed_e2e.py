@@ -40,6 +40,7 @@ class Shop:
     other: str
     other_key: str
     library_key: str
+    seller_key: str
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def shop(server: Server) -> Shop:
     library = obtain_key(server, people, "library:read library:download", people.buyer_id,
                          None)
     return Shop(product, "28", license_key(server, product, "28"), "38",
-                license_key(server, product, "38"), library)
+                license_key(server, product, "38"), library, key)
 
 
 def real_http(url: str, body: str) -> tuple[bool, int, str]:
@@ -130,3 +131,58 @@ def test_a_recorded_unlock_answer_opens_nothing_for_anyone_else(
                      http=lambda url, body: (True, 200, recorded["answer"]))
     assert replayed.run(copy) == f"error: script:?: {NO_LICENSE}"
     assert json.loads(recorded["answer"])["ok"] is True
+
+
+def _sealed_key_in(answer: str, license_key_: str, request: str) -> str:
+    from licore.sealing import open_sealed
+    sent, got = json.loads(request), json.loads(answer)
+    plain = json.loads(open_sealed(license_key_, sent["nonce"], got["cipher"], got["tag"]))
+    key: str = plain["sealed"]
+    return key
+
+
+def test_the_sealed_key_moves_with_a_new_version(server: Server, shop: Shop, copy: str,
+                                                 ) -> None:
+    """A key recorded from the buyer's own `/unlock` for one version's copy opens nothing of
+    the next version's copy, which asks for the key of its own version; a key generation the
+    license no longer has gets no key at all. (Last in the module: it publishes 2.0.)"""
+    recorded: dict[str, str] = {}
+
+    def recording(url: str, body: str) -> tuple[bool, int, str]:
+        ok, status, text = real_http(url, body)
+        recorded.update(request=body, answer=text)
+        return ok, status, text
+
+    assert world(server, shop, user=shop.buyer, key=shop.key, http=recording).run(copy) == (
+        "damage 4 12 SECRET_MULTIPLIER")
+    sealed_for = json.loads(recorded["request"])["sealed_for"]
+    version_id, generation = sealed_for.rsplit(".", 1)
+    old_key = _sealed_key_in(recorded["answer"], shop.key, recorded["request"])
+    stale = httpx.post(f"{server.url}/runtime/unlock", json={
+        "user_id": shop.buyer, "product_id": shop.product, "key": shop.key,
+        "nonce": "n" * 24, "sealed_for": f"{version_id}.{int(generation) + 1}"})
+    assert stale.json() == {"ok": False}
+    malformed = httpx.post(f"{server.url}/runtime/unlock", json={
+        "user_id": shop.buyer, "product_id": shop.product, "key": shop.key,
+        "nonce": "m" * 24, "sealed_for": "not a context"})
+    assert malformed.status_code == 400 and malformed.json() == {"ok": False}
+
+    model = Model("binary", [Instance("Folder", "root", {"Name": Prop("String", b"Product")},
+                                      children=[script("Combat", SEALED_SCRIPT)])])
+    r = httpx.post(f"{server.url}/v1/packages/versions", headers=auth(shop.seller_key),
+                   params={"product_id": shop.product, "version": "2.0"},
+                   content=CODEC.write(model))
+    assert r.status_code == 200, r.text
+    v1(server, "POST", "/packages/publish", shop.seller_key,
+       json={"product_id": shop.product, "version_id": r.json()["version"]["id"]})
+    r = httpx.get(f"{server.url}/v1/library/download", headers=auth(shop.library_key),
+                  params={"product_id": shop.product})
+    assert r.status_code == 200, r.text
+    (root,) = CODEC.read(r.content).roots
+    newer = root.children[0].properties["Source"].value.decode()
+    assert world(server, shop, user=shop.buyer, key=shop.key).run(newer) == (
+        "damage 4 12 SECRET_MULTIPLIER")
+    replay = SealedWorld(None, sealed_key=old_key, runtime_url=f"{server.url}/runtime",
+                         product_id=shop.product, license_key=shop.key, user_id=shop.buyer)
+    assert replay.run(copy) == "damage 4 12 SECRET_MULTIPLIER"  # the key of that very copy
+    assert replay.run(newer) == f"error: script:?: {NO_LICENSE}"

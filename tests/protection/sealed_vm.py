@@ -26,16 +26,24 @@ class SealedWorld:
     def __init__(self, license_secret: bytes | None, *, license_key: str = "KEY-1",
                  sealed_key: str | None = None, http: Http | None = None,
                  runtime_url: str = "https://licore.test/runtime", product_id: str = "prod-1",
-                 user_id: str | int = 42, now: int = NOW) -> None:
+                 user_id: str | int = 42, now: int = NOW, before_sdk: str = "") -> None:
         """`license_secret` None: `/unlock` refuses (no live license). `sealed_key`
         overrides the key `/unlock` hands out. `http` replaces the stand-in server (a real
-        server's runtime API, for the e2e test)."""
+        server's runtime API, for the e2e test). `before_sdk` is Luau another script runs
+        before the SDK is required."""
         self.lua: Any = pluau().Lua()
         self.unlocks = 0
+        self.asked: list[str] = []  # each /unlock's `sealed_for` ("" when not sent)
+        self.now = now
         self.lua.globals().set("shared", self.lua.create_table())
+        if before_sdk:
+            self.lua.load_chunk(before_sdk, "=other")()
         self.module = sdk_loader(self.lua, "=licore")()
-        key = sealed_key if sealed_key is not None else (
-            sealed_code_key(license_secret) if license_secret is not None else None)
+        def key_for(sealed_for: str) -> str | None:
+            if sealed_key is not None:
+                return sealed_key
+            return (sealed_code_key(license_secret, sealed_for)
+                    if license_secret is not None else None)
 
         def lua_http(_lua: Any, args: tuple[Any, ...]) -> tuple[bool, int, str]:
             url, body = (as_bytes(a).decode() for a in args)
@@ -43,12 +51,14 @@ class SealedWorld:
             if http is not None:
                 return http(url, body)
             sent = json.loads(body)
+            self.asked.append(sent.get("sealed_for", ""))
+            key = key_for(sent.get("sealed_for", ""))
             if key is None or not url.endswith("/unlock") or sent["key"] != license_key:
                 return True, 200, '{"ok":false}'
-            plain = json.dumps({"nonce": sent["nonce"], "data": None, "exp": NOW + 300,
+            plain = json.dumps({"nonce": sent["nonce"], "data": None, "exp": self.now + 300,
                                 "sealed": key}).encode()
             sealed = seal(license_key, sent["nonce"], plain)
-            return True, 200, json.dumps({"ok": True, "exp": NOW + 300,
+            return True, 200, json.dumps({"ok": True, "exp": self.now + 300,
                                           "cipher": sealed.cipher, "tag": sealed.tag})
 
         nonces = iter(f"n{secrets.token_hex(12)}{i:06d}" for i in range(10_000))
@@ -59,7 +69,7 @@ class SealedWorld:
         config.set("userId", user_id)
         config.set("http", self.lua.create_function(lua_http))
         config.set("newNonce", self.lua.create_function(lambda *_: (next(nonces),)))
-        config.set("now", self.lua.create_function(lambda *_: (now,)))
+        config.set("now", self.lua.create_function(lambda *_: (self.now,)))
         config.set("sleep", self.lua.create_function(lambda *_: ()))
         self.client = self.module.get("new")(config)
         self.harness = self.lua.load_chunk(_HARNESS, "=harness")()[0]

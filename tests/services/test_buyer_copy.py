@@ -53,14 +53,14 @@ class Shouting:
         return Trace(None, (), 0, False)
 
     def protect(self, path: str, source: str, settings: ProtectionSettings,
-                license_secret: bytes) -> str:
+                license_secret: bytes, *, sealing: str = "") -> str:
         if path.endswith(self.fail_on) and self.fail_on:
             raise ValueError("cannot")
         return source.upper()
 
     def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
-                    license_secret: bytes) -> list[str]:
-        return protect_each(self, scripts, settings, license_secret)
+                    license_secret: bytes, *, sealing: str = "") -> list[str]:
+        return protect_each(self, scripts, settings, license_secret, sealing=sealing)
 
 
 def test_the_key_replaces_the_placeholder_and_rules_apply_to_selected_scripts() -> None:
@@ -210,13 +210,13 @@ class CountingLuau:
         return self.inner.trace(scripts, candidates)
 
     def protect(self, path: str, source: str, settings: ProtectionSettings,
-                license_secret: bytes) -> str:
+                license_secret: bytes, *, sealing: str = "") -> str:
         self.asked.append(path)
         return self.inner.protect(path, source, settings, license_secret)
 
     def protect_all(self, scripts: Sequence[tuple[str, str]], settings: ProtectionSettings,
-                    license_secret: bytes) -> list[str]:
-        return protect_each(self, scripts, settings, license_secret)
+                    license_secret: bytes, *, sealing: str = "") -> list[str]:
+        return protect_each(self, scripts, settings, license_secret, sealing=sealing)
 
 
 def test_scripts_protected_alike_for_every_buyer_are_protected_once() -> None:
@@ -248,7 +248,7 @@ class Signing(Shouting):
     """Marks each protected script with the license it was made for, as sealing does."""
 
     def protect(self, path: str, source: str, settings: ProtectionSettings,
-                license_secret: bytes) -> str:
+                license_secret: bytes, *, sealing: str = "") -> str:
         return f"{source} -- for {license_secret.decode()}"
 
 
