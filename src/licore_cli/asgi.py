@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Coroutine
+from functools import partial
 from typing import Any
 
 from starlette.types import ASGIApp
@@ -29,10 +30,10 @@ configure_logging(os.environ.get("LICORE_LOG_LEVEL", "INFO"))
 # As `licore serve` does before it starts: a process holding another key-encryption key, or
 # a SQLite file that cannot be opened, stops here with one line (and its server with it); a
 # PostgreSQL database that does not answer yet is waited for, serving 503 meanwhile.
-_ready = kek.check_before_serving()
+_deps = deps_from_env()  # made first (nothing connects yet): the check tells its vault
+_ready = kek.check_before_serving(_deps.vault)
 RETRY_AFTER = 2  # seconds, told to callers while the database is awaited (as in an outage)
 _only = tuple(os.environ.get("LICORE_ONLY", ",".join(FAMILIES)).split(","))
-_deps = deps_from_env()
 _loaded = settings.load()
 _events = _loaded.events
 _poll = _events.poll_ms / 1000
@@ -52,5 +53,5 @@ def _warm(uc: UseCases) -> Coroutine[Any, Any, None]:
 _app: ASGIApp = app_of(_deps, only=_only, web=web_config(),
                        background=[_warm, *[_outbox] * _events.workers])
 if not _ready:
-    _app = WaitingForDatabase(_app, until_prepared, RETRY_AFTER)
+    _app = WaitingForDatabase(_app, partial(until_prepared, _deps.vault), RETRY_AFTER)
 app = TrustedProxies(ServedUnder(_app, _loaded.root_path), _loaded.trusted_proxies)

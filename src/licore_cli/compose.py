@@ -72,6 +72,13 @@ def _hex_secret(text: str, size: int, where: str) -> bytes:
     return value
 
 
+def previous_kek() -> bytes | None:
+    """`LICORE_KEK_PREVIOUS`: the key a rotation replaces, held beside `LICORE_KEK` during
+    its window (docs/operators.md, "Rotating the key-encryption key"). Environment only."""
+    given = os.environ.get("LICORE_KEK_PREVIOUS")
+    return _hex_secret(given, 32, "LICORE_KEK_PREVIOUS") if given else None
+
+
 def storage_for(loaded: settings.ServerSettings) -> Storage:
     """The storage the settings name, with the operator's pool settings."""
     return open_storage(loaded.database_url, busy_wait=loaded.database_busy_wait,
@@ -86,7 +93,7 @@ def deps_from_env() -> Deps:
         storage=storage_for(loaded),
         clock=SystemClock(),
         random=SystemRandom(),
-        vault=AesGcmKeyVault(secret("kek", 32)),
+        vault=AesGcmKeyVault(secret("kek", 32), previous=previous_kek()),
         passwords=Argon2Passwords(),
         models=deferred(_codec),
         protector=deferred(lambda: _protector(watermark, loaded.protect_processes)),

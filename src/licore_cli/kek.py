@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, cast
 from adapters_crypto import AesGcmKeyVault
 from adapters_storage.key_fingerprint import Verdict, settle
 from adapters_storage.probe import problem
+from licore.ports import KeyVault
 from licore.services.deps import Deps
 from licore_cli import settings
 
@@ -41,27 +42,39 @@ def _databases() -> tuple[type, ...]:
         ("adapters_storage.postgres", "PostgresStorage")) if module in sys.modules)
 
 
-async def check(deps: Deps) -> None:
+async def check(deps: Deps, also: KeyVault | None = None) -> None:
+    """Refuses (`KeyMismatch`) a key the database was not made with; otherwise tells the
+    vault (and `also`, another process part's vault holding the same keys) which of its
+    keys the database names, and the look-up root it keeps."""
     vault, storage = deps.vault, deps.storage
     if not isinstance(vault, AesGcmKeyVault) or not isinstance(storage, _databases()):
         return  # an embedder's own vault, or a database that outlives nothing
     database = cast("SqliteStorage | PostgresStorage", storage)
-    verdict = await settle(database, vault.fingerprint(), vault.opens)
-    if verdict is Verdict.DIFFERS:
+    settled = await settle(database, vault.fingerprint(), vault.opens,
+                           also=vault.fingerprints()[1:])
+    if settled.verdict is Verdict.REPLACED:
+        raise KeyMismatch(
+            f"the key-encryption key from {source()} was replaced by a rotation (licore kek "
+            f"rotate); set LICORE_KEK to the new key, as every other host of this database has")
+    if settled.verdict is Verdict.DIFFERS:
         raise KeyMismatch(
             f"the key-encryption key from {source()} is not the one this database was "
             f"made with; set LICORE_KEK to that key (every host of one database shares it), "
             f"or every license key would fail")
-    if verdict is Verdict.CANNOT_OPEN:
+    if settled.verdict is Verdict.CANNOT_OPEN:
         raise KeyMismatch(
             f"the key-encryption key from {source()} does not open the license keys stored "
             f"in this database; set LICORE_KEK to the key they were sealed with")
+    for held in (vault, also):
+        if isinstance(held, AesGcmKeyVault):
+            held.adopt(settled.named, settled.sealed_root)
 
 
-async def prepare() -> str | None:
-    """None once the database answers, is migrated, and was made with this process's key;
-    otherwise why it cannot be reached (`KeyMismatch` for another key). With parts of its
-    own, closed before it returns: nothing opened here may outlive the event loop it ran in."""
+async def prepare(vault: KeyVault | None = None) -> str | None:
+    """None once the database answers, is migrated, and was made with this process's key
+    (which `vault`, the serving parts' own, is told as `check` says); otherwise why it cannot
+    be reached (`KeyMismatch` for another key). With parts of its own, closed before it
+    returns: nothing opened here may outlive the event loop it ran in."""
     from licore_cli.compose import deps_from_env
 
     wrong = await problem(settings.load().database_url)
@@ -70,7 +83,7 @@ async def prepare() -> str | None:
     deps = deps_from_env()
     try:
         await deps.storage.migrate()
-        await check(deps)
+        await check(deps, vault)
     finally:
         await deps.storage.close()
     return None
@@ -83,7 +96,7 @@ def waits_for(url: str) -> bool:
     return url.startswith(("postgresql:", "postgres:"))
 
 
-def check_before_serving() -> bool:
+def check_before_serving(vault: KeyVault) -> bool:
     """What `licore serve` does before it serves, for a process another ASGI server started
     (`hypercorn licore_cli.asgi:app`): True when the database answers, is migrated, and was
     made with this key; False when PostgreSQL does not answer yet (the server starts all the
@@ -91,7 +104,7 @@ def check_before_serving() -> bool:
     line that says what to fix, and nothing served. In a short event loop of its own: the
     server's loop is not running yet."""
     try:
-        wrong = asyncio.run(prepare())
+        wrong = asyncio.run(prepare(vault))
     except (KeyMismatch, settings.SettingsError) as refused:
         raise SystemExit(f"licore: {refused}") from None
     if wrong and not waits_for(settings.load().database_url):

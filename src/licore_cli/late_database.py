@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 
+from licore.ports import KeyVault
 from licore_cli import kek, settings
 
 log = logging.getLogger("licore.serve")
@@ -22,13 +23,14 @@ def _refuse(line: str) -> None:
     os._exit(1)
 
 
-async def until_prepared() -> None:
-    """Returns once `kek.prepare` has succeeded; ends the process on a key refusal."""
+async def until_prepared(vault: KeyVault | None = None) -> None:
+    """Returns once `kek.prepare` has succeeded (telling `vault` what it tells); ends the
+    process on a key refusal."""
     most = settings.load().database_retry
     delay = min(1, most)
     while True:
         try:
-            wrong = await kek.prepare()
+            wrong = await kek.prepare(vault)
         except kek.KeyMismatch as refused:
             _refuse(f"licore: {refused}")
             return

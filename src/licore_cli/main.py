@@ -358,6 +358,21 @@ def cmd_backup(args: argparse.Namespace) -> None:
           f"opened.")
 
 
+def cmd_kek_rotate(args: argparse.Namespace) -> None:
+    from licore_cli import kek_rotate
+
+    if args.batch < 1:
+        raise OperatorError("--batch must be 1 or more")
+    url = settings.load().database_url
+    wrong = asyncio.run(problem(url))
+    if wrong:
+        raise OperatorError(wrong)
+    try:
+        kek_rotate.report(kek_rotate.run(args.batch))
+    except kek_rotate.RotationRefused as refused:
+        raise OperatorError(str(refused)) from None
+
+
 def cmd_trace(args: argparse.Namespace) -> None:
     path = Path(args.file)
     try:
@@ -507,6 +522,13 @@ def parser() -> argparse.ArgumentParser:
                        "online backup; PostgreSQL through pg_dump)")
     b.add_argument("path", help="a new file for the copy")
     b.set_defaults(func=cmd_backup)
+
+    keys = sub.group("kek", help="the key-encryption key (docs/operators.md, \"Rotating the "
+                     "key-encryption key\")")
+    rot = keys.add_parser("rotate", help="re-seal every stored secret under the key in "
+                          "LICORE_NEW_KEK, while servers keep serving; run again to resume")
+    rot.add_argument("--batch", type=int, default=500, help="rows re-sealed a transaction")
+    rot.set_defaults(func=cmd_kek_rotate)
 
     t = sub.add_parser("trace", help="name the license a leaked script was made for")
     t.add_argument("file", help="a model file (.rbxm, .rbxmx, ...) or a .luau/.lua script")

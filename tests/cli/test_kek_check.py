@@ -78,10 +78,10 @@ async def test_a_database_without_a_fingerprint_adopts_only_a_key_that_opens_its
             await seed(uow)
             sealed = attrs.evolve(license(1), key_ciphertext=a.encrypt("LK-1", "lic_1"))
             assert await uow.licenses.add(sealed)
-        assert await settle(storage, b.fingerprint(), b.opens) is Verdict.CANNOT_OPEN
-        assert await settle(storage, a.fingerprint(), a.opens) is Verdict.RECORDED
-        assert await settle(storage, a.fingerprint(), a.opens) is Verdict.MATCHES
-        assert await settle(storage, b.fingerprint(), b.opens) is Verdict.DIFFERS
+        assert (await settle(storage, b.fingerprint(), b.opens)).verdict is Verdict.CANNOT_OPEN
+        assert (await settle(storage, a.fingerprint(), a.opens)).verdict is Verdict.RECORDED
+        assert (await settle(storage, a.fingerprint(), a.opens)).verdict is Verdict.MATCHES
+        assert (await settle(storage, b.fingerprint(), b.opens)).verdict is Verdict.DIFFERS
     finally:
         await storage.close()
 
@@ -91,8 +91,8 @@ async def test_a_fresh_database_takes_the_first_key(database_url: str) -> None:
     storage = open_storage(database_url)
     try:
         await storage.migrate()
-        assert await settle(storage, b.fingerprint(), b.opens) is Verdict.RECORDED
-        assert await settle(storage, a.fingerprint(), a.opens) is Verdict.DIFFERS
+        assert (await settle(storage, b.fingerprint(), b.opens)).verdict is Verdict.RECORDED
+        assert (await settle(storage, a.fingerprint(), a.opens)).verdict is Verdict.DIFFERS
     finally:
         await storage.close()
 
