@@ -28,17 +28,18 @@ def test_no_port_has_more_than_fifteen_methods() -> None:
 def test_no_function_is_more_complex_than_the_house_allows() -> None:
     """Cyclomatic complexity (radon): at most 12 in the core and the HTTP adapter, where a
     function should read like the rule it implements, and at most 20 anywhere in `src/`
-    (a long type switch reads better as a table)."""
+    (a long type switch reads better as a table). Closures and the methods of inner classes
+    count as functions of their own, as `radon cc --show-closures` lists them."""
     from pathlib import Path
 
-    from radon.complexity import cc_visit
+    from radon.complexity import add_inner_blocks, cc_visit
 
     src = Path(__file__).resolve().parents[1] / "src"
     over = {}
     for path in sorted(src.rglob("*.py")):
         part = path.relative_to(src).parts[0]
         limit = 12 if part in ("licore", "adapters_http") else 20
-        for block in cc_visit(path.read_text()):
+        for block in add_inner_blocks(cc_visit(path.read_text())):
             if block.complexity > limit:
                 over[f"{path.relative_to(src)}:{block.lineno} {block.name}"] = block.complexity
     assert over == {}

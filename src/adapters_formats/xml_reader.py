@@ -359,7 +359,7 @@ def _scan(data: bytes) -> _Scan:
     decoded = Decoded(_Refused)
 
     def start(tag: str, attrib: dict[str, str]) -> None:
-        nonlocal depth, elements, items, new_era
+        nonlocal depth, elements
         decoded.attributes(attrib)
         depth += 1
         elements += 1
@@ -367,23 +367,38 @@ def _scan(data: bytes) -> _Scan:
             raise _Refused("the XML root element is not <roblox>")
         if elements > MAX_ELEMENTS:
             raise _Refused(f"more than {MAX_ELEMENTS} XML elements")
+        count_property(tag)
+        if tag == "Item" and (depth == 2 or (item_depth and item_depth[-1] == depth - 1)):
+            open_item()
+        elif depth > MAX_ELEMENT_DEPTH:
+            raise _Refused(f"XML elements nest deeper than {MAX_ELEMENT_DEPTH} levels")
+        else:
+            note(tag, attrib)
+        if depth == 2:
+            reading_table[:] = [True] if tag == "SharedStrings" else []
+
+    def count_property(tag: str) -> None:
         if in_properties and depth == in_properties[-1] + 1:
             properties[-1] += 1
             if properties[-1] > MAX_PROPERTIES:
                 raise _Refused(f"an instance has more than {MAX_PROPERTIES} properties")
         elif tag == "Properties" and item_depth and item_depth[-1] == depth - 1:
             in_properties[:] = [depth]
-        if tag == "Item" and (depth == 2 or (item_depth and item_depth[-1] == depth - 1)):
-            items += 1
-            if items > MAX_INSTANCES:
-                raise _Refused(f"more than {MAX_INSTANCES} instances")
-            if len(item_depth) >= MAX_DEPTH:
-                raise _Refused(f"instances nest deeper than {MAX_DEPTH} levels")
-            item_depth.append(depth)
-            properties.append(0)
-        elif depth > MAX_ELEMENT_DEPTH:
-            raise _Refused(f"XML elements nest deeper than {MAX_ELEMENT_DEPTH} levels")
-        elif tag == "ContentId":
+
+    def open_item() -> None:
+        nonlocal items
+        items += 1
+        if items > MAX_INSTANCES:
+            raise _Refused(f"more than {MAX_INSTANCES} instances")
+        if len(item_depth) >= MAX_DEPTH:
+            raise _Refused(f"instances nest deeper than {MAX_DEPTH} levels")
+        item_depth.append(depth)
+        properties.append(0)
+
+    def note(tag: str, attrib: dict[str, str]) -> None:
+        """What an element that is not an instance says: the new era, a shared string."""
+        nonlocal new_era
+        if tag == "ContentId":
             new_era = True
         elif tag == "SharedString" and depth == 3 and reading_table:
             key = attrib.get("md5")
@@ -391,8 +406,6 @@ def _scan(data: bytes) -> _Scan:
                 raise _Refused("a shared string definition has no md5 key")
             reading[:] = [key]
             text.clear()
-        if depth == 2:
-            reading_table[:] = [True] if tag == "SharedStrings" else []
 
     reading_table: list[bool] = []
 
