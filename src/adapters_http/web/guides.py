@@ -19,7 +19,7 @@ from starlette.routing import Route
 
 from adapters_http import site
 from adapters_http.web.render import HERE, page
-from adapters_http.web.routing import Ctx, page_route
+from adapters_http.web.routing import Ctx, Page, page_routes
 from licore.errors import NotFound
 from licore.services.signin import Sessions
 
@@ -65,28 +65,35 @@ def rendered(name: str, root: str) -> tuple[str, str]:
                                  name)
 
 
+async def index(_: None, ctx: Ctx) -> Response:
+    root = site.root(ctx.request.scope)
+    listed = [(g, rendered(g.name, root)[0]) for g in GUIDES]
+    return page(ctx.request, ctx.visitor, "guides.html", listed=listed)
+
+
+async def guide(_: None, ctx: Ctx) -> Response:
+    name = ctx.param("name")
+    if name not in BY_NAME:
+        raise NotFound("no such guide")
+    title, body = rendered(name, site.root(ctx.request.scope))
+    return page(ctx.request, ctx.visitor, "guide.html", title=title, body=body)
+
+
+async def image(_: None, ctx: Ctx) -> Response:
+    found = SCREENSHOT.fullmatch(f"screenshots/{ctx.param('file')}")
+    if found is None or not (IMAGES / found[1]).is_file():
+        raise NotFound("no such image")
+    return FileResponse(IMAGES / found[1], media_type="image/png",
+                        headers={"Cache-Control": "public, max-age=3600"})
+
+
+# The guides need nothing but the request: their table's handlers are given None.
+PAGES: list[Page[None]] = [
+    Page("GET", "/guides", index, signed_in=False),
+    Page("GET", "/guides/screenshots/{file}", image, signed_in=False),
+    Page("GET", "/guides/{name}", guide, signed_in=False),
+]
+
+
 def routes(sessions: Sessions) -> list[Route]:
-    async def index(ctx: Ctx) -> Response:
-        root = site.root(ctx.request.scope)
-        listed = [(g, rendered(g.name, root)[0]) for g in GUIDES]
-        return page(ctx.request, ctx.visitor, "guides.html", listed=listed)
-
-    async def guide(ctx: Ctx) -> Response:
-        name = ctx.param("name")
-        if name not in BY_NAME:
-            raise NotFound("no such guide")
-        title, body = rendered(name, site.root(ctx.request.scope))
-        return page(ctx.request, ctx.visitor, "guide.html", title=title, body=body)
-
-    async def image(ctx: Ctx) -> Response:
-        found = SCREENSHOT.fullmatch(f"screenshots/{ctx.param('file')}")
-        if found is None or not (IMAGES / found[1]).is_file():
-            raise NotFound("no such image")
-        return FileResponse(IMAGES / found[1], media_type="image/png",
-                            headers={"Cache-Control": "public, max-age=3600"})
-
-    return [
-        page_route(sessions, "/guides", index, signed_in=False),
-        page_route(sessions, "/guides/screenshots/{file}", image, signed_in=False),
-        page_route(sessions, "/guides/{name}", guide, signed_in=False),
-    ]
+    return page_routes(sessions, None, PAGES)
