@@ -508,9 +508,16 @@ RUNTIME_VERSION = Doc(
 RUNTIME_UPDATE = Doc(
     "runtimeUpdate", "The buyer's protected copy of the live build, sealed",
     {"oneOf": [obj(["ok", "version", "update", "cipher", "tag"], ok={"const": True},
-                   version=STR, update=BOOL, cipher=STR, tag=STR), RUNTIME_FAIL]},
+                   version=STR, update=BOOL, cipher=STR, tag=STR),
+               # extension: "delivery": "file" (docs/runtime.md, "Updates as files")
+               obj(["ok", "exp", "version", "update", "file", "cipher", "tag"],
+                   ok={"const": True}, exp=INT, version=STR, update={"const": True},
+                   file=obj(["url", "sha256", "size"], url=STR, sha256=STR, size=INT),
+                   cipher=STR, tag=STR),
+               RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-             current=STR, nodes={"enum": ["compact", "tagged"]}, channel=CHANNEL),
+             current=STR, nodes={"enum": ["compact", "tagged"]}, channel=CHANNEL,
+             delivery={"enum": ["sealed", "file"]}),
     reads=c.Update)
 RUNTIME_VERIFY_SOURCE = Doc(
     "runtimeVerifySource", "Is the running source byte-identical to the stored live source?",

@@ -114,7 +114,7 @@ def create_app(uc: UseCases, settings: Settings, only: tuple[str, ...] = FAMILIE
     middleware = [Middleware(RequestContext), Middleware(Edge)]
     front: runtime.RuntimeFront | None = None
     if "runtime" in only:
-        runtime_app = runtime.RuntimeApp(uc.runtime)
+        runtime_app = runtime.RuntimeApp(uc.runtime, settings)
         routes.append(Mount(runtime.MOUNT, app=runtime_app))
         front = runtime.RuntimeFront(runtime_app)
     routes += extra_routes or []

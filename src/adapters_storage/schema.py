@@ -454,6 +454,21 @@ MIGRATIONS: list[list[str]] = [
         "WHERE purchase_id IS NULL "
         "AND source IN ('developer_product', 'game_pass', 'subscription')",
     ],
+    [
+        # Updates as files (licore.update_files, docs/runtime.md): the file made of a kept
+        # copy's nodes in one form, found by the copy (for /update) and by its name (to
+        # remake it on a host that lacks it). Dropped with the copy.
+        """CREATE TABLE update_files (
+            version_id {id} NOT NULL,
+            license_id {id} NOT NULL,
+            form TEXT NOT NULL,
+            key_generation INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            text_sha256 TEXT NOT NULL,
+            PRIMARY KEY (version_id, license_id, form))""",
+        "CREATE INDEX update_files_name ON update_files(name)",
+        "CREATE INDEX update_files_license ON update_files(license_id)",
+    ],
 ]
 
 

@@ -320,6 +320,11 @@ class Update:
     nodes: str = attrs.field(default="tagged",
                              validator=attrs.validators.in_(("tagged", "compact")))
     channel: str | None = attrs.field(default=None, validator=bounds.CHANNEL)  # as /version's
+    # Extension (docs/runtime.md, "Updates as files"): "file" asks for the update as a file;
+    # None or "sealed", as the specification's callers send, for the nodes sealed inline.
+    delivery: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(
+            ("sealed", "file"))))
 
     @property
     def caller(self) -> Caller:

@@ -183,6 +183,21 @@ async def run_alone(key: str, fn: Callable[[], Awaitable[T]], /) -> T:
     return await fn()
 
 
+class UpdateFileStore(Protocol):
+    """Where a server keeps update files (licore.update_files) for handing out: named by
+    content, written once, never changed. Blocking calls: run them through the Offload."""
+
+    def has(self, name: str) -> bool: ...
+
+    def write(self, name: str, data: bytes) -> None:
+        """Keep `data` under `name`, whole or not at all (readers never see part of it)."""
+        ...
+
+    def path(self, name: str) -> str:
+        """Where the file named `name` is (or would be) on this host."""
+        ...
+
+
 class ModelCodec(Protocol):
     """Roblox model files, binary or XML, told apart by content."""
 

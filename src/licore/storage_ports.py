@@ -36,6 +36,7 @@ from licore.model import (
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.releases import Channel
 from licore.runtime import Facts as RuntimeFacts
+from licore.update_files import FileOwner, UpdateFile
 from licore.usage import Call, CallCount, EventCount, Reach, Tally
 
 # Storage, one port per aggregate. Conflicts are answered, not raised as driver errors: an
@@ -240,10 +241,23 @@ class PreparedCopies(Protocol):
         """Keep the nodes beside the copy they were made from; nothing when the stored copy
         is no longer that one (re-keyed, dropped or remade meanwhile)."""
         ...
+    async def file(self, version_id: str, license_id: str, key_generation: int,
+                   compact: bool) -> UpdateFile | None:
+        """The update file made of the copy's nodes in one form, when made."""
+        ...
+    async def put_file(self, version_id: str, license_id: str, key_generation: int,
+                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
+        """Name the file made of the nodes kept as `nodes` (encrypted, as kept); nothing
+        when the kept nodes are no longer those (the copy re-keyed, dropped or remade)."""
+        ...
+    async def file_named(self, name: str) -> FileOwner | None:
+        """Whose copy the file named `name` holds, while that copy is kept."""
+        ...
     async def drop(self, *, license_id: str | None = None, product_id: str | None = None,
                    version_id: str | None = None) -> None:
-        """Forget the copies of a license, a product or a version; a version's node
-        templates too (a product's outlive new rules: they depend on the build alone)."""
+        """Forget the copies of a license, a product or a version, and their files; a
+        version's node templates too (a product's outlive new rules: they depend on the
+        build alone)."""
         ...
     async def template(self, version_id: str, compact: bool) -> bytes | None:
         """The version's node template in one form (licore.builds.template), when made."""

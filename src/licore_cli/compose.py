@@ -16,6 +16,7 @@ from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, System
 from adapters_http.app import FAMILIES, LicoreApp, create_app
 from adapters_http.web import PlatformSignInConfig, WebConfig
 from adapters_storage import open_storage
+from adapters_storage.update_file_store import DiskUpdateFiles
 from licore.ports import ChatService, ImageCodec, ModelCodec, Platform, WebhookSender
 from licore.protection import Protector
 from licore.services.deps import Deps
@@ -91,6 +92,9 @@ def deps_from_env() -> Deps:
     watermark = secret("watermark", 32)
     return Deps(
         storage=storage_for(loaded),
+        # Update files are kept on each host (any host remakes one it lacks from the
+        # database), beside its other data, where a proxy may serve them (docs/runtime.md).
+        update_files=DiskUpdateFiles(Path(loaded.data_dir) / "update-files"),
         clock=SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32), previous=previous_kek()),

@@ -40,6 +40,17 @@ def _whole(low: int, high: int | None = None) -> Callable[[str, object], int]:
     return parse
 
 
+def _internal_location(name: str, raw: object) -> str:
+    """A proxy's internal location for X-Accel-Redirect: a path that starts and ends with
+    "/" (the file's folder and name are appended)."""
+    text = str(raw)
+    if not (text.startswith("/") and text.endswith("/")) or any(
+            c.isspace() or ord(c) < 32 for c in text):
+        raise SettingsError(f"{name} must be a path that starts and ends with / "
+                            f"(got {text!r})")
+    return text
+
+
 def _url(name: str, raw: object) -> str:
     text = str(raw)
     parts = urlsplit(text)
@@ -210,6 +221,8 @@ FIELDS: tuple[Field, ...] = (
     # processes protecting a big build's scripts at once (each `licore serve` process has
     # its own); empty: one per core, up to 8; 0 or 1: all in the serving process
     Field("PROTECT_PROCESSES", _whole(0, 64), None),
+    Field("UPDATE_FILES_URL", _url, None),
+    Field("UPDATE_FILES_ACCEL", _internal_location, None),
 )
 
 
@@ -308,7 +321,9 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         usage_retention_days=values["USAGE_RETENTION_DAYS"],
         audit_retention_days=values["AUDIT_RETENTION_DAYS"],
         outbox=Schedule(base=values["OUTBOX_RETRY_BASE"], lease=values["OUTBOX_LEASE"],
-                        studio_slots=values["OUTBOX_STUDIO_SLOTS"]))
+                        studio_slots=values["OUTBOX_STUDIO_SLOTS"]),
+        update_files_url=values["UPDATE_FILES_URL"],
+        update_files_accel=values["UPDATE_FILES_ACCEL"])
     events = EventSettings(
         chat_api_url=values["CHAT_API_URL"], chat_authorize_url=values["CHAT_AUTHORIZE_URL"],
         chat_bot_token=values["CHAT_BOT_TOKEN"], chat_client_id=values["CHAT_CLIENT_ID"],

@@ -13,6 +13,7 @@ from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
 from licore.storage_ports import Notice
+from licore.update_files import FileOwner, UpdateFile
 
 
 class MemoryProducts(Repository):
@@ -134,6 +135,25 @@ class MemoryPreparedCopies(Repository):
             self.t.copy_nodes[(version_id, license_id, compact)] = (key_generation,
                                                                     bytes(nodes))
 
+    async def file(self, version_id: str, license_id: str, key_generation: int,
+                   compact: bool) -> UpdateFile | None:
+        stored = self.t.update_files.get((version_id, license_id, compact))
+        return stored[1] if stored is not None and stored[0] == key_generation else None
+
+    async def put_file(self, version_id: str, license_id: str, key_generation: int,
+                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
+        kept = self.t.copy_nodes.get((version_id, license_id, compact))
+        if kept is not None and kept == (key_generation, nodes):
+            self.t.update_files[(version_id, license_id, compact)] = (key_generation, file)
+
+    async def file_named(self, name: str) -> FileOwner | None:
+        for (version_id, license_id, compact), (generation, file) in (
+                self.t.update_files.items()):
+            if file.name == name:
+                return FileOwner(version_id, license_id, generation, compact,
+                                 file.text_sha256)
+        return None
+
     async def drop(self, *, license_id: str | None = None, product_id: str | None = None,
                    version_id: str | None = None) -> None:
         def dropped(of_version: str, of_license: str) -> bool:
@@ -158,6 +178,7 @@ class MemoryPreparedCopies(Repository):
     def _forget_nodes(self, key: tuple[str, str]) -> None:
         for compact in (True, False):
             self.t.copy_nodes.pop((*key, compact), None)
+            self.t.update_files.pop((*key, compact), None)
 
 
 class MemoryLicenses(Repository):

@@ -21,6 +21,7 @@ from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
 from licore.storage_ports import Notice
+from licore.update_files import FileOwner, UpdateFile
 
 
 class SqlProducts(Repository):
@@ -168,6 +169,9 @@ class SqlPreparedCopies(Repository):
             "key_generation = excluded.key_generation, data = excluded.data, "
             "nodes_compact = NULL, nodes_tagged = NULL",
             [version_id, license_id, key_generation, data])
+        # A copy made afresh (new rules, a re-key) has nodes of its own, so files of its own.
+        await self.db.run("DELETE FROM update_files WHERE version_id = ? AND license_id = ?",
+                          [version_id, license_id])
 
     async def nodes(self, version_id: str, license_id: str, key_generation: int,
                     compact: bool) -> bytes | None:
@@ -185,17 +189,51 @@ class SqlPreparedCopies(Repository):
             "AND license_id = ? AND key_generation = ? AND data = ?",
             [nodes, version_id, license_id, key_generation, copy])
 
+    async def file(self, version_id: str, license_id: str, key_generation: int,
+                   compact: bool) -> UpdateFile | None:
+        rows = await self.db.rows(
+            "SELECT name, text_sha256 FROM update_files WHERE version_id = ? "
+            "AND license_id = ? AND form = ? AND key_generation = ?",
+            [version_id, license_id, _form(compact), key_generation])
+        return UpdateFile(rows[0][0], rows[0][1]) if rows else None
+
+    async def put_file(self, version_id: str, license_id: str, key_generation: int,
+                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
+        column = "nodes_compact" if compact else "nodes_tagged"
+        await self.db.run(
+            "INSERT INTO update_files (version_id, license_id, form, key_generation, name, "
+            "text_sha256) SELECT version_id, license_id, ?, key_generation, ?, ? "
+            f"FROM prepared_copies WHERE version_id = ? AND license_id = ? "
+            f"AND key_generation = ? AND {column} = ? "
+            "ON CONFLICT (version_id, license_id, form) DO UPDATE SET "
+            "key_generation = excluded.key_generation, name = excluded.name, "
+            "text_sha256 = excluded.text_sha256",
+            [_form(compact), file.name, file.text_sha256, version_id, license_id,
+             key_generation, nodes])
+
+    async def file_named(self, name: str) -> FileOwner | None:
+        rows = await self.db.rows(
+            "SELECT version_id, license_id, key_generation, form, text_sha256 "
+            "FROM update_files WHERE name = ? LIMIT 1", [name])
+        if not rows:
+            return None
+        version_id, license_id, key_generation, form, text_sha256 = rows[0]
+        return FileOwner(version_id, license_id, key_generation, form == "compact",
+                         text_sha256)
+
     async def drop(self, *, license_id: str | None = None, product_id: str | None = None,
                    version_id: str | None = None) -> None:
+        for table in ("prepared_copies", "update_files"):
+            if version_id is not None:
+                await self.db.run(f"DELETE FROM {table} WHERE version_id = ?", [version_id])
+            if license_id is not None:
+                await self.db.run(f"DELETE FROM {table} WHERE license_id = ?", [license_id])
+            if product_id is not None:
+                await self.db.run(
+                    f"DELETE FROM {table} WHERE version_id IN "
+                    "(SELECT id FROM versions WHERE product_id = ?)", [product_id])
         if version_id is not None:
-            await self.db.run("DELETE FROM prepared_copies WHERE version_id = ?", [version_id])
             await self.db.run("DELETE FROM node_templates WHERE version_id = ?", [version_id])
-        if license_id is not None:
-            await self.db.run("DELETE FROM prepared_copies WHERE license_id = ?", [license_id])
-        if product_id is not None:
-            await self.db.run(
-                "DELETE FROM prepared_copies WHERE version_id IN "
-                "(SELECT id FROM versions WHERE product_id = ?)", [product_id])
 
     async def template(self, version_id: str, compact: bool) -> bytes | None:
         rows = await self.db.rows(

@@ -18,6 +18,7 @@ from licore.ports import (
     Platform,
     Randomness,
     SingleFlight,
+    UpdateFileStore,
     WebhookSender,
     run_alone,
     run_inline,
@@ -46,6 +47,8 @@ class Deps:
     chat: ChatService | None = None  # None: no chat bot configured, hand-outs wait
     webhooks: WebhookSender | None = None  # None: webhooks are kept, not sent
     images: ImageCodec | None = None  # None: product images are refused (docs/web.md)
+    # None: /update never answers with a file (docs/runtime.md, "Updates as files")
+    update_files: UpdateFileStore | None = None
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

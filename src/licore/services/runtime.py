@@ -22,7 +22,15 @@ from licore.commands import AskVersion, Check, Unlock, Update, VerifySource
 from licore.errors import RateLimited
 from licore.events import Topic
 from licore.model import Alert, License, Product, UnlockData, Version
-from licore.ports import Clock, KeyVault, ModelCodec, Offload, SingleFlight, run_alone
+from licore.ports import (
+    Clock,
+    KeyVault,
+    ModelCodec,
+    Offload,
+    SingleFlight,
+    UpdateFileStore,
+    run_alone,
+)
 from licore.releases import Channel
 from licore.runtime import AlertDraft, Caller, Facts
 from licore.sealing import Sealed, seal, sealed_code_key, sealing_generation
@@ -31,6 +39,7 @@ from licore.services.builds import Copies, Prepared, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 from licore.storage_ports import Storage, UnitOfWork
+from licore.update_files import NAME, UpdateFile, file_key, make_file
 from licore.usage import Call, Endpoint, Outcome, hour_of
 
 SEALED_KEYS_KEPT = 20_000  # licenses whose sealed-code key a process keeps (~5 MB at most)
@@ -73,10 +82,21 @@ class LatestVersion:
 
 
 @attrs.frozen
+class FileOffer:
+    """Where the update's file is, and until when it is certainly kept there."""
+
+    name: str
+    sha256: str
+    size: int
+    exp: int
+
+
+@attrs.frozen
 class Updated:
     version: str
     update: bool
     sealed: Sealed
+    file: FileOffer | None = None  # an update as a file: `sealed` holds only its key
 
 
 @attrs.frozen
@@ -115,6 +135,7 @@ class Runtime:
     announce: Announcer
     limits: RuntimeLimits = RuntimeLimits()
     once: SingleFlight = run_alone
+    files: UpdateFileStore | None = None  # None: updates are never offered as files
     # license id -> its sealed-code key: two HMACs an /unlock, the same answer every time
     # for a license (made from its id under the server's key), so made once a process.
     _sealed_keys: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False, repr=False,
@@ -239,6 +260,8 @@ class Runtime:
                 version = await uow.versions.by_id(offer.version_id)
             if version is None or version.withdrawn_at is not None:  # withdrawn meanwhile
                 return None
+            if command.delivery == "file" and self.files is not None:
+                return await self._as_file(lic, product, version, command, label)
             instances = await self._nodes_json(lic, product, version, command.key,
                                                command.nodes == "compact")
         # The nodes are spliced in as the JSON text they are kept as, never parsed again.
@@ -254,11 +277,16 @@ class Runtime:
         form and kept (encrypted, like the copy) beside the copy, so a repeat `/update` only
         decrypts and seals. Made from the version's node template and the copy's sources,
         so a buyer's first call costs the copy and the splice, not the whole tree."""
+        return (await self._kept_nodes(lic, product, version, key, compact))[0]
+
+    async def _kept_nodes(self, lic: License, product: Product, version: Version, key: str,
+                          compact: bool) -> tuple[bytes, bytes]:
+        """The nodes' JSON text, and the encrypted bytes they are kept as."""
         where = nodes_context(version.id, lic.id, lic.key_generation, compact)
         async with self.storage.unit_of_work() as uow:
             kept = await uow.copies.nodes(version.id, lic.id, lic.key_generation, compact)
         if kept is not None:
-            return await self.copies.decrypt(kept, where)
+            return await self.copies.decrypt(kept, where), kept
         prepared = await self.copies.prepared_and_stored(lic, product, version, key)
         template = await self._template(version, compact)
         made = await self.offload(lambda: self._spliced(template, prepared, compact))
@@ -266,7 +294,75 @@ class Runtime:
         async with self.storage.unit_of_work() as uow:
             await uow.copies.put_nodes(version.id, lic.id, lic.key_generation, compact,
                                        prepared.stored, sealed)
-        return made
+        return made, sealed
+
+    async def _as_file(self, lic: License, product: Product, version: Version,
+                       command: Update, label: str) -> Updated:
+        """The update as a file (docs/runtime.md, "Updates as files"): the copy's nodes
+        encrypted once under a key of their own and kept; the answer seals only that key
+        and the file's digest, so a repeat call costs a look-up and a small seal."""
+        compact = command.nodes == "compact"
+        secret = self.copies.license_secret(lic)
+        async with self.storage.unit_of_work() as uow:
+            file = await uow.copies.file(version.id, lic.id, lic.key_generation, compact)
+        if file is None:
+            file = await self.once(
+                f"update-file|{version.id}|{lic.id}|{lic.key_generation}|{compact}",
+                lambda: self._made_file(lic, product, version, command.key, compact))
+        key = file_key(secret, version.id, lic.key_generation, compact, file.text_sha256)
+        exp = self.clock.now() + rt.UNLOCK_VALIDITY
+        plaintext = json.dumps({"nonce": command.nonce, "version": label, "exp": exp,
+                                "file": {"key": key.hex(), "sha256": file.sha256,
+                                         "size": file.size}},
+                               separators=(",", ":"), ensure_ascii=False).encode()
+        return Updated(label, True, seal(command.key, command.nonce, plaintext),
+                       FileOffer(file.name, file.sha256, file.size, exp))
+
+    async def _made_file(self, lic: License, product: Product, version: Version, key: str,
+                         compact: bool) -> UpdateFile:
+        files = self.files
+        assert files is not None
+        text, kept = await self._kept_nodes(lic, product, version, key, compact)
+        secret = self.copies.license_secret(lic)
+        made = await self.offload(
+            lambda: make_file(secret, version.id, lic.key_generation, compact, text))
+        await self.offload(lambda: files.write(made.file.name, made.data))
+        async with self.storage.unit_of_work() as uow:
+            await uow.copies.put_file(version.id, lic.id, lic.key_generation, compact, kept,
+                                      made.file)
+        return made.file
+
+    async def update_file(self, name: str) -> str | None:
+        """Where this host keeps the update file named `name`, remade from the kept nodes
+        when another host made it (or it was lost); None when no kept copy has that file."""
+        files = self.files
+        if files is None or NAME.fullmatch(name) is None:
+            return None
+        # A stat: cheaper here than the hop to a thread.
+        if files.has(name) or await self.once(f"update-file|{name}",
+                                              lambda: self._remade(name)):
+            return files.path(name)
+        return None
+
+    async def _remade(self, name: str) -> bool:
+        files = self.files
+        assert files is not None
+        async with self.storage.unit_of_work() as uow:
+            owner = await uow.copies.file_named(name)
+            lic = None if owner is None else await uow.licenses.by_id(owner.license_id)
+            kept = None if owner is None else await uow.copies.nodes(
+                owner.version_id, owner.license_id, owner.key_generation, owner.compact)
+        if owner is None or lic is None or kept is None:
+            return False
+        text = await self.copies.decrypt(kept, nodes_context(
+            owner.version_id, owner.license_id, owner.key_generation, owner.compact))
+        secret = self.copies.license_secret(lic)
+        made = await self.offload(lambda: make_file(
+            secret, owner.version_id, owner.key_generation, owner.compact, text))
+        if made.file.name != name:  # the kept nodes changed meanwhile: not that file
+            return False
+        await self.offload(lambda: files.write(name, made.data))
+        return True
 
     def _spliced(self, template: NodesTemplate | None, prepared: Prepared,
                  compact: bool) -> bytes:

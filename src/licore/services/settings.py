@@ -25,3 +25,8 @@ class Settings:
     audit_retention_days: int = 365  # the audit trail's entries are kept this long; 0: always
     # retries of outgoing messages (docs/events.md)
     outbox: Schedule = attrs.field(factory=Schedule)
+    # Updates as files (docs/runtime.md): where /update says a file is (a CDN's or another
+    # origin's base URL, the name appended), else this server's own path for it; and the
+    # proxy's internal location that serves the files' folder (X-Accel-Redirect), if any.
+    update_files_url: str | None = None
+    update_files_accel: str | None = None

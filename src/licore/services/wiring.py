@@ -78,7 +78,7 @@ class UseCases:
                           announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window),
-                          deps.once)
+                          deps.once, deps.update_files)
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
