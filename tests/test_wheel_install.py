@@ -6,6 +6,7 @@ The `deploy/` systemd unit passes `systemd-analyze verify`."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -140,3 +141,37 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     known = {f"LICORE_{f.env}" for f in settings.FIELDS} | {
         "LICORE_KEK", "LICORE_SESSION_KEY", "LICORE_WATERMARK"}
     assert names <= known, names - known  # the environment file names real settings only
+
+
+def test_the_backup_timer_verifies_and_its_command_makes_a_backup(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze (Debian's systemd package) is on this machine"
+    service = (ROOT / "deploy" / "licore-backup.service").read_text()
+    (tmp_path / "licore-backup.service").write_text(
+        service.replace("/opt/licore/venv/bin/licore", "/bin/true"))
+    shutil.copy(ROOT / "deploy" / "licore-backup.timer", tmp_path)
+    done = subprocess.run([analyze, "verify", str(tmp_path / "licore-backup.service"),
+                           str(tmp_path / "licore-backup.timer")], capture_output=True,
+                          text=True, timeout=60, check=False,
+                          env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    assert done.returncode == 0 and "licore-backup" not in done.stdout + done.stderr, \
+        done.stdout + done.stderr
+    # the service's command as systemd runs it (its %% and $$ unescaped), on a SQLite file
+    line = next(x for x in service.splitlines() if x.startswith("ExecStart="))
+    command = line.removeprefix("ExecStart=").replace("%%", "%").replace("$$", "$")
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    command = command.replace("/opt/licore/venv/bin/licore", str(Path(sys.executable).parent
+                                                                  / "licore"))
+    command = command.replace("/var/lib/licore-backups", str(backups))
+    argv = shlex.split(command)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LICORE_")}
+    env |= {"LICORE_DATABASE_URL": f"sqlite:///{tmp_path / 'licore.db'}",
+            "LICORE_DATA_DIR": str(tmp_path / "data")}
+    subprocess.run([str(Path(sys.executable).parent / "licore"),
+                    "migrate"], cwd=tmp_path, env=env, check=True, capture_output=True,
+                   timeout=120)
+    made = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert made.returncode == 0, made.stderr
+    assert [p.name.startswith("licore-") for p in backups.iterdir()] == [True]

@@ -4,7 +4,6 @@ the one place that builds the use cases the HTTP adapter is given."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -38,12 +37,17 @@ def secret(name: str, size: int) -> bytes:
     directory = Path(settings.load().data_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
-    if not path.exists():
-        _make_secret_file(path, size)
+    if not path.exists() and _make_secret_file(path, size):
+        MADE.add(path.resolve())
     return _hex_secret(path.read_text(), size, f"the file {path.resolve()}")
 
 
-def _make_secret_file(path: Path, size: int) -> None:
+# Secret files this process made: one a start refused is removed again (licore_cli.kek), so
+# the next start, with LICORE_KEK set, finds no stray key beside the data.
+MADE: set[Path] = set()
+
+
+def _make_secret_file(path: Path, size: int) -> bool:
     """Written whole under a name of its own, then linked to `path`: processes starting
     together (workers another ASGI server started, hosts sharing a data folder) see no file
     or the whole one, never an empty one just created (read as an empty key), and the
@@ -55,8 +59,11 @@ def _make_secret_file(path: Path, size: int) -> None:
             fh.write(secrets.token_hex(size))
             fh.flush()
             os.fsync(fh.fileno())
-        with contextlib.suppress(FileExistsError):
+        try:
             os.link(draft, path)
+        except FileExistsError:
+            return False
+        return True
     finally:
         draft.unlink()
 

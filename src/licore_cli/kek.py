@@ -52,6 +52,8 @@ async def check(deps: Deps, also: KeyVault | None = None) -> None:
     database = cast("SqliteStorage | PostgresStorage", storage)
     settled = await settle(database, vault.fingerprint(), vault.opens,
                            also=vault.fingerprints()[1:])
+    if settled.verdict not in (Verdict.MATCHES, Verdict.RECORDED):
+        _remove_made_key()
     if settled.verdict is Verdict.REPLACED:
         raise KeyMismatch(
             f"the key-encryption key from {source()} was replaced by a rotation (licore kek "
@@ -68,6 +70,17 @@ async def check(deps: Deps, also: KeyVault | None = None) -> None:
     for held in (vault, also):
         if isinstance(held, AesGcmKeyVault):
             held.adopt(settled.named, settled.sealed_root)
+
+
+def _remove_made_key() -> None:
+    """A key file this start made, for a database that names another key, goes again: left
+    behind it would be read by every later start instead of the one to set."""
+    from licore_cli.compose import MADE
+
+    made = Path(settings.load().data_dir).resolve() / "kek"
+    if made in MADE:
+        made.unlink(missing_ok=True)
+        MADE.discard(made)
 
 
 async def prepare(vault: KeyVault | None = None) -> str | None:

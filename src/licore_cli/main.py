@@ -1,4 +1,4 @@
-"""`licore`: serve the service, migrate, and the operator's verbs (contract section 2)."""
+"""`licore`: serve the service, migrate, and the operator's verbs (docs/operators.md)."""
 
 from __future__ import annotations
 
@@ -168,10 +168,14 @@ def _serve(args: argparse.Namespace, loaded: settings.ServerSettings) -> int:
         "licore serving on http://%s:%s", args.host, args.port,
         extra={"database": loaded.database_url.split("@")[-1], "workers": args.workers})
     if config.workers == 0:
-        return int(run(config))  # one process: Hypercorn drains on SIGTERM itself
-    from licore_cli.supervisor import supervise
+        code = int(run(config))  # one process: Hypercorn drains on SIGTERM itself
+    else:
+        from licore_cli.supervisor import supervise
 
-    return supervise(config, args.workers)
+        code = supervise(config, args.workers)
+    # the journal's record that it stopped, and when (SIGTERM, Ctrl-C, or workers dying)
+    logging.getLogger("licore.serve").info("licore stopped", extra={"exit_status": code})
+    return code
 
 
 def cmd_worker(args: argparse.Namespace) -> None:
@@ -432,9 +436,11 @@ def parser() -> argparse.ArgumentParser:
     sub = _Sub(p.add_subparsers(dest="command", required=True), common)
 
     s = sub.add_parser("serve", help="run the service with Hypercorn")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8000)
-    s.add_argument("--workers", type=int, default=1)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for every one)")
+    s.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    s.add_argument("--workers", type=int, default=1,
+                   help="server processes sharing the port (default 1; about one per core)")
     s.add_argument("--public-url", help="origin used in verification_uri")
     s.add_argument("--only", help="serve only these families: partner,auth,runtime,web")
     s.set_defaults(func=cmd_serve)

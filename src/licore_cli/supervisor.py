@@ -55,8 +55,11 @@ def supervise(config: Config, workers: int) -> int:
     shutdown = ctx.Event()
     stopping = False
 
-    def stop(*_: Any) -> None:
+    def stop(signum: int | None = None, *_: Any) -> None:
         nonlocal stopping
+        if signum is not None and not stopping:
+            log.info("licore stopping on %s: workers finish the requests in flight (up to "
+                     "%s s)", signal.Signals(signum).name, config.graceful_timeout)
         stopping = True
         shutdown.set()
 

@@ -66,6 +66,7 @@ def test_a_host_without_the_shared_kek_names_the_file_it_made(tmp_path: Path,
     assert run(tmp_path, database_url, KEK_A, "migrate").returncode == 0
     line = refusal(run(tmp_path, database_url, None, "account", "list"))
     assert "LICORE_KEK is unset" in line and str(tmp_path / "data" / "kek") in line, line
+    assert not (tmp_path / "data" / "kek").exists()  # the key it made for this start is gone
 
 
 async def test_a_database_without_a_fingerprint_adopts_only_a_key_that_opens_its_keys(

@@ -120,3 +120,5 @@ def test_started_before_the_database_they_wait_and_then_serve(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+    # SIGTERM is said, and the end of the drain (the journal's record of the stop)
+    assert "licore stopping on SIGTERM" in shown("serve") and "licore stopped" in shown("serve")

@@ -220,6 +220,8 @@ def test_urls_licore_builds_are_https_behind_nginx(proxy: Proxy) -> None:
     r = proxy.client("127.0.0.2").post("/runtime/check/", json={})
     assert r.status_code == 307
     assert r.headers["location"].startswith("https://127.0.0.1")
+    # the site tells browsers to use HTTPS only, on every answer (errors too)
+    assert r.headers["strict-transport-security"] == "max-age=31536000"
 
 
 def test_a_strangers_wrong_passwords_behind_nginx_lock_only_the_stranger(
