@@ -41,7 +41,8 @@ _poll = _events.poll_ms / 1000
 
 def _outbox(uc: UseCases) -> Coroutine[Any, Any, None]:
     return work_forever(uc.delivery, _poll, OUTBOX_BACKLOG.set, _events.slots,
-                        scheduled=uc.lifecycle.sweep_expiries)
+                        scheduled=uc.lifecycle.sweep_expiries,
+                        schedule_every=_events.sweep_ms / 1000)
 
 
 def _warm(uc: UseCases) -> Coroutine[Any, Any, None]:

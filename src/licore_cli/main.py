@@ -193,7 +193,8 @@ def cmd_worker(args: argparse.Namespace) -> None:
         delivery = uses.delivery
         await asyncio.gather(*(work_forever(delivery, loaded.events.poll_ms / 1000,
                                             slots=loaded.events.slots,
-                                            scheduled=uses.lifecycle.sweep_expiries)
+                                            scheduled=uses.lifecycle.sweep_expiries,
+                                            schedule_every=loaded.events.sweep_ms / 1000)
                                for _ in range(args.concurrency)))
 
     if kek.waits_for(loaded.database_url):  # started before its database: wait for it

@@ -212,6 +212,8 @@ FIELDS: tuple[Field, ...] = (
     # the whole of one webhook send (look-up, connect, answer); the lease must outlast it
     Field("WEBHOOK_TIMEOUT", _whole(1, 300), 15),
     Field("OUTBOX_POLL_MS", _whole(10, 60000), 1000),
+    # how often each delivery loop runs the scheduled sweeps (license expiry and reminders)
+    Field("OUTBOX_SWEEP_MS", _whole(100, 60000), 20000),
     # delivery loops in each `licore serve` process; 0 leaves delivery to `licore worker`
     Field("OUTBOX_WORKERS", _whole(0, 64), 1),
     # sends in flight at once in each delivery loop (a hanging endpoint holds one)
@@ -252,6 +254,7 @@ class EventSettings:
     poll_ms: int
     workers: int
     slots: int = 16
+    sweep_ms: int = 20000
 
 
 def _one_per_core() -> int:
@@ -330,7 +333,8 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         chat_client_secret=values["CHAT_CLIENT_SECRET"],
         webhook_allow_private=values["WEBHOOK_ALLOW_PRIVATE"],
         webhook_timeout=values["WEBHOOK_TIMEOUT"], poll_ms=values["OUTBOX_POLL_MS"],
-        workers=values["OUTBOX_WORKERS"], slots=values["OUTBOX_SLOTS"])
+        workers=values["OUTBOX_WORKERS"], slots=values["OUTBOX_SLOTS"],
+        sweep_ms=values["OUTBOX_SWEEP_MS"])
     if values["OUTBOX_LEASE"] <= values["WEBHOOK_TIMEOUT"]:
         # A send still running when its lease ends could be taken and sent again at once.
         raise SettingsError(f"LICORE_OUTBOX_LEASE ({values['OUTBOX_LEASE']}) must be longer "

@@ -41,15 +41,17 @@ async def _send(delivery: Delivery, message: Message, name: str) -> None:
         log.error("outbox delivery failed: %s", type(exc).__name__)
 
 
-# How often a worker runs the scheduled sweeps (license expiry and reminders): well within
-# the minute a seller is promised, and cheap (one indexed query) when nothing is due.
+# How often a worker runs the scheduled sweeps (license expiry and reminders) unless told
+# (`LICORE_OUTBOX_SWEEP_MS`): well within the minute a seller is promised, and cheap (one
+# indexed query) when nothing is due.
 SCHEDULE_EVERY = 20.0
 
 
 async def work_forever(delivery: Delivery, poll_seconds: float,
                        on_backlog: Callable[[int], None] | None = None,
                        slots: int = SLOTS,
-                       scheduled: Callable[[], Awaitable[int]] | None = None) -> None:
+                       scheduled: Callable[[], Awaitable[int]] | None = None,
+                       schedule_every: float = SCHEDULE_EVERY) -> None:
     """`scheduled`: a sweep that writes outbox messages when their time comes (the license
     expiry sweep). Every worker runs it; it writes each message once however many do."""
     name = worker_name()
@@ -63,7 +65,7 @@ async def work_forever(delivery: Delivery, poll_seconds: float,
             if free > 0:
                 try:
                     if scheduled is not None and time.monotonic() >= next_schedule:
-                        next_schedule = time.monotonic() + SCHEDULE_EVERY
+                        next_schedule = time.monotonic() + schedule_every
                         await scheduled()
                     for message in await delivery.claim(name, free):
                         running.add(asyncio.create_task(_send(delivery, message, name)))

@@ -252,11 +252,17 @@ def test_not_owned_and_platform_down_over_the_api(scene: Scene) -> None:
     assert r.status_code == 200 and r.json()["result"] == "granted", r.text
 
 
-def test_no_secret_reaches_the_log(scene: Scene) -> None:
+def test_no_secret_of_a_sign_in_reaches_the_log(scene: Scene) -> None:
+    """A sign-in of its own, so the log holds one whatever ran before: the provider's code,
+    the PKCE verifier, the tokens and the client secret are each absent from it."""
+    seen_before = len(scene.platform.secrets_seen)
+    with platform_sign_in(scene, "5550040", "logwatcher") as browser:
+        assert "logwatcher" in browser.get("/").text
+    mine = scene.platform.secrets_seen[seen_before:]
+    assert len(mine) == 5  # code; verifier, access, refresh and id tokens
     log = scene.server.log()
-    assert CLIENT_SECRET not in log
+    assert "/signin/platform/callback" in log  # the sign-in is in the log, its secrets not
+    assert [secret for secret in [CLIENT_SECRET, *mine] if secret in log] == []
     assert "id_token" not in log and "code_verifier" not in log
     for grant_code in re.findall(r"code=([A-Za-z0-9_-]{20,})", log):
         pytest.fail(f"an authorization code in the log: {grant_code[:4]}...")
-
-

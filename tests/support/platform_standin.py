@@ -74,6 +74,9 @@ class Platform:
     token_fault: str | None = None  # tamper, foreign_key, wrong_aud, wrong_iss, expired, ...
     key: RSAKey = attrs.field(factory=lambda: _signing_key())
     grants: dict[str, Grant] = attrs.field(factory=dict)
+    # Every secret of a sign-in the provider saw: codes, verifiers and tokens, so a test can
+    # look for each one where it must not be.
+    secrets_seen: list[str] = attrs.field(factory=list)
     lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     @property
@@ -220,6 +223,7 @@ def _handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
                 self.redirect(f"{redirect_uri}?{answer}")
                 return
             code = secrets.token_urlsafe(24)
+            platform.secrets_seen.append(code)
             platform.grants[code] = Grant(CLIENT_ID, redirect_uri, q.get("nonce"),
                                           q.get("code_challenge"), platform.signed_in_as)
             answer = urlencode({"code": code, "state": state})
@@ -251,10 +255,12 @@ def _handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
                 self.answer(400, {"error": "invalid_grant",
                                   "error_description": "PKCE verification failed"})
                 return
-            self.answer(200, {"access_token": secrets.token_urlsafe(32),
-                              "refresh_token": secrets.token_urlsafe(32),
-                              "token_type": "Bearer", "expires_in": 899,
-                              "id_token": platform.id_token(grant), "scope": "openid profile"})
+            tokens = {"access_token": secrets.token_urlsafe(32),
+                      "refresh_token": secrets.token_urlsafe(32),
+                      "id_token": platform.id_token(grant)}
+            platform.secrets_seen.extend([verifier, *tokens.values()])
+            self.answer(200, {**tokens, "token_type": "Bearer", "expires_in": 899,
+                              "scope": "openid profile"})
 
     return Handler
 
