@@ -41,7 +41,9 @@ def outbox_env(chat: ChatStandIn, **more: str) -> dict[str, str]:
             "LICORE_CHAT_BOT_TOKEN": chat.bot_token, "LICORE_CHAT_CLIENT_ID": chat.client_id,
             "LICORE_CHAT_CLIENT_SECRET": chat.client_secret,
             "LICORE_WEBHOOK_ALLOW_PRIVATE": "true", "LICORE_OUTBOX_RETRY_BASE": "1",
-            "LICORE_OUTBOX_LEASE": "3", "LICORE_WEBHOOK_TIMEOUT": "2",
+            # The default lease: one shorter than a send and its settling take on a loaded
+            # machine lets a second claim send the message again (at least once, by design).
+            "LICORE_WEBHOOK_TIMEOUT": "2",
             "LICORE_OUTBOX_POLL_MS": "100", "LICORE_OUTBOX_SWEEP_MS": "200", **more}
 
 
@@ -87,7 +89,9 @@ def make_world(server: Server, chat: ChatStandIn, tag: str) -> World:
 
 
 @pytest.fixture(scope="module")
-def chat() -> Iterator[ChatStandIn]:
+def chat(module_database_url: str) -> Iterator[ChatStandIn]:
+    """A stand-in for each database's server: one shared by both would carry the roles and
+    requests of one server's tests into the other's."""
     stand_in = ChatStandIn()
     with running(stand_in):
         yield stand_in
@@ -194,8 +198,7 @@ def test_the_chat_services_429_is_honoured(world: World) -> None:
              lambda: (GUILD, "90021", ROLE) not in world.chat.roles)
     statuses = [s for (m, p, s) in world.chat.requests
                 if m == "DELETE" and "/members/90021/" in p]
-    # Delivery is at least once: a loaded machine may send the removal again after it worked.
-    assert statuses[0] == 429 and statuses[1:] and set(statuses[1:]) == {204}, statuses
+    assert statuses == [429, 204]
     assert world.chat.early == 0  # nothing came before `retry_after` had passed
     world.api("POST", "/licenses/resume", json={"product_id": world.product_id, "user": "2571"})
     wait_for("the role is back after resume",
