@@ -31,7 +31,7 @@ from licore.services.announce import Announcer  # noqa: E402
 from licore.services.audit import Audited  # noqa: E402
 from licore.services.idempotency import Joining  # noqa: E402
 from licore.services.ids import Ids  # noqa: E402
-from licore.services.licensing import Licensing  # noqa: E402
+from licore.services.license_lifecycle import LicenseLifecycle  # noqa: E402
 from licore.services.wiring import UseCases  # noqa: E402
 
 
@@ -46,10 +46,10 @@ async def run(changes: int, repeat: int) -> None:
             studio, c.CreateProduct("Bench kit", "", "", 0))
         ids = Ids(deps.clock, deps.random)
 
-        def licensing(audited: bool) -> Licensing:
+        def licensing(audited: bool) -> LicenseLifecycle:
             joined = Joining(storage)
-            return Licensing(Audited(joined, ids) if audited else joined, deps.clock, ids,
-                             deps.random, deps.vault, Announcer(deps.clock, ids))
+            return LicenseLifecycle(Audited(joined, ids) if audited else joined, deps.clock,
+                                    ids, Announcer(deps.clock, ids), deps.random, deps.vault)
 
         sides = {"baseline": licensing(False), "audited": licensing(True)}
         best = dict.fromkeys(sides, float("inf"))

@@ -148,7 +148,7 @@ async def published(data: bytes, db: Path,
     version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1",
                                                                 data))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     return World(uc, storage, deps.vault, ActingPerson(world.buyer.id),
                  world.buyer.platform_id, product.id)

@@ -110,7 +110,7 @@ async def run(b_events: int, send_timeout: float, with_b: bool,
             for server in servers[1:]:
                 await uc.webhooks.add(b, c.AddWebhook(url(server), ("license.granted",)))
             for n in range(b_events if with_b else 0):
-                await uc.licensing.change(b, c.ChangeLicense(
+                await uc.lifecycle.change(b, c.ChangeLicense(
                     c.LicenseTarget(b_product.id, str(500_000 + n)), LicenseEvent.GRANT))
             worker = asyncio.create_task(work_forever(uc.delivery, 0.05))
             made: dict[str, float] = {}
@@ -119,7 +119,7 @@ async def run(b_events: int, send_timeout: float, with_b: bool,
                 await asyncio.sleep(max(0.0, start + n / A_RATE - time.monotonic()))
                 user = str(100_000 + n)
                 made[user] = time.monotonic()
-                await uc.licensing.change(a, c.ChangeLicense(
+                await uc.lifecycle.change(a, c.ChangeLicense(
                     c.LicenseTarget(a_product.id, user), LicenseEvent.GRANT))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(all_came.wait(), 10 * send_timeout + 60)

@@ -70,7 +70,7 @@ async def _buyers(w: download.World, count: int) -> list[Buyer]:
     made = []
     for i in range(count):
         platform_id = str(9_000_000 + i)
-        await w.uc.licensing.change(studio, c.ChangeLicense(
+        await w.uc.lifecycle.change(studio, c.ChangeLicense(
             c.LicenseTarget(w.product_id, platform_id), LicenseEvent.GRANT))
         async with w.storage.unit_of_work() as uow:
             lic = await uow.licenses.for_user(w.product_id, platform_id)

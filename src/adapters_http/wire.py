@@ -60,14 +60,15 @@ def saved_product(p: Product) -> J:
 
 def license(lc: License, now: int | None = None) -> J:
     """The specification's fields; given the time, also licore's terms (docs/licenses.md):
-    `status`, `expires_at`, `tier` and `purchase_id`, and `is_active` false once the
-    license expired."""
+    `status`, `expires_at`, `tier`, `purchase_id` and `transferred_to` (who a license
+    transferred away went to), and `is_active` false once the license expired."""
     body: J = {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
                "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
                "state": lc.state.value}
     if now is not None:
         body.update(is_active=licenses.in_force(lc, now), status=licenses.status(lc, now),
-                    expires_at=iso(lc.expires_at), tier=lc.tier, purchase_id=lc.purchase_id)
+                    expires_at=iso(lc.expires_at), tier=lc.tier, purchase_id=lc.purchase_id,
+                    transferred_to=lc.transferred_to)
     return body
 
 
@@ -77,8 +78,7 @@ def granted(lc: License, now: int | None = None) -> J:
 
 def transferred(moved: Transferred, now: int) -> J:
     return {"ok": True, "license": license(moved.new, now),
-            "transferred_from": {**license(moved.old, now),
-                                 "transferred_to": moved.old.transferred_to}}
+            "transferred_from": license(moved.old, now)}
 
 
 def place(p: Place) -> J:

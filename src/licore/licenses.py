@@ -48,7 +48,7 @@ GRANT_SOURCES = (Source.GRANT, Source.DEVELOPER_PRODUCT, Source.GAME_PASS,
 
 
 class LicenseEffect(enum.Enum):
-    """What the caller does with a row, in the same transaction (`services.licensing`)."""
+    """What the caller does with a row, in the same transaction (`services.license_lifecycle`)."""
 
     # Copies prepared for the buyer carry the old key, so minting or clearing drops them.
     MINT_KEY = "A runtime key is minted (copies prepared with an earlier key are dropped)"

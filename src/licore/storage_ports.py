@@ -288,6 +288,11 @@ class Licenses(Protocol):
     async def replace(self, license: License, expected: LicenseState) -> bool:
         """Store `license` only if the stored state is still `expected` (compare and set)."""
         ...
+    async def move(self, old: License, expected: LicenseState, new: License) -> bool:
+        """A transfer as one change: store `old` (compare and set on `expected`, as
+        `replace`) and add `new` (as `add`). False when either fails; the caller then ends
+        the unit of work with an error, so nothing of it stays."""
+        ...
     async def of_product(
         self, product_id: str, limit: int | None, cursor: str | None
     ) -> Page[License]: ...

@@ -107,7 +107,7 @@ async def shop(storage: Storage) -> AsyncIterator[Shop]:
         versions[label] = (await uc.packages.upload(studio, c.UploadVersion(
             product.id, label, data))).version
         clock.advance(1)
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     await uc.webhooks.add(studio, c.AddWebhook("https://example.com/h",
                                                tuple(t.value for t in Topic)))

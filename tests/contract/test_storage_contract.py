@@ -66,7 +66,7 @@ async def test_concurrent_grants_give_one_license_and_one_already_owned(storage:
     product = await uc.products.create(studio, c.CreateProduct("Gun"))
     grant = c.ChangeLicense(c.LicenseTarget(product.id, world.buyer.platform_id),
                             LicenseEvent.GRANT)
-    results = await asyncio.gather(*(uc.licensing.change(studio, grant) for _ in range(2)),
+    results = await asyncio.gather(*(uc.lifecycle.change(studio, grant) for _ in range(2)),
                                    return_exceptions=True)
     oks = [r for r in results if not isinstance(r, BaseException)]
     owned = [r for r in results if isinstance(r, AlreadyOwned)]
@@ -251,7 +251,7 @@ async def test_no_api_key_or_license_key_is_stored_in_the_clear(storage: Storage
     world = await build_world(deps)
     uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
     product = await uc.products.create(studio, c.CreateProduct("Secret"))
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         lic = await uow.licenses.for_user(product.id, world.buyer.platform_id)
@@ -292,22 +292,22 @@ async def test_revoke_clears_the_key_and_regrant_mints_a_new_one(storage: Storag
     uc, studio = UseCases.of(deps), ActingStudio(world.studio.id)
     product = await uc.products.create(studio, c.CreateProduct("Hat"))
     target = c.LicenseTarget(product.id, world.buyer.username)
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         first = await uow.licenses.for_user(product.id, world.buyer.platform_id)
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
         revoked = await uow.licenses.for_user(product.id, world.buyer.platform_id)
     assert revoked is not None and revoked.state is LicenseState.INACTIVE
     assert revoked.key_ciphertext is None and revoked.key_digest is None
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         again = await uow.licenses.for_user(product.id, world.buyer.platform_id)
     assert first is not None and again is not None
     assert again.state is LicenseState.ACTIVE and again.id == first.id
     assert again.key_digest not in (None, first.key_digest)
     with pytest.raises(LicoreError):
-        await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+        await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
 
 
 async def _uploaded(storage: Storage) -> tuple[UseCases, ActingStudio, Product, Version]:
@@ -350,7 +350,7 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         storage: Storage) -> None:
     uc, studio, product, version = await _uploaded(storage)
     target = c.LicenseTarget(product.id, "555")
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         lic = await uow.licenses.for_user(product.id, "555")
         assert lic is not None
@@ -359,7 +359,7 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
         assert await uow.copies.get(version.id, lic.id, lic.key_generation) == b"two"
         assert await uow.copies.get(version.id, lic.id, lic.key_generation + 1) is None
     # Revoking drops the license's copies in the same unit of work.
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
         assert await uow.copies.get(version.id, lic.id, lic.key_generation) is None
         await uow.copies.put(version.id, lic.id, 7, b"three")
@@ -370,7 +370,7 @@ async def test_prepared_copies_are_kept_per_key_generation_and_dropped(
 async def test_a_copys_nodes_are_kept_beside_that_copy_only(storage: Storage) -> None:
     uc, studio, product, version = await _uploaded(storage)
     target = c.LicenseTarget(product.id, "556")
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         lic = await uow.licenses.for_user(product.id, "556")
         assert lic is not None

@@ -83,7 +83,7 @@ class LicenseMachine(StorageMachine):
         before = self._stored(pid, user)
         source = Source.PURCHASE_PASS if event is E.PURCHASE_PASS else Source.GRANT
         try:
-            self.w.run(self.uc.licensing.change(ActingStudio(self.studio.id), ChangeLicense(
+            self.w.run(self.uc.lifecycle.change(ActingStudio(self.studio.id), ChangeLicense(
                 LicenseTarget(pid, user), event, source)))
         except AlreadyOwned:
             assert event is E.GRANT and state in (LicenseState.ACTIVE, LicenseState.PAUSED)

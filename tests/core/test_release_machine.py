@@ -40,7 +40,7 @@ class ReleaseMachine(StorageMachine):
         data = RobloxModelCodec().write(product_model())
         self.ids = [run(self.uc.packages.upload(self.studio, c.UploadVersion(
             self.product, label, data))).version.id for label in LABELS]
-        run(self.uc.licensing.change(self.studio, c.ChangeLicense(
+        run(self.uc.lifecycle.change(self.studio, c.ChangeLicense(
             c.LicenseTarget(self.product, BUYER), LicenseEvent.GRANT)))
         run(self.uc.library.follow(self.person, c.FollowChannel(self.product, "beta")))
         self.key = self.w.run(self._key())

@@ -110,6 +110,13 @@ def test_a_transfer_moves_the_license_and_kills_the_old_key_at_once(server: Serv
     assert not check(server, pid, "2701", old_key)
     assert check(server, pid, "2702", new_key)
     assert listed(server, key, pid, "2701")["status"] == "inactive"
+    # Issue 45 item 2: the list shows where it went, and the trail tells one transfer.
+    assert listed(server, key, pid, "2701")["transferred_to"] == "2702"
+    assert listed(server, key, pid, "2702")["transferred_to"] is None
+    told = [(e["action"], e["subject"]["id"]) for e in v1(
+        server, "GET", "/audit", key, params={"limit": 1000})["entries"]
+        if e["subject"]["id"] in (gone["id"], moved["license"]["id"])]
+    assert told == [("license.transferred", gone["id"]), ("license.granted", gone["id"])]
 
     v1(server, "POST", "/licenses", key, json={"product_id": pid, "user": "2703"})
     again = call(server, "POST", "/licenses/transfer", key,

@@ -49,7 +49,7 @@ async def _copies(url: str, buyers: int) -> tuple[str, dict[str, bytes], dict[st
         await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
         copies, keys = {}, {}
         for i in range(buyers):
-            lic = await uc.licensing.change(studio, c.ChangeLicense(
+            lic = await uc.lifecycle.change(studio, c.ChangeLicense(
                 c.LicenseTarget(product.id, str(5000 + i)), LicenseEvent.GRANT))
             async with storage.unit_of_work() as uow:
                 stored = await uow.products.by_id(product.id)

@@ -170,7 +170,7 @@ async def test_the_person_the_operator_the_platform_and_the_service(storage: Sto
     uc, world, clock, product_id = await setup(storage)
     studio = ActingStudio(world.studio.id)
     with acting(Actor(ActorKind.PERSON, world.owner.id)):
-        await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product_id, "3003"),
+        await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product_id, "3003"),
                                                           LicenseEvent.GRANT))
     with acting(Actor(ActorKind.OPERATOR, "ops")):
         await uc.operator.set_collaborator(world.studio.name, world.buyer.username,

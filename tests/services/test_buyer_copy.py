@@ -93,7 +93,7 @@ async def test_a_download_whose_rules_fail_is_a_server_error_and_caches_nothing(
     data = RobloxModelCodec().write(product_model())
     version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     with pytest.raises(LicoreError) as caught:
         await uc.library.download(buyer, c.DownloadCopy(product.id))

@@ -60,7 +60,7 @@ class Setup:
         return c.ClaimPurchase(self.product.id)
 
     async def seller(self, event: LicenseEvent) -> None:
-        await self.uc.licensing.change(ActingStudio(self.world.studio.id), c.ChangeLicense(
+        await self.uc.lifecycle.change(ActingStudio(self.world.studio.id), c.ChangeLicense(
             c.LicenseTarget(self.product.id, self.world.buyer.platform_id), event))
 
     async def state(self) -> LicenseState | None:

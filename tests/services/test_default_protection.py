@@ -42,7 +42,7 @@ async def _copy_scripts(storage: Storage, protection: object | None) -> tuple[di
     data = RobloxModelCodec().write(product_model())
     version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     async with storage.unit_of_work() as uow:
         lic = await uow.licenses.for_user(product.id, world.buyer.platform_id)

@@ -80,7 +80,7 @@ class Setup:
         raise AssertionError("the outbox never ran dry")
 
     async def grant(self, user: str, event: LicenseEvent = LicenseEvent.GRANT) -> None:
-        await self.uc.licensing.change(self.studio, c.ChangeLicense(
+        await self.uc.lifecycle.change(self.studio, c.ChangeLicense(
             c.LicenseTarget(self.product.id, user), event))
 
 
@@ -299,7 +299,7 @@ async def test_a_removed_role_is_taken_from_a_holder_whose_license_stays_active(
     chat.members.add("91")
     async with storage.unit_of_work() as uow:
         await uow.hooks.link_chat("5001", "91", clock.now())
-    await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "5001"),
+    await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "5001"),
                                                       LicenseEvent.GRANT))
     await uc.webhooks.set_roles(studio, c.SetChatRoles(product.id, (c.RoleName(GUILD, ROLE),)))
     await drain(uc)

@@ -105,12 +105,12 @@ async def test_messages_are_written_with_the_change_or_not_at_all(storage: Stora
     shown = await uc.webhooks.add(studio, c.AddWebhook("https://example.com/h", TOPICS))
     await uc.webhooks.set_roles(studio, c.SetChatRoles(product.id, (c.RoleName("1", "2"),)))
     target = c.LicenseTarget(product.id, "5005")
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     with pytest.raises(AlreadyOwned):  # refused: nothing is told
-        await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.PAUSE))
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.PAUSE))  # no change
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+        await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.PAUSE))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.PAUSE))  # no change
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     await uc.products.change(studio, c.ChangeProduct(id=product.id, title="Kit 2"))
     log = await uc.webhooks.deliveries(studio, MessageKind.WEBHOOK, c.ListDeliveries())
     assert [m.topic for m in reversed(log.items)] == [
@@ -137,13 +137,13 @@ async def test_an_endpoint_failing_for_five_days_is_disabled_and_rotation_signs_
     shown = await uc.webhooks.add(studio, c.AddWebhook("https://example.com/h", TOPICS))
     rotated = await uc.webhooks.rotate(studio, c.WebhookTarget(shown.endpoint.id))
     product = await uc.products.create(studio, c.CreateProduct(title="Kit"))
-    await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "5005"),
+    await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "5005"),
                                                       LicenseEvent.GRANT))
     assert await uc.delivery.run_once("w") == 1
     assert receiver.sent[0][2] == (rotated.secret, shown.secret)  # both sign for a day
     for n in range(30):  # an event every 12 hours, every delivery failing
         clock.advance(12 * 3600)
-        await uc.licensing.change(studio, c.ChangeLicense(
+        await uc.lifecycle.change(studio, c.ChangeLicense(
             c.LicenseTarget(product.id, str(6000 + n)), LicenseEvent.GRANT))
         await uc.delivery.run_once("w")
         (endpoint,) = await uc.webhooks.list(studio)

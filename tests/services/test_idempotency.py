@@ -73,11 +73,11 @@ async def test_the_key_with_another_request_is_refused_and_changes_nothing(
 
 async def test_a_refusal_is_not_kept_so_a_retry_runs_again(storage: Storage) -> None:
     uc, _, studio, product = await _setup(storage)
-    await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "42"),
+    await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "42"),
                                                       LicenseEvent.GRANT))
     with pytest.raises(AlreadyOwned):
         await _grant(uc, studio, product)
-    await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "42"),
+    await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, "42"),
                                                       LicenseEvent.REVOKE))
     granted = await _grant(uc, studio, product)  # the same key: it runs, and grants now
     assert not granted.replayed

@@ -51,7 +51,7 @@ async def _scenario(deps: Deps) -> list[str]:
     target = c.LicenseTarget(product.id, world.buyer.platform_id)
     keys = []
     for round_ in range(2):
-        await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+        await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
         lic, key = await _license(deps, product.id, world.buyer.platform_id)
         keys.append(key)
         got = await uc.library.download(buyer, c.DownloadCopy(product.id))
@@ -65,7 +65,7 @@ async def _scenario(deps: Deps) -> list[str]:
             assert stored is not None and key.encode() not in stored
             assert await uow.copies.nodes(version.id, lic.id, lic.key_generation, True)
         if round_ == 0:
-            await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+            await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     return keys
 
 

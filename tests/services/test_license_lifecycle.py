@@ -174,7 +174,7 @@ async def test_paused_or_expired_licenses_are_not_transferred(storage: Storage) 
                                                                  OTHER))
     await shop.life.renew(shop.studio, lc.RenewLicense(_target(shop), lc.Terms(
         duration_days=1)))
-    await shop.uc.licensing.change(shop.studio, c.ChangeLicense(_target(shop),
+    await shop.uc.lifecycle.change(shop.studio, c.ChangeLicense(_target(shop),
                                                                 LicenseEvent.PAUSE))
     with pytest.raises(InvalidRequest, match="paused"):
         await shop.life.transfer(shop.studio, lc.TransferLicense(shop.product.id, BUYER,
@@ -242,7 +242,7 @@ async def test_no_second_trial_after_a_transfer_or_a_revoke(storage: Storage) ->
     for user in (BUYER, OTHER):  # the giver held one; the taker holds one
         with pytest.raises(AlreadyOwned):
             await shop.life.start_trial(shop.studio, _target(shop, user))
-    await shop.uc.licensing.change(shop.studio, c.ChangeLicense(
+    await shop.uc.lifecycle.change(shop.studio, c.ChangeLicense(
         _target(shop, OTHER), LicenseEvent.REVOKE))
     with pytest.raises(AlreadyOwned):
         await shop.life.start_trial(shop.studio, _target(shop, OTHER))

@@ -50,7 +50,7 @@ async def test_every_model_read_and_write_runs_off_the_event_loop(storage: Stora
     data = RobloxModelCodec().write(product_model(extra=2))
     version = (await uc.packages.upload(studio, c.UploadVersion(product.id, "1", data))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
-    await uc.licensing.change(studio, c.ChangeLicense(
+    await uc.lifecycle.change(studio, c.ChangeLicense(
         c.LicenseTarget(product.id, world.buyer.platform_id), LicenseEvent.GRANT))
     got = await uc.library.download(buyer, c.DownloadCopy(product.id))
     async with storage.unit_of_work() as uow:

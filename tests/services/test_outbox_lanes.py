@@ -82,7 +82,7 @@ async def scenario(storage: Storage, seed: int, endpoints: int = 3, events: int 
         await uc.webhooks.add(studio, c.AddWebhook(url, ("license.granted",)))
     product = await uc.products.create(studio, c.CreateProduct(title="Kit"))
     for n in range(events):  # events made while deliveries fail and are retried
-        await uc.licensing.change(studio, c.ChangeLicense(
+        await uc.lifecycle.change(studio, c.ChangeLicense(
             c.LicenseTarget(product.id, str(7000 + n)), LicenseEvent.GRANT))
         if rng.random() < 0.5:
             await round_of(uc)
@@ -152,7 +152,7 @@ async def test_a_failing_endpoints_breaker_opens_probes_alone_and_closes_per_end
             return (await uow.outbox.breakers([lane])).get(lane, Breaker())
 
     async def grant(n: int) -> None:
-        await uc.licensing.change(studio, c.ChangeLicense(
+        await uc.lifecycle.change(studio, c.ChangeLicense(
             c.LicenseTarget(product.id, str(8000 + n)), LicenseEvent.GRANT))
 
     policy = deps.settings.outbox.breaker

@@ -55,7 +55,7 @@ async def _keyed(uc: UseCases, studio: ActingStudio, command: lc.GrantLicense,
 
 async def _revoke(uc: UseCases, studio: ActingStudio, product: Product,
                   user: str = "42") -> None:
-    await uc.licensing.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, user),
+    await uc.lifecycle.change(studio, c.ChangeLicense(c.LicenseTarget(product.id, user),
                                                       LicenseEvent.REVOKE))
 
 

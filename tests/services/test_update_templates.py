@@ -75,7 +75,7 @@ async def _shop(storage: Storage, repeated: bool = False) -> Shop:
         product.id, "1.0.0", _build(repeated)))).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
     for buyer in [*BUYERS, world.buyer.platform_id]:
-        await uc.licensing.change(studio, c.ChangeLicense(
+        await uc.lifecycle.change(studio, c.ChangeLicense(
             c.LicenseTarget(product.id, buyer), LicenseEvent.GRANT))
     codec.whole_reads = 0  # publishing read it to check the rules
     return Shop(uc, storage, codec, studio, product.id)

@@ -26,10 +26,10 @@ async def test_grants_revocations_and_downloads_are_counted(storage: Storage) ->
                ).version
     await uc.packages.publish(studio, c.PublishVersion(product.id, version.id))
     target = c.LicenseTarget(product.id, world.buyer.platform_id)
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     for _ in range(2):
         await uc.library.download(ActingPerson(world.buyer.id), c.DownloadCopy(product.id))
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
 
     now = deps.clock.now()
     found = await uc.usage.series(studio, UsageOf(now - DAY, now + 1, product.id, "day"))

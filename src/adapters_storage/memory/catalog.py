@@ -205,6 +205,9 @@ class MemoryLicenses(Repository):
     async def replace(self, license: License, expected: LicenseState) -> bool:
         return replace_if(self.t.licenses, license, expected)
 
+    async def move(self, old: License, expected: LicenseState, new: License) -> bool:
+        return await self.replace(old, expected) and await self.add(new)
+
     async def of_product(self, product_id: str, limit: int | None,
                          cursor: str | None) -> Page[License]:
         mine = (lic for lic in self.t.licenses.values() if lic.product_id == product_id)

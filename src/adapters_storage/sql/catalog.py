@@ -295,6 +295,9 @@ class SqlLicenses(Repository):
         sql = update("licenses", License, "id = ? AND state = ?")
         return await self.db.run(sql, [*without_id(license), license.id, expected.value]) == 1
 
+    async def move(self, old: License, expected: LicenseState, new: License) -> bool:
+        return await self.replace(old, expected) and await self.add(new)
+
     async def of_product(self, product_id: str, limit: int | None,
                          cursor: str | None) -> Page[License]:
         return await self._page(partial(from_row, License),

@@ -79,6 +79,18 @@ class AuditedLicenses(_Layer):
                                           license.id, told)
         return replaced
 
+    async def move(self, old: License, expected: LicenseState, new: License) -> bool:
+        """A transfer is one entry, `license.transferred`, of the license that moved: its
+        own changes and the license it became."""
+        before = await self.inner.by_id(old.id)
+        moved = await self.inner.move(old, expected, new)
+        if moved and before is not None:
+            await self.journal.of_product(
+                old.product_id, "license.transferred", "license", old.id,
+                changes(before, old, r.LICENSE_SHOWN, r.CREATED)
+                + named({"new_license_id": (None, new.id)}))
+        return moved
+
     async def mark_told(self, license_id: str, notice: Notice, expires_at: int) -> bool:
         marked = await self.inner.mark_told(license_id, notice, expires_at)
         found = await self.inner.by_id(license_id) if marked else None

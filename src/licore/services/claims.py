@@ -1,6 +1,6 @@
 """Purchase-pass claims (extension, docs/platform.md): a person who bought a product's game
 pass on the platform presses "I bought this", the platform is asked, and the license comes
-through the very transition a seller's grant uses (`Licensing.apply`, event
+through the very transition a seller's grant uses (`LicenseLifecycle.apply`, event
 `PURCHASE_PASS`), so the key is minted and the same effects are queued."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from licore.licenses import LicenseEvent, LicenseState, Source
 from licore.model import License, Product
 from licore.ports import Clock, Ownership, Platform
 from licore.services import limits
-from licore.services.licensing import Licensing
+from licore.services.license_lifecycle import LicenseLifecycle
 from licore.storage_ports import Storage
 
 
@@ -50,7 +50,7 @@ class Claim:
 class Claims:
     storage: Storage
     clock: Clock
-    licensing: Licensing
+    lifecycle: LicenseLifecycle  # the one owner of license transitions
     platform: Platform | None
     rate_limit: int
 
@@ -90,7 +90,7 @@ class Claims:
         for _ in range(3):
             async with self.storage.unit_of_work() as uow:
                 try:
-                    state, license = await self.licensing.apply(
+                    state, license = await self.lifecycle.apply(
                         uow, product.studio_id, product.id, platform_id,
                         LicenseEvent.PURCHASE_PASS,
                         Source.PURCHASE_PASS)

@@ -327,7 +327,7 @@ class Dashboard:
 
     async def change_license(self, seat: Seat, command: ChangeLicense) -> License:
         """Grant, revoke, pause or resume, by the license table."""
-        return await self.licensing.change(seat.require(Permission.MANAGE_LICENSES), command)
+        return await self.lifecycle.change(seat.require(Permission.MANAGE_LICENSES), command)
 
     # the license lifecycle (docs/licenses.md): the same use cases as `/v1/licenses/*` and
     # `/v1/products/policy`, with the permissions their scopes need.
@@ -380,7 +380,7 @@ class Dashboard:
         if action is AlertAction.REKEY:
             await self.lifecycle.rekey(studio, target)
         else:
-            await self.licensing.change(studio, ChangeLicense(target, ALERT_EVENTS[action]))
+            await self.lifecycle.change(studio, ChangeLicense(target, ALERT_EVENTS[action]))
         return AlertActed(alert, license.platform_id)
 
     # events: the same use cases as `/v1/webhooks*` and `/v1/chat-roles*`, with the

@@ -15,10 +15,11 @@ from typing import Any, assert_never
 import attrs
 
 from licore import licenses as lic
+from licore import tokens
 from licore.actors import ActingPerson, ActingStudio
-from licore.commands import LicenseTarget
+from licore.commands import ChangeLicense, LicenseTarget
 from licore.errors import AlreadyOwned, InvalidRequest, NotFound
-from licore.events import Topic
+from licore.events import Topic, license_topic
 from licore.license_commands import (
     GrantLicense,
     RenewLicense,
@@ -28,12 +29,19 @@ from licore.license_commands import (
     Terms,
     TransferLicense,
 )
-from licore.licenses import LicenseEvent, LicenseState, LifecycleEffect, LifecycleEvent, Source
+from licore.licenses import (
+    LicenseEffect,
+    LicenseEvent,
+    LicenseState,
+    LifecycleEffect,
+    LifecycleEvent,
+    Source,
+)
 from licore.model import License, Place, Product, Tier, UnlockData
 from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, iso, license_data
 from licore.services.ids import Ids
-from licore.services.licensing import Licensing, resolve_user
+from licore.services.licensing import resolve_user
 from licore.services.products import held_product, own_product
 from licore.storage_ports import Notice, Storage, UnitOfWork
 
@@ -54,6 +62,20 @@ class Granted:
 
 
 @attrs.frozen
+class Shape:
+    """A grant's terms, set on the record before its one write (a grant is never seen in
+    force without them, and never told as a renewal it was not)."""
+
+    expires_at: int | None
+    tier: str | None
+    purchase_id: str | None
+
+    def on(self, license: License) -> License:
+        return attrs.evolve(license, expires_at=self.expires_at, tier=self.tier,
+                            purchase_id=self.purchase_id)
+
+
+@attrs.frozen
 class LicensePolicy:
     product: Product
     place_limit: int  # the one in force: the product's, else the studio's
@@ -68,19 +90,32 @@ def lifecycle_data(license: License, now: int) -> dict[str, Any]:
 
 @attrs.frozen
 class LicenseLifecycle:
+    """The one owner of license transitions: every change of a license, by either table
+    of `licore.licenses`, is made here, in one unit of work that writes the record once
+    (a transfer: the two records as one `move`), so the audit trail tells each change as
+    one entry of its documented action. Adapters, claims and the hub kit's grants call it;
+    a new way to change a license is a new use case here."""
+
     storage: Storage
     clock: Clock
     ids: Ids
     announce: Announcer
-    licensing: Licensing  # mints keys and applies the specification's grant
+    random: Randomness
+    vault: KeyVault
 
     @classmethod
     def of(cls, storage: Storage, clock: Clock, random: Randomness,
            vault: KeyVault) -> LicenseLifecycle:
         ids = Ids(clock, random)
-        announce = Announcer(clock, ids)
-        return cls(storage, clock, ids, announce,
-                   Licensing(storage, clock, ids, random, vault, announce))
+        return cls(storage, clock, ids, Announcer(clock, ids), random, vault)
+
+    def mint(self, license: License) -> License:
+        """The license with a new key (its digest for look-ups, its text sealed by the vault)
+        and the next key generation: grants, re-keys, transfers and trials all mint here."""
+        key = tokens.make_license_key(self.random.token_bytes(48))
+        return attrs.evolve(
+            license, key_ciphertext=self.vault.encrypt(key, license.id),
+            key_digest=self.vault.lookup_digest(key), key_generation=license.key_generation + 1)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -133,7 +168,7 @@ class LicenseLifecycle:
     async def _new_key(self, uow: UnitOfWork, license: License, prepared: bool) -> License:
         if prepared:  # copies made for the old key carry it: they go with it
             await uow.copies.drop(license_id=license.id)
-        return self.licensing.mint(license)
+        return self.mint(license)
 
     async def _check_tier(self, uow: UnitOfWork, product: Product, tier: str | None) -> None:
         if tier is not None and tier not in {t.name for t in await uow.products.tiers(
@@ -181,17 +216,102 @@ class LicenseLifecycle:
                 if held is not None and held.state is not LicenseState.INACTIVE:
                     await uow.licenses.remember_purchase(product.id, sale, held.id, now)
                     return Granted(held, held=True)
-            _, granted = await self.licensing.apply(
+            _, shaped = await self.apply(
                 uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
-                command.source)
-            shaped = attrs.evolve(granted, expires_at=end, tier=command.tier,
-                                  purchase_id=command.purchase_id)
-            if shaped != granted and not await uow.licenses.replace(
-                    shaped, expected=granted.state):
-                raise NotFound("the license changed while this request ran; try again")
+                command.source, Shape(end, command.tier, command.purchase_id))
             if sale is not None:
                 await uow.licenses.remember_purchase(product.id, sale, shaped.id, now)
             return Granted(shaped, held=False)
+
+    async def change(self, studio: ActingStudio, command: ChangeLicense) -> License:
+        """One license transition as one unit of work, by the table in `licore.licenses`."""
+        target = command.target
+        async with self.storage.unit_of_work() as uow:
+            await own_product(uow, studio, target.product_id)
+            platform_id = await resolve_user(uow, target.user)
+            _, license = await self.apply(uow, studio.studio_id, target.product_id,
+                                          platform_id, command.event, command.source)
+            return license
+
+
+    async def apply(self, uow: UnitOfWork, studio_id: str, product_id: str, platform_id: str,
+                    event: LicenseEvent, source: Source,
+                    shape: Shape | None = None) -> tuple[LicenseState, License]:
+        """`event` of the specification's table on the user's license of the product, in
+        the caller's unit of work: the seller's grant and a buyer's purchase-pass claim both
+        come through here, so both mint a key and queue the same effects. A grant's terms
+        (`shape`) are part of the one write. The state it was in, and the license now."""
+        now = self.clock.now()
+        current = await uow.licenses.for_user(product_id, platform_id)
+        state = current.state if current else LicenseState.NONE
+        outcome = lic.transition(state, event)
+        if current is None:
+            fresh = await self._apply(uow, License(
+                id=self.ids.new("lic"), product_id=product_id,
+                platform_id=platform_id, source=source, state=outcome.next,
+                verified_at=now, created_at=now), outcome.effects, source, now,
+                prepared=False)
+            fresh = fresh if shape is None else shape.on(fresh)
+            # The (product, user) uniqueness of the table is what makes two racing grants
+            # or claims give one license.
+            if not await uow.licenses.add(fresh):
+                raise AlreadyOwned("the user already holds a license for this product")
+            await self._tell(uow, studio_id, state, fresh, outcome.effects)
+            return state, fresh
+        moved = attrs.evolve(current, state=outcome.next)
+        if state is LicenseState.INACTIVE and outcome.next is LicenseState.ACTIVE:
+            # A re-grant starts afresh: no end, tier or destination left from the old terms
+            # (docs/licenses.md).
+            moved = attrs.evolve(moved, expires_at=None, tier=None, transferred_to=None)
+        updated = await self._apply(uow, moved, outcome.effects, source, now, prepared=True)
+        updated = updated if shape is None else shape.on(updated)
+        if updated != current and not await uow.licenses.replace(updated, expected=state):
+            if event is LicenseEvent.GRANT:
+                raise AlreadyOwned("the user already holds a license for this product")
+            raise NotFound("the license changed while this request ran; try again")
+        await self._tell(uow, studio_id, state, updated, outcome.effects)
+        return state, updated
+
+    async def _tell(self, uow: UnitOfWork, studio_id: str, before: LicenseState,
+                    license: License, effects: tuple[LicenseEffect, ...]) -> None:
+        """The change's outbox messages, in its unit of work (docs/events.md)."""
+        topic = license_topic(before, license.state)
+        if topic is not None:
+            await self.announce.event(uow, studio_id, topic, license_data(license))
+        for effect in effects:
+            match effect:
+                case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT:
+                    await self.announce.chat_roles(uow, studio_id, license, True)
+                case LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                    await self.announce.chat_roles(uow, studio_id, license, False)
+                case (LicenseEffect.MINT_KEY | LicenseEffect.CLEAR_KEY
+                      | LicenseEffect.REVERIFY):
+                    pass  # changes to the record itself, made by `_apply`
+                case _:
+                    assert_never(effect)
+
+    async def _apply(self, uow: UnitOfWork, license: License,
+                     effects: tuple[LicenseEffect, ...], source: Source, now: int, *,
+                     prepared: bool) -> License:
+        """A row's effects on the record; `prepared` when copies may exist for its old key
+        (a new key or none makes them void)."""
+        for effect in effects:
+            match effect:
+                case LicenseEffect.MINT_KEY:
+                    if prepared:
+                        await uow.copies.drop(license_id=license.id)
+                    license = self.mint(attrs.evolve(license, source=source, verified_at=now))
+                case LicenseEffect.CLEAR_KEY:
+                    if prepared:
+                        await uow.copies.drop(license_id=license.id)
+                    license = attrs.evolve(license, key_ciphertext=None, key_digest=None)
+                case LicenseEffect.REVERIFY:
+                    license = attrs.evolve(license, verified_at=now)
+                case LicenseEffect.QUEUE_CHAT_ROLE_HAND_OUT | LicenseEffect.QUEUE_CHAT_ROLE_REMOVAL:
+                    pass  # messages, written by `_tell` once the record is stored
+                case _:
+                    assert_never(effect)
+        return license
 
     async def _unrecorded(self, uow: UnitOfWork, product_id: str, sale: str,
                           platform_id: str) -> None:
@@ -230,7 +350,6 @@ class LicenseLifecycle:
                 elif effect is Fx.RECORD_DESTINATION:
                     gone = attrs.evolve(gone, state=LicenseState.INACTIVE,
                                         transferred_to=target_id)
-            await self._store(uow, old, gone)
             new = License(id=self.ids.new("lic"), product_id=product.id,
                           platform_id=target_id, source=old.source, state=LicenseState.ACTIVE,
                           verified_at=now, created_at=now)
@@ -240,8 +359,10 @@ class LicenseLifecycle:
                                        tier=old.tier, verified_at=old.verified_at,
                                        purchase_id=old.purchase_id)
                 elif effect is Fx.MINT_KEY:
-                    new = self.licensing.mint(new)
-            if not await uow.licenses.add(new):
+                    new = self.mint(new)
+            # One change, told as one `license.transferred`. `hold` kept the old record
+            # from changing, so only a record of the target made meanwhile can refuse it.
+            if not await uow.licenses.move(gone, old.state, new):
                 raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
                                                LifecycleEvent.TRANSFER_IN)
             data = {**lifecycle_data(new, now), "from_license_id": old.id,
@@ -302,7 +423,7 @@ class LicenseLifecycle:
                 raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE,
                                                LifecycleEvent.START_TRIAL)
             if effect is Fx.MINT_KEY:
-                trial = self.licensing.mint(trial)
+                trial = self.mint(trial)
         if not await uow.licenses.add(trial):
             raise lic.refusal_of_lifecycle(lic.Standing.ACTIVE, LifecycleEvent.START_TRIAL)
         await self._effects(uow, product.studio_id, trial, row.effects,

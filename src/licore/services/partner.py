@@ -147,7 +147,7 @@ LIST_LICENSES = Operation[c.ListLicenses, AsOf[Page[License]]]("licenses:read",
 def change_license(event: LicenseEvent) -> Operation[c.LicenseTarget, License]:
     return Operation[c.LicenseTarget, License](
         "licenses:write",
-        lambda p, who, target: p.licensing.change(who.studio, c.ChangeLicense(target, event)))
+        lambda p, who, target: p.lifecycle.change(who.studio, c.ChangeLicense(target, event)))
 
 
 

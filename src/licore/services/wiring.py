@@ -70,7 +70,7 @@ class UseCases:
         announce = Announcer(clock, ids)
         keys = Keys(storage, clock, settings.partner_rate_limit)
         products = Products(storage, clock, ids, announce)
-        licensing = Licensing(storage, clock, ids, deps.random, deps.vault, announce)
+        licensing = Licensing(storage)
         library = Library(storage, deps.vault, copies, deps.models, deps.offload, clock)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
                             settings.max_upload_bytes, announce)
@@ -81,8 +81,8 @@ class UseCases:
                           deps.once, deps.update_files)
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
-        claims = Claims(storage, clock, licensing, deps.platform, settings.claim_rate_limit)
-        lifecycle = LicenseLifecycle(storage, clock, ids, announce, licensing)
+        lifecycle = LicenseLifecycle(storage, clock, ids, announce, deps.random, deps.vault)
+        claims = Claims(storage, clock, lifecycle, deps.platform, settings.claim_rate_limit)
         usage = Usage(storage)
         images = ProductImages(storage, clock, ids, deps.images or NoImages(), deps.offload)
         return cls(products, licensing, library, packages, copies, runtime,
