@@ -58,9 +58,17 @@ def test_a_dashboard_change_is_listed_with_its_person_and_filtered(
     rows = page.locator("#audit-entries tbody tr")
     assert rows.count() == 1
     row = rows.first.inner_text()
-    assert "blacklist.added" in row and f"person {owner.account.id}" in row
+    assert "blacklist.added" in row and f"person aude {owner.account.id}" in row
     assert "user 9199" in row and "blacklisted: false → true" in row
     page.screenshot(path=str(screenshots / "dashboard-audit.png"), full_page=True)
+    # At 1280 px the whole table is in view: nothing to scroll sideways, changes included.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    region = page.get_by_role("region", name="Audit entries")
+    assert region.evaluate("r => r.scrollWidth <= r.clientWidth")
+    changes = rows.first.locator("td[data-label=Changes]").bounding_box()
+    box = region.bounding_box()
+    assert changes is not None and box is not None
+    assert changes["x"] + changes["width"] <= box["x"] + box["width"] + 1
 
     page.get_by_label("Action").fill("webhook")
     page.get_by_role("button", name="Filter").click()

@@ -143,6 +143,7 @@ def test_a_dashboard_action_names_the_person(world: World) -> None:
                      data={"csrf": token.group(1), "platform_id": "8199"})
         assert r.status_code == 200, r.text
         page = web.get(f"/dashboard/{studio}/audit", params={"action": "blacklist"})
+        by_app = web.get(f"/dashboard/{studio}/audit", params={"action": "license"})
     finally:
         web.close()
     [entry] = world.entries(action="blacklist")
@@ -150,6 +151,9 @@ def test_a_dashboard_action_names_the_person(world: World) -> None:
     assert entry["actor"] == {"kind": "person", "id": world.people.owner_id, "key_id": None}
     assert entry["request_id"]
     assert page.status_code == 200 and "blacklist.added" in page.text
+    # The page names the person and the app (issue 45 item 2), beside their ids.
+    assert f"person <strong>owner{TAG}</strong>" in page.text
+    assert f"app <strong>Installer {TAG}</strong>" in by_app.text
 
 
 def test_an_operator_verb_names_the_operator(world: World) -> None:

@@ -43,8 +43,8 @@ def query_of(ctx: Ctx) -> ListAudit:
 
 async def audit_page(board: Dashboard, ctx: Ctx) -> Response:
     here = await board.take_seat(ctx.account.id, ctx.param("studio_id"))
-    found = await board.audit(here, query_of(ctx))
+    shown = await board.audit(here, query_of(ctx))
     asked = {name: ctx.request.query_params.get(name, "")
              for name in (*FILTERS, "from", "to")}
-    return page(ctx.request, ctx.visitor, "dashboard_audit.html", seat=here, found=found,
-                asked=asked)
+    return page(ctx.request, ctx.visitor, "dashboard_audit.html", seat=here,
+                found=shown.page, names=shown.names, asked=asked)

@@ -10,7 +10,7 @@ context (`licore.audit.acting`, `REQUEST_ID`), set once at each edge."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import cached_property
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from licore.actors import ActingStudio
-from licore.audit import AuditEntry, AuditFilter
+from licore.audit import ActorKind, AuditEntry, AuditFilter
 from licore.commands import ListAudit
 from licore.model import Page
 from licore.services import audited as a
@@ -124,6 +124,19 @@ class AuditTrail:
                                              command.page.limit or DEFAULT_PAGE,
                                              command.page.cursor)
 
+    async def names(self, entries: Sequence[AuditEntry]) -> dict[str, str]:
+        """What a reader calls the people, apps and products the entries name by id: an
+        account's username, an app's name, a product's title (ids that are gone are left
+        out: the page shows the id alone)."""
+        found: dict[str, str] = {}
+        async with self.storage.unit_of_work() as uow:
+            for ref in sorted(_references(entries)):
+                kind, _, ref_id = ref.partition(":")
+                name = await _name(uow, kind, ref_id)
+                if name is not None:
+                    found[ref_id] = name
+        return found
+
     async def everywhere(self, command: ListAudit) -> Page[AuditEntry]:
         """Every studio's entries and the operator's own (people, apps): `licore audit`."""
         async with self.storage.unit_of_work() as uow:
@@ -135,3 +148,26 @@ class AuditTrail:
 def _where(command: ListAudit) -> AuditFilter:
     return AuditFilter(command.action, command.actor, command.subject, command.since,
                        command.until)
+
+
+def _references(entries: Sequence[AuditEntry]) -> set[str]:
+    refs: set[str] = set()
+    for entry in entries:
+        if entry.actor.kind is ActorKind.PERSON:
+            refs.add(f"account:{entry.actor.id}")
+        elif entry.actor.kind is ActorKind.APP:
+            refs.add(f"app:{entry.actor.id}")
+        if entry.subject_type in ("account", "app", "product"):
+            refs.add(f"{entry.subject_type}:{entry.subject_id}")
+    return refs
+
+
+async def _name(uow: UnitOfWork, kind: str, ref_id: str) -> str | None:
+    if kind == "account":
+        account = await uow.accounts.by_id(ref_id)
+        return None if account is None else account.username
+    if kind == "app":
+        client = await uow.clients.by_id(ref_id)
+        return None if client is None else client.name
+    product = await uow.products.by_id(ref_id)
+    return None if product is None else product.title

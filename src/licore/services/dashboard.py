@@ -157,6 +157,12 @@ class AlertActed:
 
 
 @attrs.frozen
+class AuditShown:
+    page: Page[AuditEntry]
+    names: Mapping[str, str]  # an account's, app's or product's id: its name
+
+
+@attrs.frozen
 class EventsOverview:
     """A studio's webhook endpoints and the latest deliveries and chat-role hand-outs."""
 
@@ -263,11 +269,13 @@ class Dashboard:
         return LicenseDetail(policy.product, license, lic.status(license, self.clock.now()),
                              places, policy)
 
-    async def audit(self, seat: Seat, command: ListAudit) -> Page[AuditEntry]:
+    async def audit(self, seat: Seat, command: ListAudit) -> AuditShown:
         """The studio's audit trail, for those who may manage its licenses (the trail tells
-        of licenses, keys and webhooks; `GET /v1/audit` needs `licenses:read` alike)."""
-        return await AuditTrail(self.storage).list(seat.require(Permission.MANAGE_LICENSES),
-                                                   command)
+        of licenses, keys and webhooks; `GET /v1/audit` needs `licenses:read` alike), with
+        the names of the people, apps and products it names by id."""
+        trail = AuditTrail(self.storage)
+        found = await trail.list(seat.require(Permission.MANAGE_LICENSES), command)
+        return AuditShown(found, await trail.names(found.items))
 
     async def events(self, seat: Seat) -> EventsOverview | None:
         """None without the manage_licenses permission: events are mostly about licenses,
