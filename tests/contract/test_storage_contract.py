@@ -397,7 +397,7 @@ async def test_a_copys_update_files_are_named_beside_its_nodes_only(
         storage: Storage) -> None:
     uc, studio, product, version = await _uploaded(storage)
     target = c.LicenseTarget(product.id, "557")
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.GRANT))
     one, other = UpdateFile("a" * 64 + "-3", "b" * 64), UpdateFile("c" * 64 + "-4", "d" * 64)
     async with storage.unit_of_work() as uow:
         lic = await uow.licenses.for_user(product.id, "557")
@@ -424,7 +424,7 @@ async def test_a_copys_update_files_are_named_beside_its_nodes_only(
         assert await uow.copies.file_named(other.name) == FileOwner(v, lic.id, g, False,
                                                                      other.text_sha256)
     # Revoking drops the license's copies, their files with them.
-    await uc.licensing.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
+    await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
         assert await uow.copies.file(v, lic.id, g, False) is None
         assert await uow.copies.file_named(other.name) is None
