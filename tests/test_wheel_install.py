@@ -6,6 +6,7 @@ The `deploy/` systemd unit passes `systemd-analyze verify`."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -42,7 +43,12 @@ def test_the_wheel_installs_in_a_fresh_venv_and_serves(tmp_path: Path) -> None:
 
     home = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(home)
-    run(home / "bin" / "python", "-m", "pip", "install", "-q", wheel, cwd=tmp_path)
+    # as docs/operators.md installs: the locked dependencies, each checked by its hash, then
+    # the wheel alone
+    run(home / "bin" / "python", "-m", "pip", "install", "-q", "--require-hashes", "-r",
+        ROOT / "deploy" / "requirements.lock", cwd=tmp_path)
+    run(home / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", wheel, cwd=tmp_path)
+    run(home / "bin" / "python", "-m", "pip", "check", cwd=tmp_path)  # nothing missing
     licore = home / "bin" / "licore"
     # nothing of the checkout on the path: the code comes from the installed wheel
     env = {"PATH": f"{home / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path),
@@ -175,3 +181,24 @@ def test_the_backup_timer_verifies_and_its_command_makes_a_backup(tmp_path: Path
                           timeout=120, check=False)
     assert made.returncode == 0, made.stderr
     assert [p.name.startswith("licore-") for p in backups.iterdir()] == [True]
+
+
+def test_the_lock_file_pins_every_dependency_with_hashes() -> None:
+    """deploy/requirements.lock (pip-compile --generate-hashes, from pyproject.toml): every
+    dependency of the project pinned to one version, every pin with its hashes."""
+    text = (ROOT / "deploy" / "requirements.lock").read_text()
+    pins: dict[str, int] = {}
+    name = ""
+    for line in text.splitlines():
+        if line and not line.startswith((" ", "#")):
+            name, _, version = line.split(" ")[0].partition("==")
+            assert version, f"{line!r} is not pinned to one version"
+            name = name.lower().replace("_", "-")
+            pins[name] = 0
+        elif line.strip().startswith("--hash=sha256:"):
+            pins[name] += 1
+    assert all(pins.values()), [n for n, hashes in pins.items() if not hashes]
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for requirement in wanted:
+        base = re.split(r"[\[<>=!~ ;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+        assert base in pins, f"{base} (pyproject.toml) is not in deploy/requirements.lock"

@@ -3,6 +3,18 @@
 Times are integer unix seconds, booleans are real booleans in PostgreSQL and 0/1 in SQLite,
 ids are text that sort by creation time (byte order, hence `COLLATE "C"` in PostgreSQL).
 Each migration is a list of statements applied in one transaction, at most once.
+
+Rolling upgrades (docs/operators.md, "Upgrading and rolling back"): hosts of release N and of
+N+1 serve one database while they are upgraded one by one, and N must keep serving it after
+N+1 migrated it (and after a rollback). So a migration *expands* only: new tables, new
+indexes, new columns that are nullable or have a default, rows inserted into a table it
+creates, values set in a column it adds. What removes or changes what a release reads (a
+DROP, a RENAME, a NOT NULL or type on an existing column, rows deleted or rewritten) is a
+*contraction*: it lands at least one release after the last release that used what it
+removes, and is listed in CONTRACTIONS with why that holds. Migrations from
+EXPAND_ONLY_FROM on are held to this by tests/contract/test_migration_rule.py (the ones
+before were released before the rule); `licore migrate --check` names each pending
+migration's kind.
 """
 
 from __future__ import annotations
@@ -474,3 +486,8 @@ MIGRATIONS: list[list[str]] = [
 
 def statements(dialect: str, migration: list[str]) -> list[str]:
     return [s.format(**MACROS[dialect]) for s in migration]
+
+
+EXPAND_ONLY_FROM = 21  # the first migration held to the rule above
+# migration number -> why no release still serving beside it reads what it removes
+CONTRACTIONS: dict[int, str] = {}

@@ -206,6 +206,16 @@ def cmd_worker(args: argparse.Namespace) -> None:
 
 
 def cmd_migrate(args: argparse.Namespace) -> None:
+    if args.check:
+        from licore_cli.migrate_check import check
+
+        url = settings.load().database_url
+        wrong = asyncio.run(problem(url))
+        if wrong:
+            raise OperatorError(wrong)
+        value, text = asyncio.run(check(url))
+        _emit(args, value, text)
+        return
     _with_deps(lambda deps: deps.storage.migrate())
     print("migrated")
 
@@ -446,7 +456,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--only", help="serve only these families: partner,auth,runtime,web")
     s.set_defaults(func=cmd_serve)
 
-    sub.add_parser("migrate", help="apply database migrations").set_defaults(func=cmd_migrate)
+    mig = sub.add_parser("migrate", help="apply database migrations")
+    mig.add_argument("--check", action="store_true", help="change nothing: say which "
+                     "migrations an upgrade to this release applies, and of which kind")
+    mig.set_defaults(func=cmd_migrate)
     w = sub.add_parser("worker", help="deliver the outbox (webhooks, chat roles) without "
                        "serving HTTP; `serve` runs the same workers")
     w.add_argument("--concurrency", type=int, default=1, help="delivery loops to run")
