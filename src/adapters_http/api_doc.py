@@ -321,6 +321,14 @@ TAKE_TRIAL = Doc(
     description="409 is `already_owned`: the person holds or held a license of the product, "
                 "or took its trial before. A product without a trial is `400 "
                 "invalid_request`. See docs/licenses.md.")
+REKEY_OWN = Doc(
+    "rekeyOwnLicense", "Extension: the holder's new key for their own license of a product "
+    "(the old key and every copy made with it stop working at once)", CHANGED_LICENSE,
+    body=obj(["product_id"], product_id=PRODUCT_ID), errors=(404, 429), reads=lc.RekeyOwn,
+    description="The key itself is not in the answer: downloads made from now on carry it. "
+                "At most 3 a day (UTC) for one license: then 429 with Retry-After. A revoked "
+                "license is 400 invalid_request. Told in the studio's audit trail as "
+                "license.rekeyed. See docs/licenses.md.")
 LIST_WEBHOOKS = Doc("listWebhooks", "List the studio's webhook endpoints (extension)",
                     obj(["webhooks"], webhooks=array(WEBHOOK)))
 ADD_WEBHOOK = Doc("addWebhook", "Add a webhook endpoint; the secret is shown once "

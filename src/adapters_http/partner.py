@@ -302,6 +302,8 @@ ENDPOINTS: list[Endpoint[Any, Any]] = [
              doc=d.START_TRIAL),
     Endpoint("POST", "/library/trial", op.TAKE_TRIAL, body(lc.TakeTrial), dated_license,
              doc=d.TAKE_TRIAL),
+    Endpoint("POST", "/library/rekey", op.REKEY_OWN, body(lc.RekeyOwn), dated_license,
+             doc=d.REKEY_OWN),
     Endpoint("POST", "/licenses/rekey", op.REKEY, body(c.LicenseTarget), dated_license,
              doc=d.REKEY_LICENSE),
     Endpoint("POST", "/licenses/tier", op.SET_TIER, form(lc.TierForm), dated_license,

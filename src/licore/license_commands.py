@@ -137,6 +137,14 @@ class TakeTrial:
 
 
 @attrs.frozen
+class RekeyOwn:
+    """A holder asks for a new key of their own license (`POST /v1/library/rekey`), when
+    the old one leaked."""
+
+    product_id: str = attrs.field(validator=bounds.IDENTIFIER)
+
+
+@attrs.frozen
 class PolicyOf:
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
 

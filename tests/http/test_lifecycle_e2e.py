@@ -337,3 +337,31 @@ def test_a_person_takes_a_listed_products_trial_through_an_app(server: Server, p
             409, "already_owned")
     # A studio key is not a person's: the person's door refuses it.
     refusal(call(server, "POST", "/library/trial", key, json=take), 403, "insufficient_scope")
+
+
+def test_a_holder_re_keys_their_own_license_through_an_app(server: Server, people: People,
+                                                           key: str) -> None:
+    """Issue 45 item 6: the old key stops answering at once, the seller's trail tells it,
+    and a holder gets a few new keys a day, not more."""
+    pid = product(server, key)
+    v1(server, "POST", "/licenses", key, json={"product_id": pid, "user": "227"})
+    old = license_key(server, pid, "227")
+    lib = obtain_key(server, people, "library:read", people.buyer_id, None)
+    mine = {"product_id": pid}
+    done = v1(server, "POST", "/library/rekey", lib, json=mine)["license"]
+    assert (done["platform_id"], done["status"]) == ("227", "active")
+    new = license_key(server, pid, "227")
+    assert new != old and not check(server, pid, "227", old)
+    assert check(server, pid, "227", new)
+    [told] = [e for e in v1(server, "GET", "/audit", key, params={"limit": 1000})["entries"]
+              if e["action"] == "license.rekeyed" and e["subject"]["id"] == done["id"]]
+    assert told["actor"]["kind"] == "app"
+    for _ in range(2):
+        v1(server, "POST", "/library/rekey", lib, json=mine)
+    limited = call(server, "POST", "/library/rekey", lib, json=mine)
+    refusal(limited, 429, "rate_limited")
+    assert int(limited.headers["retry-after"]) > 0
+    assert check(server, pid, "227", license_key(server, pid, "227"))
+    refusal(call(server, "POST", "/library/rekey", lib, json={"product_id": "prd_none"}),
+            404, "not_found")
+    refusal(call(server, "POST", "/library/rekey", key, json=mine), 403, "insufficient_scope")

@@ -20,7 +20,7 @@ from adapters_http.wire import IMAGES_PATH
 from licore.actors import ActingPerson
 from licore.commands import BrowseStore, ClaimPurchase, DownloadCopy, FollowChannel
 from licore.errors import InvalidRequest
-from licore.license_commands import TakeTrial
+from licore.license_commands import RekeyOwn, TakeTrial
 from licore.services.settings import Settings
 from licore.services.wiring import UseCases
 
@@ -58,6 +58,15 @@ async def channel(s: PersonSite, ctx: Ctx) -> Response:
     session.flash(ctx.request, "You get beta builds of this product now." if
                   held.channel.value == "beta" else
                   "You are back on stable builds of this product.")
+    return redirect(ctx.request, "/library")
+
+
+async def rekey(s: PersonSite, ctx: Ctx) -> Response:
+    """"New key": the holder's own key replaced (a leaked key stops working at once)."""
+    await s.uc.lifecycle.rekey_own(ActingPerson(ctx.account.id),
+                                   RekeyOwn(ctx.param("product_id")))
+    session.flash(ctx.request, "New key made: copies you downloaded before stop working "
+                  "now. Download the product again to get copies with the new key.")
     return redirect(ctx.request, "/library")
 
 
@@ -143,6 +152,7 @@ PAGES: list[Page[PersonSite]] = [
     Page("GET", "/library", library),
     Page("GET", "/library/{product_id}/download", download),
     Page("POST", "/library/{product_id}/channel", channel),
+    Page("POST", "/library/{product_id}/rekey", rekey),
     Page("GET", "/apps", apps),
     Page("POST", "/apps/{key_id}/revoke", revoke_app),
     Page("GET", "/store", store, signed_in=False),

@@ -18,10 +18,11 @@ from licore import licenses as lic
 from licore import tokens
 from licore.actors import ActingPerson, ActingStudio
 from licore.commands import ChangeLicense, LicenseTarget
-from licore.errors import AlreadyOwned, InvalidRequest, NotFound
+from licore.errors import AlreadyOwned, InvalidRequest, NotFound, RateLimited
 from licore.events import Topic, license_topic
 from licore.license_commands import (
     GrantLicense,
+    RekeyOwn,
     RenewLicense,
     SetLicensePolicy,
     SetTier,
@@ -46,6 +47,9 @@ from licore.services.products import held_product, own_product
 from licore.storage_ports import Notice, Storage, UnitOfWork
 
 DAY = lic.DAY
+# A holder's own re-keys of one license a day (UTC): enough for a leak found twice, and a
+# bound on the copies a holder can make the service rebuild.
+OWN_REKEYS_A_DAY = 3
 Fx = LifecycleEffect
 
 
@@ -451,17 +455,39 @@ class LicenseLifecycle:
         working at once; new downloads carry the new key."""
         async with self.storage.unit_of_work() as uow:
             _, _, current = await self._held(uow, studio, target)
-            now = self.clock.now()
-            row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.REKEY)
-            assert current is not None
-            rekeyed = current
-            for effect in row.effects:
-                if effect is Fx.MINT_KEY:
-                    rekeyed = await self._new_key(uow, rekeyed, prepared=True)
-            await self._store(uow, current, rekeyed)
-            await self._effects(uow, studio.studio_id, rekeyed, row.effects,
-                                lifecycle_data(rekeyed, now))
-            return rekeyed
+            return await self._rekey(uow, studio.studio_id, current)
+
+    async def rekey_own(self, person: ActingPerson, command: RekeyOwn) -> License:
+        """The holder's own re-key (a leaked key), as the seller's, a few times a day at
+        most: each one voids the holder's copies, which are made again on download."""
+        now = self.clock.now()
+        async with self.storage.unit_of_work() as uow:
+            (count,) = await uow.counters.hit(
+                [f"own-rekey:{person.account_id}:{command.product_id}"], now - now % DAY)
+        if count > OWN_REKEYS_A_DAY:
+            raise RateLimited(retry_after=DAY - now % DAY, limit=OWN_REKEYS_A_DAY)
+        async with self.storage.unit_of_work() as uow:
+            account = await uow.accounts.by_id(person.account_id)
+            product = await uow.products.by_id(command.product_id)
+            if account is None or product is None:
+                raise NotFound("no license of yours for that product")
+            current = await uow.licenses.hold(product.id, account.platform_id)
+            if current is None:
+                raise NotFound("no license of yours for that product")
+            return await self._rekey(uow, product.studio_id, current)
+
+    async def _rekey(self, uow: UnitOfWork, studio_id: str, current: License | None) -> License:
+        now = self.clock.now()
+        row = lic.lifecycle(lic.standing(current, now), LifecycleEvent.REKEY)
+        assert current is not None
+        rekeyed = current
+        for effect in row.effects:
+            if effect is Fx.MINT_KEY:
+                rekeyed = await self._new_key(uow, rekeyed, prepared=True)
+        await self._store(uow, current, rekeyed)
+        await self._effects(uow, studio_id, rekeyed, row.effects,
+                            lifecycle_data(rekeyed, now))
+        return rekeyed
 
     async def places(self, studio: ActingStudio, target: LicenseTarget) -> Sequence[Place]:
         async with self.storage.unit_of_work() as uow:

@@ -198,6 +198,10 @@ CLAIM = Operation[c.ClaimPurchase, Claim]("library:read", _claim)
 # library only what the seller offers anyone, once (docs/licenses.md, "Trials").
 TAKE_TRIAL = Operation[lc.TakeTrial, AsOf[License]](
     "library:read", lambda p, who, cmd: _as_of(p, p.lifecycle.take_trial(who.person, cmd)))
+# A holder's own re-key, with the read scope as their other library choices (docs/licenses.md,
+# "Re-key"): it changes nothing but their own key.
+REKEY_OWN = Operation[lc.RekeyOwn, AsOf[License]](
+    "library:read", lambda p, who, cmd: _as_of(p, p.lifecycle.rekey_own(who.person, cmd)))
 DOWNLOAD = Operation[c.DownloadCopy, Download](
     "library:download", lambda p, who, cmd: p.library.download(who.person, cmd))
 LIST_PACKAGES = Operation[c.ListPackages, Page[Package]](
