@@ -251,6 +251,10 @@ def test_every_documented_answer_matches_the_document(server: Server) -> None:
                                                json={"product_id": pid}))
     go("POST", "/v1/library/trial", httpx.post(f"{u}/library/trial", headers=auth(lib),
                                                json={"product": pid}))
+    go("POST", "/v1/library/rekey", httpx.post(f"{u}/library/rekey", headers=auth(lib),
+                                               json={"product_id": pid}))
+    go("POST", "/v1/library/rekey", httpx.post(f"{u}/library/rekey", headers=auth(lib),
+                                               json={"product": pid}))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     go("POST", "/auth/revoke", httpx.post(f"{server.url}/auth/revoke", headers=h))
     documented = {(m, p) for p, ops in doc["paths"].items() for m in ops}

@@ -33,7 +33,7 @@ def test_the_document_describes_exactly_the_calls_the_app_answers() -> None:
     doc = openapi_document("http://127.0.0.1")
     documented = {(method, path) for path, ops in doc["paths"].items() for method in ops}
     assert documented == served()
-    assert len(documented) == 53
+    assert len(documented) == 54
 
 
 def test_each_partner_call_names_the_scope_its_route_requires() -> None:
@@ -54,7 +54,7 @@ def test_each_documented_json_body_names_the_fields_of_the_command_it_is_read_in
             for e in table]
     with_json_body = [doc for doc in docs if doc.body is not None
                       and "application/json" in doc.media]
-    assert len(with_json_body) == 31
+    assert len(with_json_body) == 32
     for doc in with_json_body:
         assert doc.reads is not None and doc.body is not None, doc.operation_id
         fields = {f.name for f in attrs.fields(doc.reads)}
