@@ -87,9 +87,11 @@ class PollingApp:
     def _run(self) -> None:
         while not self._stop.is_set():
             r = httpx.post(self.url, json={"device_code": self.device_code})
+            final = r.status_code != 400 or r.json().get("error") != "authorization_pending"
+            if final:
+                self.answer = r  # before the count, which `still_pending` watches
             self.polls += 1
-            if r.status_code != 400 or r.json().get("error") != "authorization_pending":
-                self.answer = r
+            if final:
                 return
             self._stop.wait(self.interval)
 
@@ -99,7 +101,12 @@ class PollingApp:
         return self.answer
 
     def still_pending(self) -> bool:
-        time.sleep(self.interval + 0.2)  # one more poll happens meanwhile
+        """After one more poll (a deadline, not a timing assertion): still no answer."""
+        seen = self.polls
+        deadline = time.monotonic() + self.interval + 30
+        while self.polls == seen and self._thread.is_alive():
+            assert time.monotonic() < deadline, "the app stopped polling"
+            time.sleep(0.05)
         return self._thread.is_alive() and self.answer is None
 
     def stop(self) -> None:
