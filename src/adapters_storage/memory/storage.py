@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from functools import cached_property
 
 from adapters_storage.memory.abuse import MemoryAlerts, MemoryBlacklist
 from adapters_storage.memory.audit import MemoryAuditLog
@@ -42,26 +43,86 @@ from licore.usage import Call, tally
 
 
 class MemoryUnitOfWork:
+    """Its repositories made when first asked for, as the SQL unit of work's are."""
+
     def __init__(self, tables: Tables) -> None:
-        self.accounts = MemoryAccounts(tables)
-        self.studios = MemoryStudios(tables)
-        self.clients = MemoryClients(tables)
-        self.devices = MemoryDeviceAuthorizations(tables)
-        self.api_keys = MemoryApiKeys(tables)
-        self.products = MemoryProducts(tables)
-        self.versions = MemoryVersions(tables)
-        self.copies = MemoryPreparedCopies(tables)
-        self.licenses = MemoryLicenses(tables)
-        self.alerts = MemoryAlerts(tables)
-        self.blacklist = MemoryBlacklist(tables)
-        self.runtime = MemoryRuntimeRecords(tables)
-        self.counters = MemoryRateCounters(tables)
-        self.outbox = MemoryOutbox(tables)
-        self.hooks = MemoryHooks(tables)
-        self.idempotency = MemoryIdempotencyKeys(tables)
-        self.usage = MemoryUsage(tables)
-        self.images = MemoryImages(tables)
-        self.audit = MemoryAuditLog(tables)
+        self.tables = tables
+
+    @cached_property
+    def accounts(self) -> MemoryAccounts:
+        return MemoryAccounts(self.tables)
+
+    @cached_property
+    def studios(self) -> MemoryStudios:
+        return MemoryStudios(self.tables)
+
+    @cached_property
+    def clients(self) -> MemoryClients:
+        return MemoryClients(self.tables)
+
+    @cached_property
+    def devices(self) -> MemoryDeviceAuthorizations:
+        return MemoryDeviceAuthorizations(self.tables)
+
+    @cached_property
+    def api_keys(self) -> MemoryApiKeys:
+        return MemoryApiKeys(self.tables)
+
+    @cached_property
+    def products(self) -> MemoryProducts:
+        return MemoryProducts(self.tables)
+
+    @cached_property
+    def versions(self) -> MemoryVersions:
+        return MemoryVersions(self.tables)
+
+    @cached_property
+    def copies(self) -> MemoryPreparedCopies:
+        return MemoryPreparedCopies(self.tables)
+
+    @cached_property
+    def licenses(self) -> MemoryLicenses:
+        return MemoryLicenses(self.tables)
+
+    @cached_property
+    def alerts(self) -> MemoryAlerts:
+        return MemoryAlerts(self.tables)
+
+    @cached_property
+    def blacklist(self) -> MemoryBlacklist:
+        return MemoryBlacklist(self.tables)
+
+    @cached_property
+    def runtime(self) -> MemoryRuntimeRecords:
+        return MemoryRuntimeRecords(self.tables)
+
+    @cached_property
+    def counters(self) -> MemoryRateCounters:
+        return MemoryRateCounters(self.tables)
+
+    @cached_property
+    def outbox(self) -> MemoryOutbox:
+        return MemoryOutbox(self.tables)
+
+    @cached_property
+    def hooks(self) -> MemoryHooks:
+        return MemoryHooks(self.tables)
+
+    @cached_property
+    def idempotency(self) -> MemoryIdempotencyKeys:
+        return MemoryIdempotencyKeys(self.tables)
+
+    @cached_property
+    def usage(self) -> MemoryUsage:
+        return MemoryUsage(self.tables)
+
+    @cached_property
+    def images(self) -> MemoryImages:
+        return MemoryImages(self.tables)
+
+    @cached_property
+    def audit(self) -> MemoryAuditLog:
+        return MemoryAuditLog(self.tables)
 
 
 class MemoryStorage:

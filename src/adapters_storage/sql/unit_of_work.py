@@ -1,7 +1,12 @@
 """One unit of work over one connection: every repository shares the connection's
-transaction, which the storage adapter begins, commits or rolls back."""
+transaction, which the storage adapter begins, commits or rolls back.
+
+A repository is made when the use case first asks for it: most units of work reach one to
+three of them, and making all of them for each was work every unit of work paid."""
 
 from __future__ import annotations
+
+from functools import cached_property
 
 from adapters_storage.sql.abuse import SqlAlerts, SqlBlacklist
 from adapters_storage.sql.audit import SqlAuditLog
@@ -29,25 +34,83 @@ from adapters_storage.sql.usage import SqlUsage
 class SqlUnitOfWork:
     def __init__(self, db: Executor, dialect: str = "sqlite") -> None:
         self.db = db
-        self.accounts = SqlAccounts(db)
-        self.studios = SqlStudios(db)
-        self.clients = SqlClients(db, dialect)
-        self.devices = SqlDeviceAuthorizations(db)
-        self.api_keys = SqlApiKeys(db)
-        self.products = SqlProducts(db, dialect)
-        self.versions = SqlVersions(db)
-        self.copies = SqlPreparedCopies(db)
-        self.licenses = SqlLicenses(db, dialect)
-        self.alerts = SqlAlerts(db)
-        self.blacklist = SqlBlacklist(db)
-        source = row_source(dialect)
-        self.runtime = SqlRuntimeRecords(db, source)
+        self.dialect = dialect
+
+    @cached_property
+    def accounts(self) -> SqlAccounts:
+        return SqlAccounts(self.db)
+
+    @cached_property
+    def studios(self) -> SqlStudios:
+        return SqlStudios(self.db)
+
+    @cached_property
+    def clients(self) -> SqlClients:
+        return SqlClients(self.db, self.dialect)
+
+    @cached_property
+    def devices(self) -> SqlDeviceAuthorizations:
+        return SqlDeviceAuthorizations(self.db)
+
+    @cached_property
+    def api_keys(self) -> SqlApiKeys:
+        return SqlApiKeys(self.db)
+
+    @cached_property
+    def products(self) -> SqlProducts:
+        return SqlProducts(self.db, self.dialect)
+
+    @cached_property
+    def versions(self) -> SqlVersions:
+        return SqlVersions(self.db)
+
+    @cached_property
+    def copies(self) -> SqlPreparedCopies:
+        return SqlPreparedCopies(self.db)
+
+    @cached_property
+    def licenses(self) -> SqlLicenses:
+        return SqlLicenses(self.db, self.dialect)
+
+    @cached_property
+    def alerts(self) -> SqlAlerts:
+        return SqlAlerts(self.db)
+
+    @cached_property
+    def blacklist(self) -> SqlBlacklist:
+        return SqlBlacklist(self.db)
+
+    @cached_property
+    def runtime(self) -> SqlRuntimeRecords:
+        return SqlRuntimeRecords(self.db, row_source(self.dialect))
+
+    @cached_property
+    def counters(self) -> SqlRateCounters:
         # Shard 0 for every process: the limits counted in a unit of work (sign-in, partner
         # calls) stay exact; only the runtime hot path counts in shards of its own.
-        self.counters = SqlRateCounters(db, source, 0 if dialect == "postgresql" else None)
-        self.outbox = SqlOutbox(db, dialect)
-        self.hooks = SqlHooks(db)
-        self.idempotency = SqlIdempotencyKeys(db)
-        self.usage = SqlUsage(db, source)
-        self.images = SqlImages(db, dialect)
-        self.audit = SqlAuditLog(db)
+        return SqlRateCounters(self.db, row_source(self.dialect),
+                               0 if self.dialect == "postgresql" else None)
+
+    @cached_property
+    def outbox(self) -> SqlOutbox:
+        return SqlOutbox(self.db, self.dialect)
+
+    @cached_property
+    def hooks(self) -> SqlHooks:
+        return SqlHooks(self.db)
+
+    @cached_property
+    def idempotency(self) -> SqlIdempotencyKeys:
+        return SqlIdempotencyKeys(self.db)
+
+    @cached_property
+    def usage(self) -> SqlUsage:
+        return SqlUsage(self.db, row_source(self.dialect))
+
+    @cached_property
+    def images(self) -> SqlImages:
+        return SqlImages(self.db, self.dialect)
+
+    @cached_property
+    def audit(self) -> SqlAuditLog:
+        return SqlAuditLog(self.db)

@@ -66,7 +66,10 @@ class UseCases:
         ids = Ids(clock, deps.random)
         storage = Audited(Joining(deps.storage), ids)
         trail = AuditTrail(storage)
-        copies = Copies(storage, deps.vault, deps.models, deps.protector, deps.offload)
+        # The runtime and the buyers' copies get the storage itself: neither writes what the
+        # trail tells (nonces, places, alerts, prepared copies), and no call that reaches
+        # them carries an Idempotency-Key, so the two layers would only cost each call.
+        copies = Copies(deps.storage, deps.vault, deps.models, deps.protector, deps.offload)
         announce = Announcer(clock, ids)
         keys = Keys(storage, clock, settings.partner_rate_limit)
         products = Products(storage, clock, ids, announce)
@@ -74,8 +77,8 @@ class UseCases:
         library = Library(storage, deps.vault, copies, deps.models, deps.offload, clock)
         packages = Packages(storage, clock, ids, deps.models, deps.protector, deps.offload,
                             settings.max_upload_bytes, announce)
-        runtime = Runtime(storage, clock, ids, deps.vault, copies, deps.models, deps.offload,
-                          announce,
+        runtime = Runtime(deps.storage, clock, ids, deps.vault, copies, deps.models,
+                          deps.offload, announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window),
                           deps.once, deps.update_files)
