@@ -65,6 +65,9 @@ OUTBOX_BACKLOG = Gauge("licore_outbox_backlog", "Outbox messages due and not yet
                        multiprocess_mode="livemax")
 RUNTIME_OUTCOMES = Counter("licore_runtime_outcomes", "Runtime API answers by outcome",
                            ["call", "outcome"])
+# Why: "wrong" (a wrong name or password), or the limit that held the source back ("pace",
+# "name-source", "source", "name": licore.services.signin).
+SIGNIN_REFUSALS = Counter("licore_signin_refusals", "Sign-ins refused, by why", ["reason"])
 
 
 # `labels()` validates, locks and looks the child up on every call, which cost as much as
@@ -73,6 +76,10 @@ RUNTIME_OUTCOMES = Counter("licore_runtime_outcomes", "Runtime API answers by ou
 @functools.lru_cache(maxsize=1024)
 def _request_metrics(route: str, method: str, status: int) -> tuple[Any, Any]:
     return REQUESTS.labels(route, method, str(status)), LATENCY.labels(route, method)
+
+
+def signin_refused(reason: str) -> None:
+    SIGNIN_REFUSALS.labels(reason).inc()
 
 
 @functools.lru_cache(maxsize=64)

@@ -24,6 +24,7 @@ from licore.storage_ports import Storage
 from licore_cli import settings
 from licore_cli.deferred import deferred
 from licore_cli.single_flight import AsyncSingleFlight
+from licore_cli.test_clock import shifted_clock
 
 log = logging.getLogger("licore.protection")
 
@@ -102,7 +103,7 @@ def deps_from_env() -> Deps:
         # Update files are kept on each host (any host remakes one it lacks from the
         # database), beside its other data, where a proxy may serve them (docs/runtime.md).
         update_files=DiskUpdateFiles(Path(loaded.data_dir) / "update-files"),
-        clock=SystemClock(),
+        clock=shifted_clock() or SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32), previous=previous_kek()),
         passwords=Argon2Passwords(),

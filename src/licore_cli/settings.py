@@ -20,6 +20,7 @@ import attrs
 from licore.events import Schedule
 from licore.forwarded import Network, parse_networks
 from licore.services.settings import Settings
+from licore.sources import LEAST_IPV6_PREFIX
 
 
 class SettingsError(Exception):
@@ -170,6 +171,8 @@ FIELDS: tuple[Field, ...] = (
     Field("PARTNER_RATE_LIMIT", _whole(1), DEFAULTS.partner_rate_limit),
     Field("RUNTIME_KEY_RATE_LIMIT", _whole(1), DEFAULTS.runtime_key_rate_limit),
     Field("RUNTIME_IP_RATE_LIMIT", _whole(1), DEFAULTS.runtime_ip_rate_limit),
+    # the per-address limits count an IPv6 client by its network of this many bits
+    Field("IPV6_PREFIX", _whole(LEAST_IPV6_PREFIX, 128), DEFAULTS.ipv6_prefix),
     Field("MAX_UPLOAD_BYTES", _whole(1024), DEFAULTS.max_upload_bytes),
     Field("DEVICE_LIFETIME", _whole(1, 86400), DEFAULTS.device_lifetime),
     Field("DEVICE_INTERVAL", _whole(1, 3600), DEFAULTS.device_interval),
@@ -319,6 +322,7 @@ def load(environ: Mapping[str, str] | None = None) -> ServerSettings:
         partner_rate_limit=values["PARTNER_RATE_LIMIT"],
         runtime_key_rate_limit=values["RUNTIME_KEY_RATE_LIMIT"],
         runtime_ip_rate_limit=values["RUNTIME_IP_RATE_LIMIT"],
+        ipv6_prefix=values["IPV6_PREFIX"],
         max_upload_bytes=values["MAX_UPLOAD_BYTES"],
         claim_rate_limit=values["CLAIM_RATE_LIMIT"],
         usage_retention_days=values["USAGE_RETENTION_DAYS"],

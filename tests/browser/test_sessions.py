@@ -15,6 +15,7 @@ from adapters_http.web.session import MAX_AGE
 from adapters_storage import open_storage
 from licore.model import Client, Studio
 from licore.services.deps import Settings
+from licore.services.signin import FAILURE_WINDOW, FAILURES_PER_NAME_AND_SOURCE, PACE_WINDOW
 from licore.services.wiring import UseCases
 from licore_cli.compose import app_of
 from tests.browser.site import (
@@ -147,12 +148,17 @@ def test_failed_sign_ins_are_limited_per_username(site: Server, world: World) ->
         return client.post("/signin", data={"csrf": token, "username": name,
                                             "password": password})
 
+    site.next_window(FAILURE_WINDOW)  # five failures in one window, however slow
     unknown = attempt("nobody-here", "whatever")
-    for _ in range(5):
+    for _ in range(FAILURES_PER_NAME_AND_SOURCE):
         wrong = attempt("tess", "not the password")
         assert wrong.status_code == 401
         # An unknown name and a wrong password read the same.
         assert "wrong username or password" in wrong.text and unknown.status_code == 401
+        # A failure slows its source: right away, even the right password waits.
+        paced = attempt("tess", world.tess.password)
+        assert paced.status_code == 429 and "try again in 10 seconds" in paced.text
+        site.next_window(PACE_WINDOW)
     locked = attempt("tess", world.tess.password)
     assert locked.status_code == 429 and int(locked.headers["retry-after"]) > 0
     assert "too many failed sign-ins" in locked.text

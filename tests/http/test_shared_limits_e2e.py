@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 
 from tests.http.e2e import auth, obtain_key, setup_people
-from tests.support.server import running_server
+from tests.support.server import next_window, running_server
 
 
 def test_two_processes_share_the_per_key_limit(database_url: str) -> None:
     with running_server(database_url) as a, running_server(database_url) as b:
         people = setup_people(database_url, "8")
         key = obtain_key(a, people, "products:read", people.owner_id, people.studio_id)
-        if time.time() % 60 > 45:  # a fixed minute window; don't straddle it
-            time.sleep(61 - time.time() % 60)
+        next_window(a, b)  # a fixed minute window: a fresh one, on both clocks
         with httpx.Client(headers=auth(key)) as c:
             statuses = [c.get(f"{(a, b)[i % 2].url}/v1/products").status_code
                         for i in range(120)]
@@ -29,8 +26,7 @@ def test_two_processes_share_the_per_key_limit(database_url: str) -> None:
 def test_twenty_device_code_starts_a_minute_per_ip(database_url: str) -> None:
     with running_server(database_url) as a, running_server(database_url) as b:
         people = setup_people(database_url, "9")
-        if time.time() % 60 > 45:
-            time.sleep(61 - time.time() % 60)
+        next_window(a, b)
         body = {"client_id": people.client_id, "scope": "library:read"}
         statuses = [httpx.post(f"{(a, b)[i % 2].url}/auth/device/code", json=body).status_code
                     for i in range(21)]

@@ -7,17 +7,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from licore.services.signin import FAILURE_WINDOW, FAILURES_PER_NAME_AND_SOURCE, PACE_WINDOW
 from tests.browser.site import add_person
 from tests.support.server import Server, running_server
 
 LIMIT = 3  # runtime calls a minute from one address
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +32,6 @@ def trusting_none(module_database_url: str) -> Iterator[Server]:
     with running_server(module_database_url, LICORE_RUNTIME_IP_RATE_LIMIT=str(LIMIT),
                         LICORE_RUNTIME_KEY_RATE_LIMIT="100000") as s:
         yield s
-
-
-def in_one_minute(run: Callable[[], T]) -> T:
-    """`run`'s result from a run that began and ended in one rate-limit window (a minute):
-    one that straddled a window's end saw the counts start again, and is run again."""
-    for _ in range(3):
-        minute = time.time() // 60
-        result = run()
-        if time.time() // 60 == minute:
-            return result
-    raise AssertionError("three runs in a row straddled a minute's end")
 
 
 def check(server: Server, forwarded_for: str, rid: str = "") -> int:
@@ -67,14 +55,16 @@ def access_line(server: Server, rid: str) -> dict[str, object]:
 
 
 def test_the_runtime_limit_applies_per_forwarded_client(behind_proxy: Server) -> None:
-    def run() -> tuple[list[int], int]:
-        first = [check(behind_proxy, "198.51.100.1") for _ in range(LIMIT + 1)]
-        # A spoofed address left of the proxy's entry changes nothing.
-        return first, check(behind_proxy, "192.0.2.99, 198.51.100.1")
-    ones, spoofed = in_one_minute(run)
+    behind_proxy.next_window()  # counts of its own, and a minute before they start again
+    ones = [check(behind_proxy, "198.51.100.1") for _ in range(LIMIT + 1)]
+    # A spoofed address left of the proxy's entry changes nothing.
+    spoofed = check(behind_proxy, "192.0.2.99, 198.51.100.1")
     assert ones == [200] * LIMIT + [429] and spoofed == 429
     # Another client behind the same proxy has a limit of its own.
     assert check(behind_proxy, "198.51.100.2") == 200
+    # The server's next minute: the first client's count starts again.
+    behind_proxy.next_window()
+    assert check(behind_proxy, "198.51.100.1") == 200
 
 
 def test_the_access_line_names_the_forwarded_client(behind_proxy: Server) -> None:
@@ -108,8 +98,10 @@ def test_a_strangers_wrong_passwords_lock_only_the_stranger(behind_proxy: Server
         return client.post("/signin", data={"csrf": token.group(1), "username": alice.name,
                                              "password": password})
 
-    for _ in range(5):
+    behind_proxy.next_window(FAILURE_WINDOW)  # five failures in one window, however slow
+    for _ in range(FAILURES_PER_NAME_AND_SOURCE):
         assert sign_in("not hers", "192.0.2.50").status_code == 401
+        behind_proxy.next_window(PACE_WINDOW)  # a failure slows its source: wait it out
     assert sign_in(alice.password, "192.0.2.50").status_code == 429
     assert sign_in(alice.password, "198.51.100.60").status_code == 303
 
@@ -122,10 +114,9 @@ def test_headers_no_proxy_would_write_never_fail_a_request(behind_proxy: Server)
 
 
 def test_without_the_setting_the_headers_are_ignored(trusting_none: Server) -> None:
-    def run() -> tuple[list[int], int]:
-        first = [check(trusting_none, "198.51.100.1") for _ in range(LIMIT + 1)]
-        return first, check(trusting_none, "198.51.100.2", rid="ignored")
-    ones, other = in_one_minute(run)
+    trusting_none.next_window()
+    ones = [check(trusting_none, "198.51.100.1") for _ in range(LIMIT + 1)]
+    other = check(trusting_none, "198.51.100.2", rid="ignored")
     # Every request is the loopback peer's: one limit for all of them.
     assert ones == [200] * LIMIT + [429] and other == 429
     assert access_line(trusting_none, "ignored")["client"] == "127.0.0.1"

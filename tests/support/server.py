@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from licore_cli.test_clock import ENV as TEST_CLOCK
 from tests.support.fakes import TEST_KEK
 
 LICORE = Path(sys.executable).parent / "licore"
@@ -48,6 +49,25 @@ class Server:
                     raise
                 self._log.close()
 
+    @property
+    def clock_file(self) -> Path:
+        """The server's clock shift (licore_cli.test_clock): seconds past the wall clock."""
+        return self.data_dir / "clock-shift"
+
+    def clock_shift(self) -> float:
+        text = self.clock_file.read_text() if self.clock_file.exists() else ""
+        return float(text) if text.strip() else 0.0
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move every process of the server `seconds` forward, at once."""
+        draft = self.clock_file.with_name(self.clock_file.name + ".draft")
+        draft.write_text(repr(self.clock_shift() + seconds))
+        draft.replace(self.clock_file)
+
+    def next_window(self, window: int = 60) -> None:
+        """Move the server's clock to the start of its next rate window (a minute)."""
+        next_window(self, window=window)
+
     def _start(self) -> None:
         self.port = free_port(self.host)
         self.url = f"http://{self.host}:{self.port}"
@@ -55,7 +75,8 @@ class Server:
         # A setting may name the server's own address (its public URL, say) as "{url}".
         extra_env = {k: v.replace("{url}", self.url) for k, v in self.extra_env.items()}
         env = {**os.environ, "LICORE_DATABASE_URL": self.database_url,
-               "LICORE_DATA_DIR": str(self.data_dir), "LICORE_KEK": TEST_KEK.hex(), **extra_env}
+               "LICORE_DATA_DIR": str(self.data_dir), "LICORE_KEK": TEST_KEK.hex(),
+               TEST_CLOCK: str(self.clock_file), **extra_env}
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [str(LICORE), "serve", "--host", self.host, "--port", str(self.port),
@@ -113,6 +134,17 @@ class Server:
             self.process.wait(10)
         self._kill_group()  # whatever of the group is left
         self._log.close()
+
+
+def next_window(*servers: Server, window: int = 60) -> None:
+    """Move the servers' clocks (one shift for all: they share a database's counters) to
+    the start of their next rate window: every count starts again, and a whole window of
+    wall-clock time lies ahead before the counts would start again on their own."""
+    shifts = {server.clock_shift() for server in servers}
+    assert len(shifts) == 1, f"the servers' clocks differ: {shifts}"
+    now = time.time() + shifts.pop()
+    for server in servers:
+        server.advance_clock(window - now % window + 0.001)
 
 
 @contextlib.contextmanager

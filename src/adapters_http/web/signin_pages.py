@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters_http import site
+from adapters_http.observability import signin_refused
 from adapters_http.web import session
 from adapters_http.web.platform_signin import PlatformSignIn
 from adapters_http.web.render import page
@@ -66,12 +67,20 @@ async def signin_form(s: SignInSite, ctx: Ctx) -> Response:
                 error=None, platform=s.label)
 
 
+def _reason(refused: signin.SignInRefused | signin.SignInLocked) -> str:
+    """Why, for `licore_signin_refusals_total` (docs/operators.md)."""
+    if isinstance(refused, signin.SignInLocked):
+        return refused.limit
+    return "disabled" if isinstance(refused, signin.AccountDisabled) else "wrong"
+
+
 async def signin_post(s: SignInSite, ctx: Ctx) -> Response:
     target = safe_next(ctx.field("next") or "/")
     fields = {"username": ctx.field("username"), "password": ctx.field("password")}
     try:
         done = await s.sessions.sign_in(s.method, fields, ctx.ip)
     except (signin.SignInRefused, signin.SignInLocked) as refused:
+        signin_refused(_reason(refused))
         headers = ({"Retry-After": str(refused.retry_after)}
                    if isinstance(refused, signin.SignInLocked) else None)
         return page(ctx.request, ctx.visitor, "signin.html", status=refused.status,
@@ -121,10 +130,12 @@ async def platform_callback(s: SignInSite, ctx: Ctx) -> Response:
     try:
         done = await s.sessions.sign_in(platform.bound(ctx.request), fields, ctx.ip)
     except signin.SignInLocked as locked:
+        signin_refused(locked.limit)
         return page(ctx.request, ctx.visitor, "signin_failed.html", status=429,
                     headers={"Retry-After": str(locked.retry_after)},
                     platform=platform.label, reason="locked")
     except signin.SignInRefused:
+        signin_refused("wrong")
         return _failed(platform, ctx, 401, "failed")
     except signin.PasswordAccount:
         return _failed(platform, ctx, 403, "password")

@@ -22,6 +22,7 @@ from licore.model import ApiKey, Client, DeviceAuthorization
 from licore.ports import Clock, Randomness
 from licore.services import limits
 from licore.services.ids import Ids
+from licore.sources import DEFAULT_IPV6_PREFIX, source_of
 from licore.storage_ports import Storage, UnitOfWork
 
 
@@ -34,6 +35,7 @@ class DeviceSettings:
     interval: int
     code_rate_limit: int  # new codes, an IP, a minute
     entry_rate_limit: int  # wrong user-code entries, an IP, a minute
+    ipv6_prefix: int = DEFAULT_IPV6_PREFIX  # an IPv6 client's network counts as one
 
 
 @attrs.frozen
@@ -123,7 +125,8 @@ class DeviceFlow:
         async with self.storage.unit_of_work() as uow:
             client = await _active_client(uow, client_id)
         wanted = sc.requestable(requested, client.scopes)
-        await limits.hit(self.storage, self.clock, f"device-code:{ip}",
+        source = source_of(ip, self.settings.ipv6_prefix)
+        await limits.hit(self.storage, self.clock, f"device-code:{source}",
                          self.settings.code_rate_limit)
         # The row's one effect, ISSUE_CODES, is what follows: the codes drawn are the answer.
         created = df.transition(DeviceState.NONE, DeviceEvent.REQUEST_CODE)
@@ -229,7 +232,8 @@ class DeviceFlow:
             after = attrs.evolve(attempts, wrong=attempts.wrong + 1)
             if after.burned and attempts.linked_user_code is not None:
                 await _burn(uow, attempts.linked_user_code, now)
-        await limits.hit(self.storage, self.clock, f"code-entry:{ip}",
+        source = source_of(ip, self.settings.ipv6_prefix)
+        await limits.hit(self.storage, self.clock, f"code-entry:{source}",
                          self.settings.entry_rate_limit)
         return None, after
 

@@ -38,6 +38,7 @@ from licore.services.announce import Announcer, alert_data
 from licore.services.builds import Copies, Prepared, nodes_context
 from licore.services.ids import Ids
 from licore.services.limits import WINDOW
+from licore.sources import DEFAULT_IPV6_PREFIX, source_of
 from licore.storage_ports import Storage, UnitOfWork
 from licore.update_files import NAME, UpdateFile, file_key, make_file
 from licore.usage import Call, Endpoint, Outcome, hour_of
@@ -66,6 +67,7 @@ class RuntimeLimits:
     key_rate_limit: int = 600  # calls a license key may make a minute (contract 5)
     ip_rate_limit: int = 1200  # calls a client IP may make a minute
     alert_window: int = 3600  # repeats within it raise an alert's count (contract 3)
+    ipv6_prefix: int = DEFAULT_IPV6_PREFIX  # an IPv6 client's network counts as one
 
 
 @attrs.frozen
@@ -170,7 +172,8 @@ class Runtime:
         now = self.clock.now()
         start = now - now % WINDOW
         (per_key, per_ip), facts = await self.storage.runtime_read(
-            [f"rk:{digest}", f"rip:{ip}"], start, digest, caller.user_id, caller.game_id)
+            [f"rk:{digest}", f"rip:{source_of(ip, self.limits.ipv6_prefix)}"], start, digest,
+            caller.user_id, caller.game_id)
         if per_key > self.limits.key_rate_limit or per_ip > self.limits.ip_rate_limit:
             self._note(caller, endpoint, Outcome.RATE_LIMITED)
             raise RateLimited(max(1, start + WINDOW - now))

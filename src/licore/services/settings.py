@@ -18,6 +18,8 @@ class Settings:
     code_entry_rate_limit: int = 20  # wrong user-code entries, an IP, a minute
     runtime_key_rate_limit: int = 600
     runtime_ip_rate_limit: int = 1200
+    # an IPv6 client is counted by its network of this many bits (licore.sources)
+    ipv6_prefix: int = 64
     alert_window: int = 3600
     max_upload_bytes: int = 50 * 1024 * 1024
     claim_rate_limit: int = 10  # "I bought this" presses, a person, a minute

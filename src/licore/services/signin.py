@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -20,14 +20,20 @@ from licore.model import Account
 from licore.ports import Clock, Offload, PasswordHasher, SignIn
 from licore.services.device import EntryAttempts
 from licore.services.ids import Ids
-from licore.storage_ports import Storage
+from licore.sources import DEFAULT_IPV6_PREFIX, source_of
+from licore.storage_ports import Storage, UnitOfWork
 
 FAILURE_WINDOW = 900  # seconds: failed sign-ins are counted in 15-minute windows
-# OWASP's guidance: wrong passwords from one address never lock the account for its owner at
-# another, while a brute force stays bounded however many addresses it comes from.
-FAILURES_PER_NAME_AND_IP = 5  # wrong passwords for one username from one address in a window
-FAILURES_PER_IP = 30  # wrong passwords from one address in a window (many names tried)
-FAILURES_PER_NAME = 10 * FAILURES_PER_NAME_AND_IP  # for one username from every address at once
+# What a failure costs its source (an IPv4 address, an IPv6 network: licore.sources), never
+# the account's owner elsewhere (OWASP's guidance): a source that failed at a name waits for
+# the next 10-second window to try it again (slowed), then is blocked for that name after 5
+# failures and for every name after 30. The name's own count, from every source at once,
+# bounds a guesser with many networks: past 50, a source that has failed at the name even
+# once is blocked for it, while one that never failed (its owner at home) still gets in.
+PACE_WINDOW = 10
+FAILURES_PER_NAME_AND_SOURCE = 5
+FAILURES_PER_SOURCE = 30
+FAILURES_PER_NAME = 10 * FAILURES_PER_NAME_AND_SOURCE
 # A session's counters are never reset: the id is new at every sign-in, so one window will do.
 SESSION_WINDOW = 0
 
@@ -69,23 +75,66 @@ class SignInLocked(LicoreError):
     code = "rate_limited"
     status = 429
 
-    def __init__(self, retry_after: int) -> None:
-        minutes = max(1, (retry_after + 59) // 60)
-        super().__init__(f"too many failed sign-ins; try again in {minutes} minutes")
+    def __init__(self, retry_after: int, limit: str) -> None:
+        wait = (f"{retry_after} seconds" if retry_after < 60 else
+                f"{(retry_after + 59) // 60} minutes")
+        super().__init__(f"too many failed sign-ins; try again in {wait}")
         self.retry_after = retry_after
+        self.limit = limit  # which: "pace", "name-source", "source" or "name"
 
 
-def _buckets(kind: str, name: str, ip: str) -> tuple[tuple[str, int], ...]:
-    """The counters an attempt is counted in, each with its limit of failures a window.
+@attrs.frozen
+class _Bucket:
+    """A failed-sign-in counter: its key, the failures a window it allows, the window."""
 
-    A sign-in without a username (the platform's) is counted per address only: one shared
+    limit: str
+    key: str
+    failures: int
+    window: int
+
+
+def _buckets(name: str, source: str) -> tuple[_Bucket, ...]:
+    """The counters an attempt is counted in.
+
+    A sign-in without a username (the platform's) is counted per source only: one shared
     "no name" bucket would let five failures lock every platform sign-in out."""
-    per_ip = (f"signin-{kind}:ip:{ip}", FAILURES_PER_IP)
+    per_source = _Bucket("source", f"source:{source}", FAILURES_PER_SOURCE, FAILURE_WINDOW)
     if not name:
-        return (per_ip,)
+        return (per_source,)
     folded = name.casefold()
-    return ((f"signin-{kind}:name-ip:{folded}:{ip}", FAILURES_PER_NAME_AND_IP), per_ip,
-            (f"signin-{kind}:name:{folded}", FAILURES_PER_NAME))
+    return (per_source,
+            _Bucket("name-source", f"name-source:{folded}:{source}",
+                    FAILURES_PER_NAME_AND_SOURCE, FAILURE_WINDOW),
+            _Bucket("name", f"name:{folded}", FAILURES_PER_NAME, FAILURE_WINDOW),
+            _Bucket("pace", f"pace:{folded}:{source}", 1, PACE_WINDOW))
+
+
+async def _failures(uow: UnitOfWork, buckets: Sequence[_Bucket], now: int,
+                    count_this: bool) -> dict[str, int]:
+    """Each bucket's failures in its window before this attempt: the attempts less the
+    successes, this attempt counted first when `count_this` (and not among them)."""
+    out = {}
+    for window in sorted({b.window for b in buckets}):
+        start = now - now % window
+        mine = [b for b in buckets if b.window == window]
+        tries = [f"signin-try:{b.key}" for b in mine]
+        if count_this:
+            counted = [n - 1 for n in await uow.counters.hit(tries, start)]
+        else:
+            counted = [await uow.counters.count(key, start) for key in tries]
+        for b, attempts in zip(mine, counted, strict=True):
+            out[b.limit] = attempts - await uow.counters.count(f"signin-ok:{b.key}", start)
+    return out
+
+
+def _refusal(buckets: Sequence[_Bucket], failures: dict[str, int], now: int) -> None:
+    """Raise `SignInLocked` when a limit holds this source back (the longest wait first)."""
+    over = [b for b in buckets if failures[b.limit] >= b.failures]
+    # The name's own limit holds back only the sources that have failed at it.
+    over = [b for b in over if b.limit != "name" or failures.get("name-source", 0) > 0]
+    if over:
+        worst = max(over, key=lambda b: b.window)
+        raise SignInLocked(now - now % worst.window + worst.window - now, worst.limit)
 
 
 @attrs.frozen
@@ -141,39 +190,35 @@ class Sessions:
     clock: Clock
     ids: Ids
     local: SignIn  # the default sign-in method: local accounts
+    ipv6_prefix: int = DEFAULT_IPV6_PREFIX  # an IPv6 client's network is one source
 
     async def sign_in(self, method: SignIn, fields: Mapping[str, str], ip: str) -> SignedIn:
-        """The account the fields prove, within the failed-attempt limits: per name and
-        address, per address, and a ten times higher one per name from all addresses.
+        """The account the fields prove, within the failed-attempt limits of the source
+        `ip` is in (`_buckets`).
 
-        Every attempt is counted in a committed step of its own BEFORE its password is
-        checked, and the counters answer with the new count atomically, so however many
-        attempts arrive at once, at most the limit of them are checked: the rest see the
-        count over it. A successful sign-in is counted too, and the failures are the
-        attempts less the successes. An attempt refused by the lock counts as an attempt (it
-        changes nothing: the name or address is locked for the rest of the window anyway).
+        An attempt a limit refuses is refused before it is counted: a blocked source's
+        retries cost it nothing and push no count further. Every other attempt is counted
+        in a committed step of its own BEFORE its password is checked, and the counters
+        answer with the new count atomically, so however many attempts arrive at once, at
+        most a limit's worth of them are checked: the rest see the count over it. A
+        successful sign-in is counted too, and the failures are the attempts less the
+        successes.
         """
         now = self.clock.now()
-        window = now - now % FAILURE_WINDOW
-        name = fields.get("username", "")
-        tries = [bucket for bucket, _limit in _buckets("try", name, ip)]
-        oks = [bucket for bucket, _limit in _buckets("ok", name, ip)]
-        limits = [limit for _bucket, limit in _buckets("try", name, ip)]
-        async with self.storage.unit_of_work() as uow:
-            counted = await uow.counters.hit(tries, window)
-            succeeded = [await uow.counters.count(bucket, window) for bucket in oks]
-        # Failures before this attempt: the attempts counted so far (this one included) less
-        # the successes, less this one.
-        if any(t - o - 1 >= limit
-               for t, o, limit in zip(counted, succeeded, limits, strict=True)):
-            raise SignInLocked(window + FAILURE_WINDOW - now)
+        buckets = _buckets(fields.get("username", ""), source_of(ip, self.ipv6_prefix))
+        for count_this in (False, True):
+            async with self.storage.unit_of_work() as uow:
+                failures = await _failures(uow, buckets, now, count_this)
+            _refusal(buckets, failures, now)
         account = await method.identify(fields)
         if account is None:
             raise SignInRefused()
         if account.disabled_at is not None:
             raise AccountDisabled()
         async with self.storage.unit_of_work() as uow:
-            await uow.counters.hit(oks, window)
+            for window in sorted({b.window for b in buckets}):
+                await uow.counters.hit([f"signin-ok:{b.key}" for b in buckets
+                                        if b.window == window], now - now % window)
         return SignedIn(account, self.clock.now())
 
     async def platform_account(self, platform_id: str, name: str) -> Account | None:

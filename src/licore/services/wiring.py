@@ -80,7 +80,8 @@ class UseCases:
         runtime = Runtime(deps.storage, clock, ids, deps.vault, copies, deps.models,
                           deps.offload, announce,
                           RuntimeLimits(settings.runtime_key_rate_limit,
-                                        settings.runtime_ip_rate_limit, settings.alert_window),
+                                        settings.runtime_ip_rate_limit, settings.alert_window,
+                                        settings.ipv6_prefix),
                           deps.once, deps.update_files)
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
@@ -95,7 +96,8 @@ class UseCases:
                    Operator(storage, clock, ids, deps.passwords),
                    DeviceFlow(storage, clock, deps.random, ids, DeviceSettings(
                        settings.public_url, settings.device_lifetime, settings.device_interval,
-                       settings.device_code_rate_limit, settings.code_entry_rate_limit)),
+                       settings.device_code_rate_limit, settings.code_entry_rate_limit,
+                       settings.ipv6_prefix)),
                    claims, webhooks,
                    Delivery(storage, clock, deps.random, deps.vault, deps.chat, deps.webhooks,
                             announce, settings.outbox),
@@ -104,7 +106,8 @@ class UseCases:
                            lifecycle, Idempotency(deps.storage, clock), usage, images,
                            trail),
                    Sessions(storage, clock, ids,
-                            LocalAccounts(storage, deps.passwords, deps.offload)),
+                            LocalAccounts(storage, deps.passwords, deps.offload),
+                            settings.ipv6_prefix),
                    Housekeeping(storage, clock,
                                 usage_retention_days=settings.usage_retention_days,
                                 audit_retention_days=settings.audit_retention_days),
