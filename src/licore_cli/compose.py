@@ -9,22 +9,24 @@ import os
 import secrets
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
-from adapters_http.app import FAMILIES, LicoreApp, create_app
-from adapters_http.web import PlatformSignInConfig, WebConfig
 from adapters_storage import open_storage
 from adapters_storage.update_file_store import DiskUpdateFiles
 from licore.ports import ChatService, ImageCodec, ModelCodec, Platform, WebhookSender
 from licore.protection import Protector
 from licore.services.deps import Deps
-from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
 from licore_cli import settings
 from licore_cli.deferred import deferred
 from licore_cli.single_flight import AsyncSingleFlight
 from licore_cli.test_clock import shifted_clock
+
+if TYPE_CHECKING:  # the HTTP side is imported by what serves (a verb needs only the core)
+    from adapters_http.app import LicoreApp
+    from adapters_http.web import WebConfig
+    from licore.services.wiring import UseCases
 
 log = logging.getLogger("licore.protection")
 
@@ -176,25 +178,30 @@ async def warm_protection(deps: Deps, only: tuple[str, ...]) -> None:
         log.warning("protection workers could not start early: %s", type(exc).__name__)
 
 
-def app_of(deps: Deps, only: tuple[str, ...] = FAMILIES, web: WebConfig | None = None,
+def app_of(deps: Deps, only: tuple[str, ...] | None = None, web: WebConfig | None = None,
            background: Sequence[Callable[[UseCases], Coroutine[Any, Any, None]]] = ()
            ) -> LicoreApp:
     """The ASGI application over the parts chosen: the use cases built once from them, and
     given to the HTTP adapter with the settings. `background`: long-running tasks started
     with the application (the outbox workers), each given the same use cases."""
+    from adapters_http.app import FAMILIES, create_app
+    from licore.services.wiring import UseCases
+
     uc = UseCases.of(deps)
 
     def started(run: Callable[[UseCases], Coroutine[Any, Any, None]]
                 ) -> Callable[[], Coroutine[Any, Any, None]]:
         return lambda: run(uc)
 
-    return create_app(uc, deps.settings, only=only, web_config=web,
+    return create_app(uc, deps.settings, only=FAMILIES if only is None else only, web_config=web,
                       background=[started(run) for run in background])
 
 
 def web_config() -> WebConfig:
     """Every process serving the pages signs session cookies with one key; people sign in
     with local accounts, and with the platform when its OAuth app is configured."""
+    from adapters_http.web import PlatformSignInConfig, WebConfig
+
     platform = settings.load().platform
     sso = None
     if platform is not None and platform.oidc_client_id and platform.oidc_client_secret:

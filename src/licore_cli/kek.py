@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from adapters_crypto import AesGcmKeyVault
 from adapters_storage.key_fingerprint import Verdict, settle
 from adapters_storage.probe import problem
-from licore.ports import KeyVault
-from licore.services.deps import Deps
 from licore_cli import settings
 
 if TYPE_CHECKING:
     from adapters_storage.postgres import PostgresStorage
     from adapters_storage.sqlite import SqliteStorage
+    from licore.ports import KeyVault
+    from licore.services.deps import Deps
 
 
 class KeyMismatch(Exception):
@@ -46,6 +45,8 @@ async def check(deps: Deps, also: KeyVault | None = None) -> None:
     """Refuses (`KeyMismatch`) a key the database was not made with; otherwise tells the
     vault (and `also`, another process part's vault holding the same keys) which of its
     keys the database names, and the look-up root it keeps."""
+    from adapters_crypto import AesGcmKeyVault
+
     vault, storage = deps.vault, deps.storage
     if not isinstance(vault, AesGcmKeyVault) or not isinstance(storage, _databases()):
         return  # an embedder's own vault, or a database that outlives nothing

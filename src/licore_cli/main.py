@@ -16,18 +16,20 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters_storage.probe import problem
-from licore.audit import Actor, ActorKind, AuditEntry, acting
-from licore.commands import ListAudit, Paging
 from licore.errors import LicoreError
-from licore.model import Account, Client
-from licore.scopes import Permission
-from licore.services.deps import Deps
-from licore.services.operator import FIRST_ACCOUNT_COMMAND
-from licore.services.wiring import UseCases
 from licore_cli import kek, settings
+
+if TYPE_CHECKING:
+    from licore.audit import Actor, AuditEntry
+    from licore.model import Account, Client
+    from licore.services.deps import Deps
+    from licore.services.wiring import UseCases
+
+# The core's use cases, the adapters and the server are imported by the verbs that use them:
+# `licore --help`, a mistyped setting or `licore backup` start without them.
 
 
 class OperatorError(Exception):
@@ -56,6 +58,8 @@ def _with_deps(action: Callable[[Deps], Awaitable[Any]]) -> Any:
 
 def _operator() -> Actor:
     """Who the audit trail names for a verb: the operator, by their login name."""
+    from licore.audit import Actor, ActorKind
+
     try:
         name = getpass.getuser()
     except (KeyError, OSError):  # no name for the uid (a bare container)
@@ -64,6 +68,9 @@ def _operator() -> Actor:
 
 
 def _with_use_cases(action: Callable[[UseCases], Awaitable[Any]]) -> Any:
+    from licore.audit import acting
+    from licore.services.wiring import UseCases
+
     async def as_operator(deps: Deps) -> Any:
         with acting(_operator()):
             return await action(UseCases.of(deps))
@@ -137,6 +144,7 @@ def _serve(args: argparse.Namespace, loaded: settings.ServerSettings) -> int:
     from hypercorn.run import run
 
     from adapters_http.observability import configure_logging
+    from licore.services.operator import FIRST_ACCOUNT_COMMAND
     from licore_cli.compose import secret
 
     configure_logging(loaded.log_level)
@@ -187,6 +195,8 @@ def cmd_worker(args: argparse.Namespace) -> None:
     configure_logging(loaded.log_level)
     if args.concurrency < 1:
         raise OperatorError("--concurrency must be 1 or more")
+
+    from licore.services.wiring import UseCases
 
     async def run(deps: Deps) -> None:
         uses = UseCases.of(deps)
@@ -292,6 +302,8 @@ def cmd_studio_list(args: argparse.Namespace) -> None:
 
 
 def cmd_studio_collaborator(args: argparse.Namespace) -> None:
+    from licore.scopes import Permission
+
     perms = frozenset(p for p, on in ((Permission.MANAGE_PRODUCTS, args.manage_products),
                                       (Permission.MANAGE_LICENSES, args.manage_licenses)) if on)
     _with_use_cases(lambda u: u.operator.set_collaborator(args.studio, args.username, perms))
@@ -312,6 +324,7 @@ def cmd_client_add(args: argparse.Namespace) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> None:
     from adapters_http.wire import audit_entry
+    from licore.commands import ListAudit, Paging
 
     command = ListAudit(args.action, args.actor, args.subject, page=Paging(args.limit))
     found = _with_use_cases(lambda u: u.operator.audit(args.studio, command)).items
