@@ -20,6 +20,8 @@ declare namespace Licore {
 
 	/** (url, JSON body) -> (transport ok, HTTP status, response body) */
 	type HttpPost = (url: string, body: string) => LuaTuple<[boolean, number, string]>;
+	/** url -> (transport ok, HTTP status, response body): fetching an update file */
+	type HttpGet = (url: string) => LuaTuple<[boolean, number, string]>;
 
 	interface Config {
 		runtimeUrl: string;
@@ -28,6 +30,7 @@ declare namespace Licore {
 		userId?: string | number;
 		gameId?: string | number;
 		http?: HttpPost;
+		httpGet?: HttpGet;
 		jsonEncode?: (value: Json) => string;
 		jsonDecode?: (text: string) => Json;
 		newNonce?: () => string;
@@ -35,6 +38,8 @@ declare namespace Licore {
 		sleep?: (seconds: number) => void;
 		retries?: number;
 		maxPerMinute?: number;
+		/** false: never ask /update for a file (docs/runtime.md, "Updates as files"). */
+		fileUpdates?: boolean;
 	}
 
 	interface VersionInfo {

@@ -14,10 +14,11 @@ import httpx
 import pytest
 
 from adapters_formats.codec import RobloxModelCodec
-from licore.builds.nodes import to_nodes
+from licore.builds.nodes import nodes_json, to_nodes
 from tests.http.e2e import People, auth, license_key, obtain_key, owner_key, setup_people
 from tests.http.test_runtime_e2e import ALL, UNLOCK_DATA, v1
-from tests.sdk.luau_sdk import LuauSdk, method
+from tests.sdk import encoding_service
+from tests.sdk.luau_sdk import LuauSdk, as_bytes, method
 from tests.support.models import PLAIN_SCRIPT, product_model
 from tests.support.server import Server
 
@@ -72,9 +73,30 @@ def real_http(url: str, body: str) -> tuple[bool, int, str]:
     return True, r.status_code, r.text
 
 
+def real_get(url: str) -> tuple[bool, int, bytes]:
+    try:
+        r = httpx.get(url)
+    except httpx.TransportError:
+        return False, 0, b""
+    return True, r.status_code, r.content
+
+
+Get = Callable[[str], tuple[bool, int, bytes]]
+
+
+def lua_get(sdk: LuauSdk, get: Get) -> Any:
+    """`get` as the SDK's injected `httpGet`: the body handed over as a Luau string of bytes."""
+
+    def call(_lua: Any, args: tuple[Any, ...]) -> tuple[bool, int, Any]:
+        ok, status, body = get(as_bytes(args[0]).decode())
+        return ok, status, sdk.bytes_in(body)
+
+    return sdk.lua.create_function(call)
+
+
 def client(sdk: LuauSdk, server: Server, game: Game, http: Http = real_http,
-           now: int | None = None) -> Any:
-    return sdk.client(http, license_key=game.key,
+           now: int | None = None, get: Get = real_get, **extra: Any) -> Any:
+    return sdk.client(http, httpGet=lua_get(sdk, get), **extra, license_key=game.key,
                       nonces=[secrets.token_hex(16) for _ in range(4)],
                       now=int(time.time()) if now is None else now,
                       runtimeUrl=f"{server.url}/runtime", productId=game.product,
@@ -172,6 +194,85 @@ def test_a_genuine_update_equals_the_buyers_download_and_a_tampered_one_changes_
     tampered.set("build", c.get("build"))
     assert method(tampered, "update", "0.9", game.buyer) == [None, "tag_mismatch"]
     assert sdk.to_python(tampered.get("build")) == before
+
+
+@pytest.fixture(scope="module")
+def native_sdk() -> LuauSdk:
+    """The SDK where EncodingService hashes (the stand-in, through the host's hashlib)."""
+    sdk = LuauSdk(before=encoding_service.install)
+    assert sdk.module.get("nativeHashing") is True
+    return sdk
+
+
+def recording(seen: list[str], change: Callable[[bytes], bytes] = lambda b: b) -> Get:
+    def get(url: str) -> tuple[bool, int, bytes]:
+        seen.append(url)
+        ok, status, body = real_get(url)
+        return ok, status, change(body)
+
+    return get
+
+
+def _download(server: Server, game: Game, compact: bool = False) -> list[dict[str, Any]]:
+    """The buyer's download as nodes, in the form asked for."""
+    r = httpx.get(f"{server.url}/v1/library/download", headers=auth(game.library_key),
+                  params={"product_id": game.product})
+    assert r.status_code == 200, r.text
+    nodes: list[dict[str, Any]] = json.loads(nodes_json(CODEC.read(r.content), compact))
+    return [_normal(n) for n in nodes]
+
+
+@pytest.mark.parametrize("hashing", ["pure", "native"])
+def test_the_sdk_takes_the_update_as_a_file_where_the_server_offers_it(
+        sdk: LuauSdk, native_sdk: LuauSdk, server: Server, game: Game, hashing: str) -> None:
+    vm = native_sdk if hashing == "native" else sdk
+    seen: list[str] = []
+    asked: list[dict[str, Any]] = []
+
+    def http(url: str, body: str) -> tuple[bool, int, str]:
+        asked.append(json.loads(body))
+        return real_http(url, body)
+
+    # The stand-in game has EncodingService and no HttpService: the SDK's own JSON code.
+    codec = {"jsonEncode": vm.module.get("jsonEncode"), "jsonDecode": vm.module.get("jsonDecode")}
+    for compact in (False, True):
+        c = client(vm, server, game, http, get=recording(seen), compactNodes=compact, **codec)
+        nodes, reason = method(c, "update", "0.9", game.buyer)
+        assert reason is None
+        assert [_normal(n) for n in vm.to_python(nodes)] == _download(server, game, compact)
+        assert vm.to_python(c.get("build"))["version"] == "1.0"
+    assert [a["delivery"] for a in asked] == ["file", "file"]
+    # One file a node form, fetched from the origin the client calls.
+    assert len(seen) == 2 and len(set(seen)) == 2
+    assert all(u.startswith(f"{server.url}/runtime/files/") for u in seen)
+
+
+def test_a_file_changed_on_its_way_is_refused_and_the_sealed_answer_taken_instead(
+        sdk: LuauSdk, server: Server, game: Game) -> None:
+    seen: list[str] = []
+    flipped = recording(seen, lambda b: bytes([b[0] ^ 1]) + b[1:])
+    c = client(sdk, server, game, get=flipped)
+    nodes, reason = method(c, "update", "0.9", game.buyer)
+    assert reason is None and len(seen) == 1  # the file was fetched, and not used
+    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game)
+    assert c.get("fileUpdates") is False  # sealed answers from now on
+    method(c, "update", "0.9", game.buyer)
+    assert len(seen) == 1
+
+
+def test_a_client_told_not_to_never_asks_for_a_file(
+        sdk: LuauSdk, server: Server, game: Game) -> None:
+    seen: list[str] = []
+    asked: list[dict[str, Any]] = []
+
+    def http(url: str, body: str) -> tuple[bool, int, str]:
+        asked.append(json.loads(body))
+        return real_http(url, body)
+
+    c = client(sdk, server, game, http, get=recording(seen), fileUpdates=False)
+    nodes, reason = method(c, "update", "0.9", game.buyer)
+    assert reason is None and seen == [] and "delivery" not in asked[0]
+    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game)
 
 
 def test_verify_source_reports_the_exact_live_source(
