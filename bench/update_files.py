@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.fakes import TEST_KEK
 
 from bench import download
 from bench.runtime import BIN, cpu_seconds, free_port, start
 from licore.sealing import open_sealed
 from licore.update_files import keystream_xor
-from tests.support.fakes import TEST_KEK
 
 GZIP = {"Accept-Encoding": "gzip, deflate"}  # HttpService's, on every request
 
@@ -132,9 +132,10 @@ def main() -> None:
                         wire = way(client, base, who, args.calls)
                         got[name] = (cpu_seconds(proc.pid) - cpu, wire)
                     (s_cpu, s_wire), (f_cpu, f_wire) = got["spec"], got["file"]
-                    print(f"round {n + 1}: spec {s_cpu:.2f} s CPU, {s_wire / args.calls / size:.2f}x the "
-                          f"build a call on the wire; file {f_cpu:.2f} s CPU, "
-                          f"{f_wire / args.calls / size:.2f}x; file / spec CPU {f_cpu / s_cpu:.3f}")
+                    s_x, f_x = s_wire / args.calls / size, f_wire / args.calls / size
+                    print(f"round {n + 1}: spec {s_cpu:.2f} s CPU, {s_x:.2f}x the build a call "
+                          f"on the wire; file {f_cpu:.2f} s CPU, {f_x:.2f}x; "
+                          f"file / spec CPU {f_cpu / s_cpu:.3f}")
                 print(f"load average at end {os.getloadavg()[0]:.1f}")
         finally:
             proc.terminate()
