@@ -12,6 +12,7 @@ import asyncio
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -58,16 +59,17 @@ def download(server: Server, library_key: str, product: str) -> bytes:
     return got.content
 
 
-def sealed_rows(database_url: str) -> list[tuple[str, bytes]]:
-    async def read() -> list[tuple[str, bytes]]:
+def sealed_rows(database_url: str, sql: str = "SELECT id, key_ciphertext FROM licenses "
+                "WHERE key_ciphertext IS NOT NULL") -> list[tuple[Any, ...]]:
+    """Rows of an id and sealed columns, as the database holds them."""
+    async def read() -> list[tuple[Any, ...]]:
         storage = open_storage(database_url)
         try:
             async with storage.unit_of_work() as uow:
-                rows = await uow.db.rows(
-                    "SELECT id, key_ciphertext FROM licenses WHERE key_ciphertext IS NOT NULL")
+                rows = await uow.db.rows(sql)
         finally:
             await storage.close()
-        return [(str(i), bytes(c)) for i, c in rows]
+        return [(str(row[0]), *(bytes(c) for c in row[1:])) for row in rows]
 
     return asyncio.run(read())
 
@@ -88,6 +90,9 @@ def test_rotation_while_serving_then_the_new_key_alone(tmp_path: Path,
         buyer_key = license_key(old_host, product, "29")
         library = obtain_key(old_host, people, LIBRARY, people.buyer_id, None)
         copy = download(old_host, library, product)  # stored, sealed, for the next time
+        hook = v1(old_host, seller, "/webhooks", {"url": "https://1.1.1.1/hook",
+                                                  "events": ["product.changed"]})
+        rotated_hook = v1(old_host, seller, "/webhooks/rotate", {"id": hook["id"]})
 
         with running_server(database_url, LICORE_KEK=NEW.hex(),
                             LICORE_KEK_PREVIOUS=OLD.hex()) as both:
@@ -115,6 +120,11 @@ def test_rotation_while_serving_then_the_new_key_alone(tmp_path: Path,
     assert len(rows) > 2
     assert all(AesGcmKeyVault(NEW).opens(c, i) and not AesGcmKeyVault(OLD).opens(c, i)
                for i, c in rows)
+    # the webhook's secret and the one it replaced (still accepted) open under the new key
+    ((endpoint, secret, previous),) = sealed_rows(
+        database_url, "SELECT id, secret_ciphertext, previous_ciphertext FROM webhook_endpoints")
+    assert AesGcmKeyVault(NEW).decrypt(secret, endpoint) == rotated_hook["secret"]
+    assert AesGcmKeyVault(NEW).decrypt(previous, endpoint) == hook["secret"]
 
     line = refusal(licore(database_url, tmp_path, "account", "list", kek=OLD))
     assert "replaced by a rotation" in line and "LICORE_KEK" in line, line
