@@ -37,3 +37,27 @@ def test_the_classifier_knows_expansions_from_contractions() -> None:
     # the migrations released before the rule: the classifier finds their contractions
     before = MIGRATIONS[:EXPAND_ONLY_FROM - 1]
     assert [n for n, m in enumerate(before, 1) if contractions(m)] == [4, 6, 8, 12]
+
+
+async def test_migrate_check_tells_what_an_upgrade_applies_and_changes_nothing(
+        database_url: str) -> None:
+    from adapters_storage import open_storage
+    from licore_cli.migrate_check import check
+
+    fresh, text = await check(database_url)
+    assert [p["migration"] for p in fresh["pending"]] == list(range(1, len(MIGRATIONS) + 1))
+    assert fresh["database_at"] == 0 and "would apply migration 1 (expand)" in text
+    again, _ = await check(database_url)
+    assert again == fresh  # nothing was applied by asking
+    storage = open_storage(database_url)
+    try:
+        await storage.migrate()
+        assert (await check(database_url))[0]["pending"] == []
+        async with storage.unit_of_work() as uow:  # as a newer release would have left it
+            await uow.db.run("INSERT INTO schema_migrations (version) VALUES (?)",
+                             [len(MIGRATIONS) + 1])
+        newer, text = await check(database_url)
+        assert newer["newer"] == [len(MIGRATIONS) + 1] and "nothing to apply" in text
+        assert "a newer release applied" in text
+    finally:
+        await storage.close()
