@@ -128,6 +128,11 @@ def test_rotation_while_serving_then_the_new_key_alone(tmp_path: Path,
 
     line = refusal(licore(database_url, tmp_path, "account", "list", kek=OLD))
     assert "replaced by a rotation" in line and "LICORE_KEK" in line, line
+    # a rotation without a new key, or to the key in use, is refused in one line
+    assert "set LICORE_NEW_KEK" in refusal(licore(database_url, tmp_path, "kek", "rotate",
+                                                  kek=NEW))
+    assert "make a new one" in refusal(licore(database_url, tmp_path, "kek", "rotate",
+                                              kek=NEW, new_kek=NEW))
     with running_server(database_url, LICORE_KEK=NEW.hex()) as new_host:
         assert passes(new_host, product, "29", buyer_key)
         unlocks(new_host, product, "29", buyer_key)  # made before, opens under its key
