@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 
 from adapters_crypto import AesGcmKeyVault
@@ -26,6 +27,7 @@ from tests.cli.test_kek_check import refusal
 from tests.http.e2e import People, auth, core, license_key, obtain_key, owner_key
 from tests.support.fakes import TEST_KEK
 from tests.support.models import product_model
+from tests.support.records import license, seed
 from tests.support.server import LICORE, Server, running_server
 
 OLD, NEW = TEST_KEK, bytes(range(100, 132))
@@ -137,3 +139,48 @@ def test_rotation_while_serving_then_the_new_key_alone(tmp_path: Path,
         assert passes(new_host, product, "29", buyer_key)
         unlocks(new_host, product, "29", buyer_key)  # made before, opens under its key
         assert download(new_host, library, product) == copy  # the stored copy, re-sealed
+
+
+def test_a_rotation_cut_short_is_resumed_by_running_it_again(tmp_path: Path) -> None:
+    """Killed between two batches, the rotation leaves every row sealed under one key or the
+    other (each batch is one transaction), and the next run finishes it."""
+    url = f"sqlite:///{tmp_path / 'licore.db'}"
+    many = 2000
+
+    async def fill() -> None:
+        storage = open_storage(url)
+        old = AesGcmKeyVault(OLD)
+        try:
+            await storage.migrate()
+            async with storage.unit_of_work() as uow:
+                await seed(uow)
+                for n in range(many):
+                    sealed = attrs.evolve(license(n, platform_id=str(10_000 + n)),
+                                          key_ciphertext=old.encrypt(f"LK-{n}", f"lic_{n}"))
+                    assert await uow.licenses.add(sealed)
+        finally:
+            await storage.close()
+
+    asyncio.run(fill())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LICORE_")}
+    env |= {"LICORE_DATABASE_URL": url, "LICORE_DATA_DIR": str(tmp_path / "data"),
+            "LICORE_KEK": OLD.hex(), "LICORE_NEW_KEK": NEW.hex()}
+    cut = subprocess.Popen([str(LICORE), "kek", "rotate", "--batch", "1"], cwd=tmp_path,
+                           env=env, stdout=subprocess.PIPE, text=True)
+    assert cut.stdout is not None
+    for line in cut.stdout:  # a few batches done: cut it short
+        if line.startswith("licenses: 3 of"):
+            cut.kill()
+            break
+    assert cut.wait(60) == -9, "the rotation ended before it could be cut short"
+    cut.stdout.close()
+    rows = sealed_rows(url)
+    under_new = sum(AesGcmKeyVault(NEW).opens(c, i) for i, c in rows)
+    assert 3 <= under_new < many
+    assert under_new + sum(AesGcmKeyVault(OLD).opens(c, i) for i, c in rows) == many
+
+    resumed = subprocess.run([str(LICORE), "kek", "rotate"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"re-sealed {many - under_new} secrets" in resumed.stdout, resumed.stdout
+    assert all(AesGcmKeyVault(NEW).opens(c, i) for i, c in sealed_rows(url))
