@@ -102,6 +102,10 @@ def test_started_before_the_database_they_wait_and_then_serve(
         assert "refused" in line and TEST_KEK.hex() not in line, line
 
         gate.open()
+        # hang guards, not timing claims (the back-off is 1 s here): each of the two workers
+        # says it serves, and /readyz agrees
+        until(lambda: shown("serve").count("the database answers: serving") == 2, 90,
+              lambda: shown("serve"))
         until(lambda: answer(f"{base}/readyz") == 200, 30, lambda: shown("serve"))
         # served now by the same processes: the app's own answers, not the waiting 503
         assert httpx.get(f"{base}/v1/products").status_code == 401
