@@ -490,7 +490,8 @@ class UsageRecords(Protocol):
 
 class RequestRecords(Protocol):
     """What requests leave behind for a while, beside the things they change: the runtime's
-    nonces and places, rate counters, idempotency keys. Part of every unit of work."""
+    nonces and places, rate counters, idempotency keys, usage rollups. A unit of work's
+    `records`."""
 
     @property
     def runtime(self) -> RuntimeRecords: ...
@@ -500,6 +501,16 @@ class RequestRecords(Protocol):
     def idempotency(self) -> IdempotencyKeys: ...
     @property
     def usage(self) -> UsageRecords: ...
+
+
+class Abuse(Protocol):
+    """What a studio sees and decides about misuse: the alerts raised and its blacklist. A
+    unit of work's `abuse`."""
+
+    @property
+    def alerts(self) -> Alerts: ...
+    @property
+    def blacklist(self) -> Blacklist: ...
 
 
 class AuditLog(Protocol):
@@ -520,8 +531,11 @@ class AuditLog(Protocol):
         ...
 
 
-class UnitOfWork(RequestRecords, Protocol):
-    """Every repository one unit of work reaches; it commits or rolls back as one."""
+class UnitOfWork(Protocol):
+    """Every repository one unit of work reaches; it commits or rolls back as one. The
+    aggregates a use case changes are repositories of their own; the records requests leave
+    behind and the abuse a studio manages are one bounded context each, reached through it
+    (`uow.records.counters`, `uow.abuse.alerts`), so that no port holds more than fifteen."""
 
     @property
     def accounts(self) -> Accounts: ...
@@ -542,9 +556,9 @@ class UnitOfWork(RequestRecords, Protocol):
     @property
     def licenses(self) -> Licenses: ...
     @property
-    def alerts(self) -> Alerts: ...
+    def abuse(self) -> Abuse: ...
     @property
-    def blacklist(self) -> Blacklist: ...
+    def records(self) -> RequestRecords: ...
     @property
     def outbox(self) -> Outbox: ...
     @property

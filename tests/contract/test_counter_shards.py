@@ -33,10 +33,11 @@ async def test_processes_count_in_shards_and_every_reader_sees_the_sum(
             (per_key, per_ip), _ = await store.runtime_read(["rk:x", "rip:y"], W, "d", "2", None)
             got.append((per_key, per_ip))
         async with a.unit_of_work() as uow:
-            seen = (await uow.counters.count("rk:x", W), await uow.counters.count("rip:y", W))
+            counters = uow.records.counters
+            seen = (await counters.count("rk:x", W), await counters.count("rip:y", W))
             # A unit of work adds to the same totals (in shard 0).
-            after = await uow.counters.hit(["rip:y"], W)
-            other_window = await uow.counters.count("rk:x", W + 60)
+            after = await uow.records.counters.hit(["rip:y"], W)
+            other_window = await uow.records.counters.count("rk:x", W + 60)
     finally:
         await a.close()
         await b.close()
@@ -69,15 +70,15 @@ async def test_batches_locking_shared_rows_in_opposite_orders_do_not_deadlock(
     try:
         async def holder() -> list[int]:
             async with store.unit_of_work() as uow:
-                got = await uow.counters.hit(["c"], W)
+                got = await uow.records.counters.hit(["c"], W)
                 held.set()
                 await release.wait()
             return got
 
         t = asyncio.get_running_loop().create_task(holder())
         await held.wait()
-        a = await _waiting(store, lambda uow: uow.counters.hit(["a", "c", "b"], W))
-        b = await _waiting(store, lambda uow: uow.counters.hit(["b", "a"], W))
+        a = await _waiting(store, lambda uow: uow.records.counters.hit(["a", "c", "b"], W))
+        b = await _waiting(store, lambda uow: uow.records.counters.hit(["b", "a"], W))
         release.set()
         results = await asyncio.gather(t, a, b, return_exceptions=True)
     finally:
@@ -138,8 +139,8 @@ async def test_counters_going_into_shards_keep_every_count(before_shards: str) -
     try:
         await store.migrate()
         async with store.unit_of_work() as uow:
-            kept = (await uow.counters.count("session-ended:s1", 0),
-                    await uow.counters.count("rk:x", W))
+            kept = (await uow.records.counters.count("session-ended:s1", 0),
+                    await uow.records.counters.count("rk:x", W))
         (per_key,), _ = await store.runtime_read(["rk:x"], W, "d", "2", None)
     finally:
         await store.close()
@@ -157,10 +158,10 @@ async def test_a_deadlock_is_told_as_contention_not_as_an_outage(pg_schema_url: 
 
     async def cross(mine: str, theirs: str, held: asyncio.Event, other: asyncio.Event) -> None:
         async with store.unit_of_work() as uow:
-            await uow.counters.hit([mine], W)
+            await uow.records.counters.hit([mine], W)
             held.set()
             await other.wait()
-            await uow.counters.hit([theirs], W)
+            await uow.records.counters.hit([theirs], W)
 
     try:
         outcomes = await asyncio.gather(cross("a", "b", first_held, second_held),
@@ -175,6 +176,6 @@ async def test_a_deadlock_is_told_as_contention_not_as_an_outage(pg_schema_url: 
         async with asyncio.timeout(2):  # not the half-second fail-fast of an outage
             async with store.unit_of_work() as uow:
                 # The turned-back transaction left nothing: one hit on each row, the winner's.
-                assert [await uow.counters.count(row, W) for row in "ab"] == [1, 1]
+                assert [await uow.records.counters.count(row, W) for row in "ab"] == [1, 1]
     finally:
         await store.close()

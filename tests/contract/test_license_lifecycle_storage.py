@@ -77,16 +77,16 @@ async def test_a_trial_is_taken_once_per_person_and_product(storage: Storage) ->
 
 async def test_places_are_listed_in_rank_order_and_reset(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        await uow.runtime.record_place("lic_1", "g1", 10)
-        await uow.runtime.record_place("lic_1", "g2", 20)
-        await uow.runtime.record_place("lic_2", "g1", 30)
-        places = await uow.runtime.places("lic_1")
+        await uow.records.runtime.record_place("lic_1", "g1", 10)
+        await uow.records.runtime.record_place("lic_1", "g2", 20)
+        await uow.records.runtime.record_place("lic_2", "g1", 30)
+        places = await uow.records.runtime.places("lic_1")
         assert [(p.game_id, p.place_rank, p.first_seen_at) for p in places] == [
             ("g1", 1, 10), ("g2", 2, 20)]
-        assert await uow.runtime.reset_places("lic_1") == 2
-        assert list(await uow.runtime.places("lic_1")) == []
-        assert await uow.runtime.record_place("lic_1", "g2", 40) == 1  # counts from 1 again
-        assert len(await uow.runtime.places("lic_2")) == 1
+        assert await uow.records.runtime.reset_places("lic_1") == 2
+        assert list(await uow.records.runtime.places("lic_1")) == []
+        assert await uow.records.runtime.record_place("lic_1", "g2", 40) == 1  # counts from 1 again
+        assert len(await uow.records.runtime.places("lic_2")) == 1
 
 
 async def test_due_notices_are_told_once_per_end_and_a_new_end_rearms(

@@ -141,7 +141,7 @@ class MemoryMatchesSql(_BothStores):
     @rule(buckets=st.lists(st.sampled_from(BUCKETS), min_size=1, max_size=4),
           window=st.sampled_from(WINDOWS))
     def hit(self, buckets: list[str], window: int) -> None:
-        self.same(lambda uow: uow.counters.hit(buckets, window))
+        self.same(lambda uow: uow.records.counters.hit(buckets, window))
 
     @rule(buckets=st.lists(st.sampled_from(BUCKETS), min_size=1, max_size=3),
           window=st.sampled_from(WINDOWS), key_digest=st.sampled_from(("digest1", "x")),
@@ -155,8 +155,8 @@ class MemoryMatchesSql(_BothStores):
     @rule(bucket=st.sampled_from(BUCKETS), window=st.sampled_from(WINDOWS),
           before=st.sampled_from((0, 61, 121, 500)))
     def count_and_sweep(self, bucket: str, window: int, before: int) -> None:
-        self.same(lambda uow: uow.counters.count(bucket, window))
-        self.same(lambda uow: uow.counters.sweep(before))
+        self.same(lambda uow: uow.records.counters.count(bucket, window))
+        self.same(lambda uow: uow.records.counters.sweep(before))
 
     @rule(lic=st.sampled_from(("lic_1", "lic_2")), nonce=st.sampled_from(("n", "m")),
           life=st.integers(1, 30), wait=st.integers(0, 20), direct=st.booleans())
@@ -167,22 +167,22 @@ class MemoryMatchesSql(_BothStores):
                        for s in self.stores]
             assert answers[0] == answers[1]
         else:
-            self.same(lambda uow: uow.runtime.use_nonce(lic, nonce, now + life, now))
+            self.same(lambda uow: uow.records.runtime.use_nonce(lic, nonce, now + life, now))
 
     @rule()
     def sweep_nonces(self) -> None:
-        self.same(lambda uow: uow.runtime.sweep_nonces(self.now))
+        self.same(lambda uow: uow.records.runtime.sweep_nonces(self.now))
 
     @rule(lic=st.sampled_from(("lic_1", "lic_2")), game=st.sampled_from(("g1", "g2", "g3")))
     def record_place(self, lic: str, game: str) -> None:
-        self.same(lambda uow: uow.runtime.record_place(lic, game, self.now))
+        self.same(lambda uow: uow.records.runtime.record_place(lic, game, self.now))
 
     @rule(platform=st.sampled_from(PLATFORMS), on=st.booleans(), wait=st.integers(0, 3))
     def blacklist(self, platform: str, on: bool, wait: int) -> None:
         now = self.tick(wait)
-        self.same(lambda uow: uow.blacklist.set("std_1", platform, on, now))
-        self.same(lambda uow: uow.blacklist.contains("std_1", platform))
-        self.same(lambda uow: uow.blacklist.of_studio("std_1"))
+        self.same(lambda uow: uow.abuse.blacklist.set("std_1", platform, on, now))
+        self.same(lambda uow: uow.abuse.blacklist.contains("std_1", platform))
+        self.same(lambda uow: uow.abuse.blacklist.of_studio("std_1"))
 
     @rule(kind=st.sampled_from(("k1", "k2")), lic=st.none() | st.just("lic_1"),
           game=st.none() | st.just("g1"), wait=st.sampled_from((0, 1, 9, 10, 11, 30)),
@@ -195,8 +195,8 @@ class MemoryMatchesSql(_BothStores):
         self.alerts += 1
         record = Alert(f"alr_{self.alerts:04}", "std_1", kind, "prd_1", lic, None, None, game,
                        None, 1, now, now)
-        self.same(lambda uow: uow.alerts.record(record, window))
-        self.same(lambda uow: uow.alerts.of_studio("std_1", None, limit, None))
+        self.same(lambda uow: uow.abuse.alerts.record(record, window))
+        self.same(lambda uow: uow.abuse.alerts.of_studio("std_1", None, limit, None))
 
     @rule(n=st.integers(0, 4), library=st.booleans())
     def add_key(self, n: int, library: bool) -> None:
@@ -222,7 +222,7 @@ class MemoryMatchesSql(_BothStores):
     def rolled_back(self, n: int, buckets: list[str]) -> None:
         async def change(uow: UnitOfWork) -> None:
             await uow.licenses.add(license(50 + n, "prd_2", "9"))
-            await uow.counters.hit(buckets, 60)
+            await uow.records.counters.hit(buckets, 60)
             await uow.api_keys.revoke_all_of_client("cli_1", self.now)
         self.same(change, roll_back=True)
         self.same(lambda uow: uow.licenses.for_user("prd_2", "9"))

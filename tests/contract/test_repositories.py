@@ -161,9 +161,9 @@ async def seed_runtime(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
         await seed(uow)
         assert await uow.licenses.add(license(1))
-        await uow.blacklist.set("std_1", "66", True, 5)
-        assert await uow.runtime.record_place("lic_1", "g1", 5) == 1
-        assert await uow.runtime.record_place("lic_1", "g2", 6) == 2
+        await uow.abuse.blacklist.set("std_1", "66", True, 5)
+        assert await uow.records.runtime.record_place("lic_1", "g1", 5) == 1
+        assert await uow.records.runtime.record_place("lic_1", "g2", 6) == 2
 
 
 async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None:
@@ -181,8 +181,8 @@ async def test_runtime_read_counts_and_loads_the_facts(storage: Storage) -> None
     assert await storage.use_nonce("lic_1", "n1", 100, 10)
     assert not await storage.use_nonce("lic_1", "n1", 100, 20)
     async with storage.unit_of_work() as uow:
-        assert await uow.counters.count("k", 60) == 2
-        assert not await uow.runtime.use_nonce("lic_1", "n1", 200, 30)
+        assert await uow.records.counters.count("k", 60) == 2
+        assert not await uow.records.runtime.use_nonce("lic_1", "n1", 200, 30)
 
 
 async def test_runtime_reads_past_a_full_batch_count_in_turn_and_get_their_own_facts(
@@ -214,9 +214,9 @@ async def test_runtime_reads_past_a_full_batch_count_in_turn_and_get_their_own_f
     counts, _ = await storage.runtime_read(["k"], 2**40, "digest1", "2", None)  # a bigint window
     assert counts == [1]
     async with storage.unit_of_work() as uow:
-        assert [await uow.counters.count(b, 60) for b in ("k", "ip0", "ip1", "ip2")] == [
+        assert [await uow.records.counters.count(b, 60) for b in ("k", "ip0", "ip1", "ip2")] == [
             seen["k"], seen["ip0"], seen["ip1"], seen["ip2"]]
-        assert await uow.counters.count("k", 2**40) == 1
+        assert await uow.records.counters.count("k", 2**40) == 1
 
 
 async def test_odd_text_in_a_batch_stays_as_it_was(storage: Storage) -> None:
@@ -226,7 +226,7 @@ async def test_odd_text_in_a_batch_stays_as_it_was(storage: Storage) -> None:
         await seed(uow)
         assert await uow.licenses.add(license(1))
         for n, game in enumerate(odd):
-            assert await uow.runtime.record_place("lic_1", game, 5) == n + 1
+            assert await uow.records.runtime.record_place("lic_1", game, 5) == n + 1
     answers = await asyncio.gather(*(storage.runtime_read([text, text, "k"], 60, "digest1", "2",
                                                           text) for text in [*odd, *odd]))
     assert [counts for counts, _ in answers] == [

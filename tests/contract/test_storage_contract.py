@@ -160,19 +160,19 @@ async def test_alerts_repeat_within_an_hour_bump_the_count(storage: Storage) -> 
                  key_owner_platform_id="8", game_id="55", script_name=None, count=1,
                  first_seen_at=1000, last_seen_at=1000)
     async with storage.unit_of_work() as uow:
-        first = await uow.alerts.record(base, 3600)
-        again = await uow.alerts.record(
+        first = await uow.abuse.alerts.record(base, 3600)
+        again = await uow.abuse.alerts.record(
             attrs_evolve(base, id="alr_2", first_seen_at=2000, last_seen_at=2000), 3600)
-        other_place = await uow.alerts.record(
+        other_place = await uow.abuse.alerts.record(
             attrs_evolve(base, id="alr_3", game_id="56", last_seen_at=2100), 3600)
-        later = await uow.alerts.record(
+        later = await uow.abuse.alerts.record(
             attrs_evolve(base, id="alr_4", first_seen_at=9000, last_seen_at=9000), 3600)
     assert first.id == again.id == "alr_1" and again.count == 2
     assert other_place.id == "alr_3" and later.id == "alr_4"
     async with storage.unit_of_work() as uow:
-        assert await uow.alerts.by_id(world.studio.id, "alr_1") == again
-        assert await uow.alerts.by_id("std_other", "alr_1") is None  # another studio's
-        assert await uow.alerts.by_id(world.studio.id, "alr_9") is None
+        assert await uow.abuse.alerts.by_id(world.studio.id, "alr_1") == again
+        assert await uow.abuse.alerts.by_id("std_other", "alr_1") is None  # another studio's
+        assert await uow.abuse.alerts.by_id(world.studio.id, "alr_9") is None
 
 
 def attrs_evolve(obj: Any, **changes: Any) -> Any:
@@ -183,26 +183,26 @@ def attrs_evolve(obj: Any, **changes: Any) -> Any:
 
 async def test_nonce_is_used_once_until_it_expires(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        assert await uow.runtime.use_nonce("lic_1", "abc", expires_at=400, now=100)
-        assert not await uow.runtime.use_nonce("lic_1", "abc", expires_at=500, now=200)
-        assert await uow.runtime.use_nonce("lic_2", "abc", expires_at=500, now=200)
-        assert await uow.runtime.use_nonce("lic_1", "abc", expires_at=900, now=400)
+        assert await uow.records.runtime.use_nonce("lic_1", "abc", expires_at=400, now=100)
+        assert not await uow.records.runtime.use_nonce("lic_1", "abc", expires_at=500, now=200)
+        assert await uow.records.runtime.use_nonce("lic_2", "abc", expires_at=500, now=200)
+        assert await uow.records.runtime.use_nonce("lic_1", "abc", expires_at=900, now=400)
 
 
 async def test_rate_counters_count_per_bucket_and_window(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        counts = [(await uow.counters.hit(["k1"], 60))[0] for _ in range(3)]
-        both = await uow.counters.hit(["k2", "k1"], 60)
-        next_window = await uow.counters.hit(["k1"], 120)
+        counts = [(await uow.records.counters.hit(["k1"], 60))[0] for _ in range(3)]
+        both = await uow.records.counters.hit(["k2", "k1"], 60)
+        next_window = await uow.records.counters.hit(["k1"], 120)
     assert counts == [1, 2, 3] and both == [1, 4] and next_window == [1]
 
 
 async def test_reading_a_rate_counter_does_not_add_to_it(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        assert await uow.counters.count("k1", 60) == 0
-        await uow.counters.hit(["k1", "k1"], 60)
-        assert [await uow.counters.count("k1", 60) for _ in range(2)] == [2, 2]
-        assert await uow.counters.count("k1", 120) == 0
+        assert await uow.records.counters.count("k1", 60) == 0
+        await uow.records.counters.hit(["k1", "k1"], 60)
+        assert [await uow.records.counters.count("k1", 60) for _ in range(2)] == [2, 2]
+        assert await uow.records.counters.count("k1", 120) == 0
 
 
 async def test_blacklist_lists_what_was_added_and_not_what_was_removed(
@@ -210,21 +210,21 @@ async def test_blacklist_lists_what_was_added_and_not_what_was_removed(
     deps = make_deps(storage)
     world = await build_world(deps)
     async with storage.unit_of_work() as uow:
-        await uow.blacklist.set(world.studio.id, "42", True, 10)
-        await uow.blacklist.set(world.studio.id, "7", True, 11)
-        await uow.blacklist.set(world.studio.id, "42", True, 12)
-        await uow.blacklist.set(world.studio.id, "9", True, 13)
-        await uow.blacklist.set(world.studio.id, "9", False, 14)
-        assert await uow.blacklist.of_studio(world.studio.id) == [("42", 10), ("7", 11)]
+        await uow.abuse.blacklist.set(world.studio.id, "42", True, 10)
+        await uow.abuse.blacklist.set(world.studio.id, "7", True, 11)
+        await uow.abuse.blacklist.set(world.studio.id, "42", True, 12)
+        await uow.abuse.blacklist.set(world.studio.id, "9", True, 13)
+        await uow.abuse.blacklist.set(world.studio.id, "9", False, 14)
+        assert await uow.abuse.blacklist.of_studio(world.studio.id) == [("42", 10), ("7", 11)]
 
 
 async def test_places_are_counted_distinctly(storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        assert await uow.runtime.record_place("lic_1", "1", 10) == 1
-        assert await uow.runtime.record_place("lic_1", "1", 11) == 1
-        assert await uow.runtime.record_place("lic_1", "2", 12) == 2
-        assert await uow.runtime.record_place("lic_2", "2", 12) == 1
-        assert await uow.runtime.record_place("lic_1", "1", 13) == 1
+        assert await uow.records.runtime.record_place("lic_1", "1", 10) == 1
+        assert await uow.records.runtime.record_place("lic_1", "1", 11) == 1
+        assert await uow.records.runtime.record_place("lic_1", "2", 12) == 2
+        assert await uow.records.runtime.record_place("lic_2", "2", 12) == 1
+        assert await uow.records.runtime.record_place("lic_1", "1", 13) == 1
 
 
 async def test_pagination_walks_every_item_once(storage: Storage) -> None:
@@ -458,21 +458,21 @@ async def test_a_versions_node_templates_are_kept_per_form_and_outlive_its_copie
 async def test_sweeping_forgets_expired_nonces_and_past_counter_windows(
         storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        assert await uow.runtime.use_nonce("lic_1", "n" * 16, 1_000, 500)
-        assert await uow.runtime.use_nonce("lic_1", "m" * 16, 2_000, 500)
-        await uow.counters.hit(["old"], 60)
-        await uow.counters.hit(["now"], 1_200)
-        await uow.counters.hit(["forever"], 0)
+        assert await uow.records.runtime.use_nonce("lic_1", "n" * 16, 1_000, 500)
+        assert await uow.records.runtime.use_nonce("lic_1", "m" * 16, 2_000, 500)
+        await uow.records.counters.hit(["old"], 60)
+        await uow.records.counters.hit(["now"], 1_200)
+        await uow.records.counters.hit(["forever"], 0)
     async with storage.unit_of_work() as uow:
-        assert await uow.runtime.sweep_nonces(1_000) == 1
-        assert await uow.counters.sweep(1_200) == 1  # the old window, never window 0
+        assert await uow.records.runtime.sweep_nonces(1_000) == 1
+        assert await uow.records.counters.sweep(1_200) == 1  # the old window, never window 0
     async with storage.unit_of_work() as uow:
         # The expired nonce may be used again; the live one still may not.
-        assert await uow.runtime.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
-        assert not await uow.runtime.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
-        assert await uow.counters.hit(["now"], 1_200) == [2]
-        assert await uow.counters.hit(["old"], 60) == [1]
-        assert await uow.counters.hit(["forever"], 0) == [2]  # window 0 is never swept
+        assert await uow.records.runtime.use_nonce("lic_1", "n" * 16, 3_000, 1_001)
+        assert not await uow.records.runtime.use_nonce("lic_1", "m" * 16, 3_000, 1_001)
+        assert await uow.records.counters.hit(["now"], 1_200) == [2]
+        assert await uow.records.counters.hit(["old"], 60) == [1]
+        assert await uow.records.counters.hit(["forever"], 0) == [2]  # window 0 is never swept
 
 
 async def test_concurrent_nonces_are_each_accepted_once_across_batches(
@@ -487,16 +487,16 @@ async def test_concurrent_nonces_are_each_accepted_once_across_batches(
     assert all(sorted(v) == [False, True] for v in by_nonce.values())
     # The batched path and the transaction's path see the same rows.
     async with storage.unit_of_work() as uow:
-        assert not await uow.runtime.use_nonce("lic_b", nonces[0], 2_000, 1_000)
+        assert not await uow.records.runtime.use_nonce("lic_b", nonces[0], 2_000, 1_000)
         # expired: usable again
-        assert await uow.runtime.use_nonce("lic_b", nonces[0], 3_000, 2_000)
+        assert await uow.records.runtime.use_nonce("lic_b", nonces[0], 3_000, 2_000)
 
 
 async def test_nonces_past_a_full_batch_refuse_repeats_and_live_ones_reuse_expired_ones(
         storage: Storage) -> None:
     async with storage.unit_of_work() as uow:
-        assert await uow.runtime.use_nonce("lic_b", "live", 5_000, 1_000)
-        assert await uow.runtime.use_nonce("lic_b", "stale", 1_500, 1_000)
+        assert await uow.records.runtime.use_nonce("lic_b", "live", 5_000, 1_000)
+        assert await uow.records.runtime.use_nonce("lic_b", "stale", 1_500, 1_000)
     far = 2**40  # an expiry past 32 bits
     # 154 concurrent uses: on SQL a batch of MAX_BATCH (128) then the rest. n0..n27 come twice
     # within the first batch, n28..n49 once in each.
@@ -507,8 +507,8 @@ async def test_nonces_past_a_full_batch_refuse_repeats_and_live_ones_reuse_expir
     expected = [firsts[call] == i and call != ("lic_b", "live") for i, call in enumerate(calls)]
     assert results == expected
     async with storage.unit_of_work() as uow:
-        assert not await uow.runtime.use_nonce("lic_b", "n0", far + 1, far - 1)
-        assert await uow.runtime.use_nonce("lic_b", "n0", far + 2, far)
+        assert not await uow.records.runtime.use_nonce("lic_b", "n0", far + 1, far - 1)
+        assert await uow.records.runtime.use_nonce("lic_b", "n0", far + 2, far)
 
 
 @pytest.mark.postgres
@@ -587,7 +587,7 @@ async def test_postgres_hot_path_sends_no_begin_or_commit(pg_schema_url: str,
                                    for i in range(3)))
             await store.use_nonce("lic_1", "nonce1", 2_000, 1_000)
             async with store.unit_of_work() as uow:
-                await uow.runtime.use_nonce("lic_1", "nonce2", 2_000, 1_000)
+                await uow.records.runtime.use_nonce("lic_1", "nonce2", 2_000, 1_000)
             for pool in (store.pool, store.hot_pool):
                 async with pool.connection() as conn:
                     conn.pgconn.untrace()

@@ -31,8 +31,8 @@ async def _seed(store: Storage) -> None:
 async def _read(store: Storage, product: str | None, step: int = HOUR,
                 studio: str = "std_1") -> tuple[list[CallCount], list[Reach]]:
     async with store.unit_of_work() as uow:
-        calls = await uow.usage.calls(studio, product, H - DAY, H + DAY, step)
-        reach = await uow.usage.reach(studio, product, H - DAY, H + DAY, step)
+        calls = await uow.records.usage.calls(studio, product, H - DAY, H + DAY, step)
+        reach = await uow.records.usage.reach(studio, product, H - DAY, H + DAY, step)
     return sorted(calls), list(reach)
 
 
@@ -59,7 +59,7 @@ async def test_calls_are_counted_per_product_hour_endpoint_and_outcome(storage: 
     other, _ = await _read(storage, None, studio="std_2")
     assert other == [CallCount(H, "check", "ok", 1)]
     async with storage.unit_of_work() as uow:
-        assert await uow.usage.calls("std_1", "prd_404", 0, 2 * H, HOUR) == []
+        assert await uow.records.usage.calls("std_1", "prd_404", 0, 2 * H, HOUR) == []
 
 
 async def test_new_places_are_the_places_a_product_is_first_seen_in(storage: Storage) -> None:
@@ -67,9 +67,9 @@ async def test_new_places_are_the_places_a_product_is_first_seen_in(storage: Sto
     async with storage.unit_of_work() as uow:
         await uow.licenses.add(r.license(1))
         await uow.licenses.add(r.license(2, platform_id="3"))
-        await uow.runtime.record_place("lic_1", "g1", H + 10)
-        await uow.runtime.record_place("lic_2", "g1", H + HOUR + 10)  # g1 is not new again
-        await uow.runtime.record_place("lic_2", "g2", H + HOUR + 20)
+        await uow.records.runtime.record_place("lic_1", "g1", H + 10)
+        await uow.records.runtime.record_place("lic_2", "g1", H + HOUR + 10)  # g1 is not new again
+        await uow.records.runtime.record_place("lic_2", "g2", H + HOUR + 20)
     _, reach = await _read(storage, "prd_1")
     assert [(x.start, x.new_places) for x in reach] == [(H, 1), (H + HOUR, 1)]
 
@@ -80,7 +80,7 @@ async def test_old_hours_are_swept(storage: Storage) -> None:
     storage.note_call(call("check", "ok", game="g", hour=H + HOUR))
     await storage.flush_usage()
     async with storage.unit_of_work() as uow:
-        assert await uow.usage.sweep(H + HOUR) == 3  # H's count, user and place
+        assert await uow.records.usage.sweep(H + HOUR) == 3  # H's count, user and place
     calls, _ = await _read(storage, "prd_1")
     assert calls == [CallCount(H + HOUR, "check", "ok", 1)]
 
@@ -135,11 +135,11 @@ async def test_what_happened_is_counted_per_product_hour_kind_and_subject(
                 ("prd_1", H, "granted", ""), ("prd_1", H, "granted", ""),
                 ("prd_1", H + 60, "download", "1.0"), ("prd_1", H, "download", "1.1"),
                 ("prd_2", H + HOUR, "revoked", ""), ("prd_3", H, "granted", "")]:
-            await uow.usage.count(product, hour, kind, subject)
+            await uow.records.usage.count(product, hour, kind, subject)
     async with storage.unit_of_work() as uow:
-        one = sorted(await uow.usage.events("std_1", "prd_1", H - DAY, H + DAY, HOUR))
-        studio = sorted(await uow.usage.events("std_1", None, H - DAY, H + DAY, DAY))
-        assert await uow.usage.sweep(H + HOUR) == 4  # three rows of prd_1 and one of prd_3
+        one = sorted(await uow.records.usage.events("std_1", "prd_1", H - DAY, H + DAY, HOUR))
+        studio = sorted(await uow.records.usage.events("std_1", None, H - DAY, H + DAY, DAY))
+        assert await uow.records.usage.sweep(H + HOUR) == 4  # three rows of prd_1 and one of prd_3
     assert one == [EventCount(H, "download", "1.0", 1), EventCount(H, "download", "1.1", 1),
                    EventCount(H, "granted", "", 2)]
     day = H - H % DAY

@@ -94,17 +94,17 @@ async def test_housekeeping_keeps_sign_outs_and_the_sign_in_lock(storage: Storag
     await UseCases.of(deps).sessions.end_session("sid-1")
     window = clock.now() - clock.now() % signin.FAILURE_WINDOW
     async with storage.unit_of_work() as uow:
-        await uow.counters.hit(["signin-fail:name:bob"], window)
+        await uow.records.counters.hit(["signin-fail:name:bob"], window)
     clock.advance(signin.FAILURE_WINDOW - 1)
     await UseCases.of(deps).housekeeping.sweep()
     assert await UseCases.of(deps).sessions.session_ended("sid-1")
     async with storage.unit_of_work() as uow:
-        assert await uow.counters.count("signin-fail:name:bob", window) == 1
+        assert await uow.records.counters.count("signin-fail:name:bob", window) == 1
     clock.advance(housekeeping.COUNTER_RETENTION + 1)
     await UseCases.of(deps).housekeeping.sweep()
     assert await UseCases.of(deps).sessions.session_ended("sid-1")  # never forgotten
     async with storage.unit_of_work() as uow:
-        assert await uow.counters.count("signin-fail:name:bob", window) == 0
+        assert await uow.records.counters.count("signin-fail:name:bob", window) == 0
 
 
 async def test_an_alert_row_acts_on_its_license_or_user_within_the_seats_permission(
@@ -126,8 +126,8 @@ async def test_an_alert_row_acts_on_its_license_or_user_within_the_seats_permiss
                   key_owner_platform_id=world.buyer.platform_id, game_id="1",
                   script_name=None, count=1, first_seen_at=1, last_seen_at=1)
     async with storage.unit_of_work() as uow:
-        await uow.alerts.record(alert, 3600)
-        await uow.alerts.record(attrs.evolve(alert, id="alr_anon", kind="leaked_key",
+        await uow.abuse.alerts.record(alert, 3600)
+        await uow.abuse.alerts.record(attrs.evolve(alert, id="alr_anon", kind="leaked_key",
                                              game_id="2", license_id=None,
                                              platform_id=None), 3600)
 

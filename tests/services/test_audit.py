@@ -104,7 +104,7 @@ async def test_a_change_rolled_back_leaves_no_entry(storage: Storage) -> None:
     uc, world, _, _ = await setup(storage)
     with pytest.raises(RuntimeError):
         async with uc.audit.storage.unit_of_work() as uow:
-            await uow.blacklist.set(world.studio.id, "777", True, 1)
+            await uow.abuse.blacklist.set(world.studio.id, "777", True, 1)
             # told inside the unit of work, as part of it
             assert [e.action for e in (await uow.audit.of_studio(
                 world.studio.id, AuditFilter(action="blacklist"), 10, None)).items] == [

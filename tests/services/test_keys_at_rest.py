@@ -108,9 +108,9 @@ async def test_sqlite_overwrites_deleted_content(tmp_path: Path) -> None:
     storage = open_storage(f"sqlite:///{tmp_path / 'x.db'}")
     await storage.migrate()
     async with storage.unit_of_work() as uow:
-        await uow.counters.hit(["deleted-marker-0123456789abcdef"], 1)
+        await uow.records.counters.hit(["deleted-marker-0123456789abcdef"], 1)
     async with storage.unit_of_work() as uow:
-        assert await uow.counters.sweep(2) == 1
+        assert await uow.records.counters.sweep(2) == 1
     await storage.close()
     import sqlite3
 

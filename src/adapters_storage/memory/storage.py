@@ -85,12 +85,46 @@ class MemoryUnitOfWork:
         return MemoryLicenses(self.tables)
 
     @cached_property
+    def outbox(self) -> MemoryOutbox:
+        return MemoryOutbox(self.tables)
+
+    @cached_property
+    def hooks(self) -> MemoryHooks:
+        return MemoryHooks(self.tables)
+
+    @cached_property
+    def images(self) -> MemoryImages:
+        return MemoryImages(self.tables)
+
+    @cached_property
+    def audit(self) -> MemoryAuditLog:
+        return MemoryAuditLog(self.tables)
+
+    @cached_property
+    def abuse(self) -> MemoryAbuse:
+        return MemoryAbuse(self.tables)
+
+    @cached_property
+    def records(self) -> MemoryRequestRecords:
+        return MemoryRequestRecords(self.tables)
+
+
+class MemoryAbuse:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    @cached_property
     def alerts(self) -> MemoryAlerts:
         return MemoryAlerts(self.tables)
 
     @cached_property
     def blacklist(self) -> MemoryBlacklist:
         return MemoryBlacklist(self.tables)
+
+
+class MemoryRequestRecords:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
 
     @cached_property
     def runtime(self) -> MemoryRuntimeRecords:
@@ -101,28 +135,12 @@ class MemoryUnitOfWork:
         return MemoryRateCounters(self.tables)
 
     @cached_property
-    def outbox(self) -> MemoryOutbox:
-        return MemoryOutbox(self.tables)
-
-    @cached_property
-    def hooks(self) -> MemoryHooks:
-        return MemoryHooks(self.tables)
-
-    @cached_property
     def idempotency(self) -> MemoryIdempotencyKeys:
         return MemoryIdempotencyKeys(self.tables)
 
     @cached_property
     def usage(self) -> MemoryUsage:
         return MemoryUsage(self.tables)
-
-    @cached_property
-    def images(self) -> MemoryImages:
-        return MemoryImages(self.tables)
-
-    @cached_property
-    def audit(self) -> MemoryAuditLog:
-        return MemoryAuditLog(self.tables)
 
 
 class MemoryStorage:

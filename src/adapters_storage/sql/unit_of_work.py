@@ -73,12 +73,51 @@ class SqlUnitOfWork:
         return SqlLicenses(self.db, self.dialect)
 
     @cached_property
+    def outbox(self) -> SqlOutbox:
+        return SqlOutbox(self.db, self.dialect)
+
+    @cached_property
+    def hooks(self) -> SqlHooks:
+        return SqlHooks(self.db)
+
+    @cached_property
+    def images(self) -> SqlImages:
+        return SqlImages(self.db, self.dialect)
+
+    @cached_property
+    def audit(self) -> SqlAuditLog:
+        return SqlAuditLog(self.db)
+
+    @cached_property
+    def abuse(self) -> SqlAbuse:
+        return SqlAbuse(self.db)
+
+    @cached_property
+    def records(self) -> SqlRequestRecords:
+        return SqlRequestRecords(self.db, self.dialect)
+
+
+class SqlAbuse:
+    """The alerts and the blacklist of one unit of work, each made when first asked for."""
+
+    def __init__(self, db: Executor) -> None:
+        self.db = db
+
+    @cached_property
     def alerts(self) -> SqlAlerts:
         return SqlAlerts(self.db)
 
     @cached_property
     def blacklist(self) -> SqlBlacklist:
         return SqlBlacklist(self.db)
+
+
+class SqlRequestRecords:
+    """What requests leave behind, in one unit of work, each made when first asked for."""
+
+    def __init__(self, db: Executor, dialect: str) -> None:
+        self.db = db
+        self.dialect = dialect
 
     @cached_property
     def runtime(self) -> SqlRuntimeRecords:
@@ -92,25 +131,9 @@ class SqlUnitOfWork:
                                0 if self.dialect == "postgresql" else None)
 
     @cached_property
-    def outbox(self) -> SqlOutbox:
-        return SqlOutbox(self.db, self.dialect)
-
-    @cached_property
-    def hooks(self) -> SqlHooks:
-        return SqlHooks(self.db)
-
-    @cached_property
     def idempotency(self) -> SqlIdempotencyKeys:
         return SqlIdempotencyKeys(self.db)
 
     @cached_property
     def usage(self) -> SqlUsage:
         return SqlUsage(self.db, row_source(self.dialect))
-
-    @cached_property
-    def images(self) -> SqlImages:
-        return SqlImages(self.db, self.dialect)
-
-    @cached_property
-    def audit(self) -> SqlAuditLog:
-        return SqlAuditLog(self.db)

@@ -81,7 +81,7 @@ class Announcer:
         now = self.clock.now()
         happened = usage.license_event(topic.value, data)
         if happened is not None:
-            await uow.usage.count(str(data["product_id"]), usage.hour_of(now), happened)
+            await uow.records.usage.count(str(data["product_id"]), usage.hour_of(now), happened)
         messages = []
         for endpoint in await uow.hooks.endpoints_of(studio_id):
             if endpoint.disabled_at is not None or topic.value not in endpoint.topics:

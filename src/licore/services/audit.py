@@ -25,14 +25,23 @@ from licore.services import audited as a
 from licore.services.audit_journal import Journal
 from licore.services.ids import Ids
 from licore.services.overlay import Overlay
-from licore.storage_ports import Storage, UnitOfWork
+from licore.storage_ports import (
+    Abuse,
+    Alerts,
+    IdempotencyKeys,
+    RateCounters,
+    RequestRecords,
+    Storage,
+    UnitOfWork,
+    UsageRecords,
+)
 
 DEFAULT_PAGE = 100  # the trail only grows: a list without `limit` answers this many
 
 
 class AuditedUnitOfWork:
     """The storage's unit of work, its audited repositories in place of its own. Each is
-    made when first used: most units of work touch one or two of the twelve (a runtime
+    made when first used: most units of work touch one or two of them (a runtime
     call's place and alerts none), and making them all was most of this layer's cost."""
 
     def __init__(self, inner: UnitOfWork, ids: Ids) -> None:
@@ -72,8 +81,8 @@ class AuditedUnitOfWork:
         return a.AuditedLicenses(self._inner.licenses, self._journal)
 
     @cached_property
-    def blacklist(self) -> a.AuditedBlacklist:
-        return a.AuditedBlacklist(self._inner.blacklist, self._journal)
+    def abuse(self) -> _AuditedAbuse:
+        return _AuditedAbuse(self._inner.abuse, self._journal)
 
     @cached_property
     def hooks(self) -> a.AuditedHooks:
@@ -84,8 +93,8 @@ class AuditedUnitOfWork:
         return a.AuditedOutbox(self._inner.outbox, self._journal)
 
     @cached_property
-    def runtime(self) -> a.AuditedRuntime:
-        return a.AuditedRuntime(self._inner.runtime, self._journal)
+    def records(self) -> _AuditedRecords:
+        return _AuditedRecords(self._inner.records, self._journal)
 
     @cached_property
     def images(self) -> a.AuditedImages:
@@ -93,8 +102,48 @@ class AuditedUnitOfWork:
 
     def __getattr__(self, name: str) -> Any:
         # The repositories whose writes are not state changes of the trail (devices, copies,
-        # alerts, counters, idempotency keys, the trail itself) are the storage's own.
+        # the trail itself) are the storage's own.
         return getattr(self._inner, name)
+
+
+class _AuditedAbuse:
+    """The blacklist audited; the alerts, which only the runtime raises, as they are."""
+
+    def __init__(self, inner: Abuse, journal: Journal) -> None:
+        self._inner = inner
+        self._journal = journal
+
+    @property
+    def alerts(self) -> Alerts:
+        return self._inner.alerts
+
+    @cached_property
+    def blacklist(self) -> a.AuditedBlacklist:
+        return a.AuditedBlacklist(self._inner.blacklist, self._journal)
+
+
+class _AuditedRecords:
+    """A license's places reset audited; the other records requests leave as they are."""
+
+    def __init__(self, inner: RequestRecords, journal: Journal) -> None:
+        self._inner = inner
+        self._journal = journal
+
+    @cached_property
+    def runtime(self) -> a.AuditedRuntime:
+        return a.AuditedRuntime(self._inner.runtime, self._journal)
+
+    @property
+    def counters(self) -> RateCounters:
+        return self._inner.counters
+
+    @property
+    def idempotency(self) -> IdempotencyKeys:
+        return self._inner.idempotency
+
+    @property
+    def usage(self) -> UsageRecords:
+        return self._inner.usage
 
 
 @attrs.frozen

@@ -225,11 +225,11 @@ class Dashboard:
             products = (await uow.products.of_studio(seat.studio.id, None, None)).items
             alerts = blacklist = None
             if sees_licenses:
-                found = (await uow.alerts.of_studio(seat.studio.id, None, None, None)).items
+                found = (await uow.abuse.alerts.of_studio(seat.studio.id, None, None, None)).items
                 # Newest first: the one seen most recently leads.
                 alerts = tuple(sorted(found, key=lambda a: (a.last_seen_at, a.id),
                                       reverse=True)[:ALERTS_SHOWN])
-                blacklist = tuple(await uow.blacklist.of_studio(seat.studio.id))
+                blacklist = tuple(await uow.abuse.blacklist.of_studio(seat.studio.id))
                 alert_licenses = await self._statuses_of(uow, alerts)
         apps = tuple(await self.keys.connected_apps(studio_id=seat.studio.id))
         return StudioOverview(products, alerts, blacklist, apps,
@@ -372,7 +372,7 @@ class Dashboard:
         from: one use case, as the license and blacklist forms run it."""
         studio = seat.require(Permission.MANAGE_LICENSES)
         async with self.storage.unit_of_work() as uow:
-            alert = await uow.alerts.by_id(studio.studio_id, alert_id)
+            alert = await uow.abuse.alerts.by_id(studio.studio_id, alert_id)
             license = (await uow.licenses.by_id(alert.license_id)
                        if alert is not None and alert.license_id is not None else None)
         if alert is None:

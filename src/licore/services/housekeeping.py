@@ -42,10 +42,10 @@ class Housekeeping:
         once."""
         now = self.clock.now()
         async with self.storage.unit_of_work() as uow:
-            swept = (await uow.runtime.sweep_nonces(now)
-                     + await uow.counters.sweep(now - COUNTER_RETENTION)
-                     + await uow.idempotency.sweep(now)
-                     + await uow.usage.sweep(now - self.usage_retention_days * DAY))
+            swept = (await uow.records.runtime.sweep_nonces(now)
+                     + await uow.records.counters.sweep(now - COUNTER_RETENTION)
+                     + await uow.records.idempotency.sweep(now)
+                     + await uow.records.usage.sweep(now - self.usage_retention_days * DAY))
             if self.audit_retention_days:
                 swept += await uow.audit.sweep(now - self.audit_retention_days * DAY)
             return swept

@@ -88,7 +88,7 @@ class _Call:
         if self.uow is None:
             uow = await self.stack.enter_async_context(storage.unit_of_work())
             self.uow = uow  # set before the claim: a replay still ends (rolls back) it
-            kept = await uow.idempotency.claim(self.record, self.record.created_at)
+            kept = await uow.records.idempotency.claim(self.record, self.record.created_at)
             if kept is not None:
                 if kept.fingerprint != self.record.fingerprint:
                     raise IdempotencyKeyReused(
@@ -148,6 +148,6 @@ class Idempotency:
                 uow = await call.begin(self.storage)
             except _Replay as replay:
                 return Outcome(replay.answer, True)
-            await uow.idempotency.keep(owner, key, answer)
+            await uow.records.idempotency.keep(owner, key, answer)
             return Outcome(answer, False)
         raise AssertionError("unreachable: the exit stack does not swallow exceptions")

@@ -75,7 +75,7 @@ class Keys:
         async with self.storage.unit_of_work() as uow:
             key, refusal = await self._usable(uow, bearer, now)
             if refusal is None:
-                (count,) = await uow.counters.hit([f"key:{key.id}"], start)
+                (count,) = await uow.records.counters.hit([f"key:{key.id}"], start)
         if refusal is not None:
             raise refusal
         await self._touch(key, now)

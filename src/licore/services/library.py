@@ -124,7 +124,7 @@ class Library:
         now = self._now()
         if now is not None:  # counted for the usage series (an embedder without a clock: not)
             async with self.storage.unit_of_work() as uow:
-                await uow.usage.count(product.id, hour_of(now), Happened.DOWNLOAD,
+                await uow.records.usage.count(product.id, hour_of(now), Happened.DOWNLOAD,
                                       version.label)
         if command.nodes is None:
             return Download(data, version.label, version.format)

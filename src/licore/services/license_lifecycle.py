@@ -462,7 +462,7 @@ class LicenseLifecycle:
         most: each one voids the holder's copies, which are made again on download."""
         now = self.clock.now()
         async with self.storage.unit_of_work() as uow:
-            (count,) = await uow.counters.hit(
+            (count,) = await uow.records.counters.hit(
                 [f"own-rekey:{person.account_id}:{command.product_id}"], now - now % DAY)
         if count > OWN_REKEYS_A_DAY:
             raise RateLimited(retry_after=DAY - now % DAY, limit=OWN_REKEYS_A_DAY)
@@ -491,12 +491,13 @@ class LicenseLifecycle:
 
     async def places(self, studio: ActingStudio, target: LicenseTarget) -> Sequence[Place]:
         async with self.storage.unit_of_work() as uow:
-            return await uow.runtime.places(await self._license_id(uow, studio, target))
+            return await uow.records.runtime.places(await self._license_id(uow, studio, target))
 
     async def reset_places(self, studio: ActingStudio, target: LicenseTarget) -> int:
         """Forget the license's places: the next places it is used from count from 1."""
         async with self.storage.unit_of_work() as uow:
-            return await uow.runtime.reset_places(await self._license_id(uow, studio, target))
+            license_id = await self._license_id(uow, studio, target)
+            return await uow.records.runtime.reset_places(license_id)
 
     async def _license_id(self, uow: UnitOfWork, studio: ActingStudio,
                           target: LicenseTarget) -> str:

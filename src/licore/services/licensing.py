@@ -43,5 +43,5 @@ class Licensing:
         async with self.storage.unit_of_work() as uow:
             if command.product_id is not None:
                 await own_product(uow, studio, command.product_id)
-            return await uow.alerts.of_studio(studio.studio_id, command.product_id,
+            return await uow.abuse.alerts.of_studio(studio.studio_id, command.product_id,
                                               command.page.limit, command.page.cursor)

@@ -35,7 +35,7 @@ async def hit(storage: Storage, clock: Clock, bucket: str, limit: int) -> Quota:
     """Count one request in `bucket`; raise `RateLimited` past `limit` in this minute."""
     now = clock.now()
     async with storage.unit_of_work() as uow:
-        (count,) = await uow.counters.hit([bucket], now - now % WINDOW)
+        (count,) = await uow.records.counters.hit([bucket], now - now % WINDOW)
     left = quota(count, limit, now)
     if left is None:
         raise RateLimited(retry_after=reset(now), limit=limit)

@@ -231,4 +231,4 @@ async def set_blacklisted(storage: Storage, clock: Clock, studio_id: str, platfo
     async with storage.unit_of_work() as uow:
         if await uow.studios.by_id(studio_id) is None:
             raise NotFound("no such studio")
-        await uow.blacklist.set(studio_id, platform_id, on, clock.now())
+        await uow.abuse.blacklist.set(studio_id, platform_id, on, clock.now())

@@ -150,7 +150,7 @@ class Runtime:
         now = self.clock.now()
         for d in drafts:
             fresh = self.ids.new("alr")
-            stored = await uow.alerts.record(Alert(
+            stored = await uow.abuse.alerts.record(Alert(
                 id=fresh, studio_id=facts.product.studio_id, kind=d.kind,
                 product_id=facts.product.id, license_id=d.license_id,
                 platform_id=d.platform_id, key_owner_platform_id=d.key_owner_platform_id,
@@ -202,9 +202,9 @@ class Runtime:
         fresh = True
         async with self.storage.unit_of_work() as uow:
             if decided.place is not None and lic is not None:
-                await uow.runtime.record_place(lic, decided.place, now)
+                await uow.records.runtime.record_place(lic, decided.place, now)
             if nonce is not None and lic is not None:
-                fresh = await uow.runtime.use_nonce(lic, nonce, now + rt.NONCE_MEMORY, now)
+                fresh = await uow.records.runtime.use_nonce(lic, nonce, now + rt.NONCE_MEMORY, now)
             await self._store_alerts(uow, facts, decided.alerts)
         return fresh
 
@@ -424,7 +424,7 @@ class Runtime:
             product = await uow.products.by_id(caller.product_id)
             mine = (await uow.licenses.for_user(caller.product_id, caller.user_id)
                     if product else None)
-            blacklisted = bool(product) and await uow.blacklist.contains(
+            blacklisted = bool(product) and await uow.abuse.blacklist.contains(
                 product.studio_id if product else "", caller.user_id)
             stored: tuple[bytes, ...] = ()
             for version_id in _verified_versions(product, mine):

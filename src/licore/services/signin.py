@@ -118,12 +118,13 @@ async def _failures(uow: UnitOfWork, buckets: Sequence[_Bucket], now: int,
         start = now - now % window
         mine = [b for b in buckets if b.window == window]
         tries = [f"signin-try:{b.key}" for b in mine]
+        counters = uow.records.counters
         if count_this:
-            counted = [n - 1 for n in await uow.counters.hit(tries, start)]
+            counted = [n - 1 for n in await counters.hit(tries, start)]
         else:
-            counted = [await uow.counters.count(key, start) for key in tries]
+            counted = [await counters.count(key, start) for key in tries]
         for b, attempts in zip(mine, counted, strict=True):
-            out[b.limit] = attempts - await uow.counters.count(f"signin-ok:{b.key}", start)
+            out[b.limit] = attempts - await counters.count(f"signin-ok:{b.key}", start)
     return out
 
 
@@ -217,8 +218,8 @@ class Sessions:
             raise AccountDisabled()
         async with self.storage.unit_of_work() as uow:
             for window in sorted({b.window for b in buckets}):
-                await uow.counters.hit([f"signin-ok:{b.key}" for b in buckets
-                                        if b.window == window], now - now % window)
+                await uow.records.counters.hit([f"signin-ok:{b.key}" for b in buckets
+                                                if b.window == window], now - now % window)
         return SignedIn(account, self.clock.now())
 
     async def platform_account(self, platform_id: str, name: str) -> Account | None:
@@ -253,7 +254,9 @@ class Sessions:
         if self.clock.now() - started_at > max_age:
             return None
         async with self.storage.unit_of_work() as uow:
-            if await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0:
+            ended = await uow.records.counters.count(f"session-ended:{session_id}",
+                                                     SESSION_WINDOW)
+            if ended > 0:
                 return None
             found = await uow.accounts.by_id(account_id)
         return found if found is not None and found.disabled_at is None else None
@@ -262,23 +265,25 @@ class Sessions:
                              linked_user_code: str | None) -> EntryAttempts:
         """The session's wrong user-code entries, as the server counted them."""
         async with self.storage.unit_of_work() as uow:
-            wrong = await uow.counters.count(f"session-wrong-code:{session_id}",
+            wrong = await uow.records.counters.count(f"session-wrong-code:{session_id}",
                                              SESSION_WINDOW)
         return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
                              linked_user_code=linked_user_code)
 
     async def count_wrong_entry(self, session_id: str) -> None:
         async with self.storage.unit_of_work() as uow:
-            await uow.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
+            await uow.records.counters.hit([f"session-wrong-code:{session_id}"], SESSION_WINDOW)
 
     async def end_session(self, session_id: str) -> None:
         """Sign-out: the session's cookie, even kept and replayed, signs no one in again."""
         async with self.storage.unit_of_work() as uow:
-            await uow.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
+            await uow.records.counters.hit([f"session-ended:{session_id}"], SESSION_WINDOW)
 
     async def session_ended(self, session_id: str) -> bool:
         async with self.storage.unit_of_work() as uow:
-            return await uow.counters.count(f"session-ended:{session_id}", SESSION_WINDOW) > 0
+            ended = await uow.records.counters.count(f"session-ended:{session_id}",
+                                                     SESSION_WINDOW)
+            return ended > 0
 
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_.-]")

@@ -25,7 +25,7 @@ class Usage:
         async with self.storage.unit_of_work() as uow:
             if query.product_id is not None:
                 await own_product(uow, studio, query.product_id)
-            calls = await uow.usage.calls(*asked)
-            reach = await uow.usage.reach(*asked)
-            events = await uow.usage.events(*asked)
+            calls = await uow.records.usage.calls(*asked)
+            reach = await uow.records.usage.reach(*asked)
+            events = await uow.records.usage.events(*asked)
         return series(query, calls, reach, events)
