@@ -27,8 +27,9 @@ def world(module_database_url: str) -> Iterator[World]:
         yield make_world(s, chat, "66")
 
 
-def worker(world: World, tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, **outbox_env(world.chat), "LICORE_DATABASE_URL":
+def worker(world: World, tmp_path: Path, name: str,
+           **more: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **outbox_env(world.chat, **more), "LICORE_DATABASE_URL":
            world.server.database_url, "LICORE_KEK": TEST_KEK.hex(),
            "LICORE_DATA_DIR": str(tmp_path)}
     log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it
@@ -51,13 +52,15 @@ def test_a_worker_killed_mid_delivery_loses_nothing_and_the_resend_keeps_the_id(
     with running(receiver):
         endpoint = world.hook(receiver, "license.granted")
         world.api("POST", "/licenses", json={"product_id": world.product_id, "user": "8001"})
-        first = worker(world, tmp_path, "first")
+        # A short lease: the killed worker's claim runs out soon, and the second's is what
+        # this test waits for (the lease must outlast the 2 s webhook timeout).
+        first = worker(world, tmp_path, "first", LICORE_OUTBOX_LEASE="3")
         try:
             wait_for("the first worker is mid-delivery", lambda: len(receiver.received) == 1)
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait()
-        second = worker(world, tmp_path, "second")
+        second = worker(world, tmp_path, "second", LICORE_OUTBOX_LEASE="3")
         try:
             wait_for("the message is delivered after all", lambda: [
                 d["state"] for d in world.deliveries() if d["endpoint_id"] == endpoint]
