@@ -164,9 +164,10 @@ DELIVERY = obj(["id", "event", "state", "attempts", "created_at", "delivered_at"
 ROLE = obj(["guild_id", "role_id"], guild_id=STR, role_id=STR)
 ROLES = obj(["product_id", "roles"], product_id=STR, roles=array(ROLE))
 BY_ID = obj(["id"], id=STR)
-SETTINGS = obj(["ok", "product_id", "slug", "title", "current_version", "placeholder",
-                "verify_scripts", "unlock_data", "protection"], ok=BOOL, product_id=STR,
-               slug=STR, title=STR, current_version=NSTR, placeholder=STR,
+SETTINGS = obj(["ok", "product_id", "slug", "title", "current_version", "beta_version",
+                "placeholder", "verify_scripts", "unlock_data", "protection"], ok=BOOL,
+               product_id=STR, slug=STR, title=STR, current_version=NSTR, beta_version=NSTR,
+               placeholder=STR,
                verify_scripts=BOOL, unlock_data={}, protection={"type": "object"},
                purchase_pass_id=NSTR, hub_place_id=NSTR)
 SETTINGS_BODY = obj(["product_id"], product_id=STR, placeholder=limited(bounds.PLACEHOLDER),

@@ -29,12 +29,13 @@ import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError
+from cattrs.cols import homogenous_tuple_structure_factory, list_structure_factory
+from cattrs.errors import BaseValidationError, ClassValidationError, ForbiddenExtraKeysError
 
 from licore.commands import JsonValue, NumberOrText, Paging
 from licore.errors import InvalidRequest, LicoreError, printable
@@ -217,8 +218,37 @@ def _any_json(value: object, _: type) -> JsonValue:
     return value if isinstance(value, JsonValue) else JsonValue(value)
 
 
+def _homogeneous_tuple(hint: Any) -> bool:
+    args = typing.get_args(hint)
+    return typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _list(hint: Any) -> bool:
+    return typing.get_origin(hint) is list
+
+
+def _only_lists(factory: Callable[[Any, cattrs.Converter], Callable[[Any, Any], Any]]
+                ) -> Callable[[Any, cattrs.Converter], Callable[[Any, Any], Any]]:
+    """cattrs' own hook for a sequence type, taking a JSON array only: cattrs iterates
+    whatever it is given, so `""` or `{}` was an empty list (and a string a list of its
+    characters), and a seller's tiers, image order or roles were replaced by nothing."""
+    def make(hint: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+        inner = factory(hint, conv)
+
+        def hook(value: object, kind: Any) -> Any:
+            if not isinstance(value, list):
+                raise _WrongType("must be a list (a JSON array)")
+            return inner(value, kind)
+        return hook
+    return make
+
+
 def _converter() -> cattrs.Converter:
-    converter = cattrs.Converter(detailed_validation=True)
+    # Unknown keys are refused inside items too (a tier's, a role's), as at the top level.
+    converter = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
+    converter.register_structure_hook_factory(
+        _homogeneous_tuple, _only_lists(homogenous_tuple_structure_factory))
+    converter.register_structure_hook_factory(_list, _only_lists(list_structure_factory))
     converter.register_structure_hook(str, _string)
     converter.register_structure_hook(int, _whole_number)
     converter.register_structure_hook(bool, _boolean)
@@ -233,13 +263,20 @@ converter = _converter()
 
 
 def _refusal(error: BaseException) -> LicoreError:
-    """The first problem cattrs found, as the specification's error naming the field."""
-    while isinstance(error, ClassValidationError) and error.exceptions:
+    """The first problem cattrs found, as the specification's error naming the field (the
+    outermost: `tiers`, not the tier's own `name`)."""
+    name = ""
+    while isinstance(error, BaseValidationError) and error.exceptions:
         error = error.exceptions[0]
+        name = name or next((n.name for n in getattr(error, "__notes__", [])
+                             if hasattr(n, "name")), "")
     if isinstance(error, LicoreError):  # a command's own validator spoke
         return error
-    notes = getattr(error, "__notes__", [])
-    name = next((n.name for n in notes if hasattr(n, "name")), "body")
+    name = name or next((n.name for n in getattr(error, "__notes__", [])
+                         if hasattr(n, "name")), "body")
+    if isinstance(error, ForbiddenExtraKeysError):
+        extra = _shown(sorted(error.extra_fields)[0])
+        return InvalidRequest(f"unknown field in {name}: {extra}", name)
     if isinstance(error, KeyError):
         return InvalidRequest(f"{name} is required", name)
     if isinstance(error, _WrongType):
