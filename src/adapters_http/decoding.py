@@ -262,18 +262,21 @@ def _converter() -> cattrs.Converter:
 converter = _converter()
 
 
+def _named(error: BaseException) -> str:
+    """The field a cattrs error's notes name, or ""."""
+    return next((n.name for n in getattr(error, "__notes__", []) if hasattr(n, "name")), "")
+
+
 def _refusal(error: BaseException) -> LicoreError:
     """The first problem cattrs found, as the specification's error naming the field (the
     outermost: `tiers`, not the tier's own `name`)."""
     name = ""
     while isinstance(error, BaseValidationError) and error.exceptions:
         error = error.exceptions[0]
-        name = name or next((n.name for n in getattr(error, "__notes__", [])
-                             if hasattr(n, "name")), "")
+        name = name or _named(error)
     if isinstance(error, LicoreError):  # a command's own validator spoke
         return error
-    name = name or next((n.name for n in getattr(error, "__notes__", [])
-                         if hasattr(n, "name")), "body")
+    name = name or _named(error) or "body"
     if isinstance(error, ForbiddenExtraKeysError):
         extra = _shown(sorted(error.extra_fields)[0])
         return InvalidRequest(f"unknown field in {name}: {extra}", name)
