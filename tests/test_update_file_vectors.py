@@ -9,7 +9,8 @@ import hashlib
 import re
 from pathlib import Path
 
-from licore.update_files import keystream_xor, make_file
+from adapters_formats.zstd_text import ZstdText
+from licore.update_files import FileForm, keystream_xor, make_file
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "sealing.md"
 
@@ -39,14 +40,19 @@ def test_the_published_vector_holds_both_ways() -> None:
 
 def test_a_file_is_the_same_wherever_made_and_its_key_follows_the_text() -> None:
     secret, text = b"s" * 32, b'[{"ClassName":"Folder"}]' * 50
-    one = make_file(secret, "ver_1", 1, True, text)
-    assert one == make_file(secret, "ver_1", 1, True, text)
+    compact, tagged = FileForm(compact=True), FileForm(compact=False)
+    one = make_file(secret, "ver_1", 1, compact, text)
+    assert one == make_file(secret, "ver_1", 1, compact, text)
     assert one.file.name == f"{hashlib.sha256(one.data).hexdigest()}-{len(text)}"
     assert one.file.text_sha256 == hashlib.sha256(text).hexdigest()
     assert keystream_xor(one.key, one.data) == text
-    others = [make_file(secret, "ver_1", 1, True, text + b" "),
-              make_file(secret, "ver_2", 1, True, text),
-              make_file(secret, "ver_1", 2, True, text),
-              make_file(secret, "ver_1", 1, False, text),
-              make_file(b"t" * 32, "ver_1", 1, True, text)]
-    assert len({one.key, *(o.key for o in others)}) == 6
+    packed = make_file(secret, "ver_1", 1, FileForm(compact=True, zstd=True), text,
+                       ZstdText().compress)
+    assert len(packed.data) < len(text) / 5  # compressed before it was encrypted
+    assert ZstdText().decompress(keystream_xor(packed.key, packed.data)) == text
+    others = [make_file(secret, "ver_1", 1, compact, text + b" "),
+              make_file(secret, "ver_2", 1, compact, text),
+              make_file(secret, "ver_1", 2, compact, text),
+              make_file(secret, "ver_1", 1, tagged, text),
+              make_file(b"t" * 32, "ver_1", 1, compact, text), packed]
+    assert len({one.key, *(o.key for o in others)}) == 7

@@ -521,12 +521,13 @@ RUNTIME_UPDATE = Doc(
                # extension: "delivery": "file" (docs/runtime.md, "Updates as files")
                obj(["ok", "exp", "version", "update", "file", "cipher", "tag"],
                    ok={"const": True}, exp=INT, version=STR, update={"const": True},
-                   file=obj(["url", "sha256", "size"], url=STR, sha256=STR, size=INT),
+                   file=obj(["url", "sha256", "size"], url=STR, sha256=STR, size=INT,
+                            compression={"const": "zstd"}),
                    cipher=STR, tag=STR),
                RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
              current=STR, nodes={"enum": ["compact", "tagged"]}, channel=CHANNEL,
-             delivery={"enum": ["sealed", "file"]}),
+             delivery={"enum": ["sealed", "file"]}, compression={"enum": ["zstd"]}),
     reads=c.Update)
 RUNTIME_VERIFY_SOURCE = Doc(
     "runtimeVerifySource", "Is the running source byte-identical to the stored live source?",

@@ -112,10 +112,11 @@ async def update(runtime: Runtime, body: object, ip: str) -> J:
     if got.file is not None:
         # An update as a file (extension, docs/runtime.md): its URL is filled in by the
         # app, which knows where files are served (`_file_url`).
+        file: J = {"url": got.file.name, "sha256": got.file.sha256, "size": got.file.size}
+        if got.file.compression is not None:
+            file["compression"] = got.file.compression
         return {"ok": True, "exp": got.file.exp, "version": got.version, "update": True,
-                "file": {"url": got.file.name, "sha256": got.file.sha256,
-                         "size": got.file.size},
-                "cipher": got.sealed.cipher, "tag": got.sealed.tag}
+                "file": file, "cipher": got.sealed.cipher, "tag": got.sealed.tag}
     return {"ok": True, "version": got.version, "update": got.update,
             "cipher": got.sealed.cipher, "tag": got.sealed.tag}
 

@@ -325,6 +325,10 @@ class Update:
     delivery: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.in_(
             ("sealed", "file"))))
+    # With "file": "zstd" asks for the file compressed before it is encrypted, for a game
+    # server that decompresses natively (EncodingService); None: not compressed.
+    compression: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("zstd",))))
 
     @property
     def caller(self) -> Caller:

@@ -183,6 +183,14 @@ async def run_alone(key: str, fn: Callable[[], Awaitable[T]], /) -> T:
     return await fn()
 
 
+class Compressor(Protocol):
+    """Zstandard, for update files whose reader can decompress them natively."""
+
+    def compress(self, data: bytes) -> bytes: ...
+
+    def decompress(self, data: bytes) -> bytes: ...
+
+
 class UpdateFileStore(Protocol):
     """Where a server keeps update files (licore.update_files) for handing out: named by
     content, written once, never changed. Blocking calls: run them through the Offload."""

@@ -36,7 +36,7 @@ from licore.model import (
 from licore.ports import ConnectedApp, LibraryEntry
 from licore.releases import Channel
 from licore.runtime import Facts as RuntimeFacts
-from licore.update_files import FileOwner, UpdateFile
+from licore.update_files import FileForm, FileOwner, UpdateFile
 from licore.usage import Call, CallCount, EventCount, Reach, Tally
 
 # Storage, one port per aggregate. Conflicts are answered, not raised as driver errors: an
@@ -242,11 +242,11 @@ class PreparedCopies(Protocol):
         is no longer that one (re-keyed, dropped or remade meanwhile)."""
         ...
     async def file(self, version_id: str, license_id: str, key_generation: int,
-                   compact: bool) -> UpdateFile | None:
+                   form: FileForm) -> UpdateFile | None:
         """The update file made of the copy's nodes in one form, when made."""
         ...
     async def put_file(self, version_id: str, license_id: str, key_generation: int,
-                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
+                       form: FileForm, nodes: bytes, file: UpdateFile) -> None:
         """Name the file made of the nodes kept as `nodes` (encrypted, as kept); nothing
         when the kept nodes are no longer those (the copy re-keyed, dropped or remade)."""
         ...

@@ -10,8 +10,11 @@ One hash a block, so a game server opens 5 MiB with 163,840 native hash calls. T
 SHA-256, sealed beside the key, is what makes it tamper-evident: the keystream alone would
 let anyone flip bits of the text.
 
+A file of the `+zstd` forms holds the text zstd-compressed before it was encrypted, for a
+game server that decompresses natively: a fraction of the bytes on the wire and to decrypt.
+
 The key is a function of the license's protection secret (which only the server can make),
-the version, the form of the nodes, the key generation and the digest of the text: the
+the version, the file's form, the key generation and the digest of the nodes' text: the
 same text always makes the same file (so every host makes identical bytes, and a host
 missing the file remakes it), and a different text never shares a keystream."""
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 
 import attrs
 
@@ -27,6 +31,24 @@ _BLOCK = 32
 # A file's name: its SHA-256 and its size in bytes (content-addressed, so a name is one
 # content forever, and its size is known without reading it).
 NAME = re.compile(r"[0-9a-f]{64}-[0-9]{1,12}")
+
+
+@attrs.frozen
+class FileForm:
+    """What a file holds: the nodes in one form, and whether they were zstd-compressed
+    before they were encrypted (for a reader that decompresses natively)."""
+
+    compact: bool
+    zstd: bool = False
+
+    @property
+    def name(self) -> str:
+        return ("compact" if self.compact else "tagged") + ("+zstd" if self.zstd else "")
+
+    @classmethod
+    def named(cls, name: str) -> FileForm:
+        nodes, _, packed = name.partition("+")
+        return cls(nodes == "compact", packed == "zstd")
 
 
 @attrs.frozen
@@ -53,14 +75,13 @@ class FileOwner:
     version_id: str
     license_id: str
     key_generation: int
-    compact: bool
+    form: FileForm
     text_sha256: str
 
 
-def file_key(license_secret: bytes, version_id: str, key_generation: int, compact: bool,
+def file_key(license_secret: bytes, version_id: str, key_generation: int, form: FileForm,
              text_sha256: str) -> bytes:
-    form = "compact" if compact else "tagged"
-    return hmac.new(license_secret, f"update-file|{version_id}|{key_generation}|{form}|"
+    return hmac.new(license_secret, f"update-file|{version_id}|{key_generation}|{form.name}|"
                     f"{text_sha256}".encode(), hashlib.sha256).digest()
 
 
@@ -82,11 +103,15 @@ class MadeFile:
     key: bytes = attrs.field(repr=False)
 
 
-def make_file(license_secret: bytes, version_id: str, key_generation: int, compact: bool,
-              text: bytes) -> MadeFile:
-    """The file of `text` (a copy's nodes as JSON): the same bytes whoever makes it."""
+def make_file(license_secret: bytes, version_id: str, key_generation: int, form: FileForm,
+              text: bytes, compress: Callable[[bytes], bytes] | None = None) -> MadeFile:
+    """The file of `text` (a copy's nodes as JSON; `compress` for a form that is
+    compressed): the same bytes whoever makes it with the same compressor."""
     text_sha256 = hashlib.sha256(text).hexdigest()
-    key = file_key(license_secret, version_id, key_generation, compact, text_sha256)
+    key = file_key(license_secret, version_id, key_generation, form, text_sha256)
+    if form.zstd:
+        assert compress is not None
+        text = compress(text)
     data = keystream_xor(key, text)
     name = f"{hashlib.sha256(data).hexdigest()}-{len(data)}"
     return MadeFile(UpdateFile(name, text_sha256), data, key)

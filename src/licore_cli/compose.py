@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters_crypto import AesGcmKeyVault, Argon2Passwords, SystemClock, SystemRandom
+from adapters_formats.zstd_text import ZstdText
 from adapters_storage import open_storage
 from adapters_storage.update_file_store import DiskUpdateFiles
 from licore.ports import ChatService, ImageCodec, ModelCodec, Platform, WebhookSender
@@ -105,6 +106,7 @@ def deps_from_env() -> Deps:
         # Update files are kept on each host (any host remakes one it lacks from the
         # database), beside its other data, where a proxy may serve them (docs/runtime.md).
         update_files=DiskUpdateFiles(Path(loaded.data_dir) / "update-files"),
+        compressor=ZstdText(),
         clock=shifted_clock() or SystemClock(),
         random=SystemRandom(),
         vault=AesGcmKeyVault(secret("kek", 32), previous=previous_kek()),

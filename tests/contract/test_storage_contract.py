@@ -23,7 +23,7 @@ from licore.model import Alert, Page, Product, Version
 from licore.services import device
 from licore.services.wiring import UseCases
 from licore.storage_ports import Storage
-from licore.update_files import FileOwner, UpdateFile
+from licore.update_files import FileForm, FileOwner, UpdateFile
 from tests.conftest import PG_URL, _postgres_or_skip
 from tests.support.fakes import FakeClock, make_deps
 from tests.support.scenario import ALL_STUDIO, build_world
@@ -393,6 +393,9 @@ async def test_a_copys_nodes_are_kept_beside_that_copy_only(storage: Storage) ->
         assert await uow.copies.nodes(v, lic.id, g, True) is None
 
 
+COMPACT, TAGGED = FileForm(compact=True), FileForm(compact=False)
+
+
 async def test_a_copys_update_files_are_named_beside_its_nodes_only(
         storage: Storage) -> None:
     uc, studio, product, version = await _uploaded(storage)
@@ -404,29 +407,30 @@ async def test_a_copys_update_files_are_named_beside_its_nodes_only(
         assert lic is not None
         v, g = version.id, lic.key_generation
         await uow.copies.put(v, lic.id, g, b"copy")
-        await uow.copies.put_file(v, lic.id, g, True, b"[1]", one)  # no nodes kept yet
-        assert await uow.copies.file(v, lic.id, g, True) is None
+        await uow.copies.put_file(v, lic.id, g, COMPACT, b"[1]", one)  # no nodes kept yet
+        assert await uow.copies.file(v, lic.id, g, COMPACT) is None
         await uow.copies.put_nodes(v, lic.id, g, True, b"copy", b"[1]")
-        await uow.copies.put_file(v, lic.id, g, True, b"[0]", one)  # other nodes' file
-        assert await uow.copies.file(v, lic.id, g, True) is None
-        await uow.copies.put_file(v, lic.id, g, True, b"[1]", one)
-        assert await uow.copies.file(v, lic.id, g, True) == one
-        assert await uow.copies.file(v, lic.id, g, False) is None  # per form
-        assert await uow.copies.file(v, lic.id, g + 1, True) is None
-        assert await uow.copies.file_named(one.name) == FileOwner(v, lic.id, g, True,
+        await uow.copies.put_file(v, lic.id, g, COMPACT, b"[0]", one)  # other nodes' file
+        assert await uow.copies.file(v, lic.id, g, COMPACT) is None
+        await uow.copies.put_file(v, lic.id, g, COMPACT, b"[1]", one)
+        assert await uow.copies.file(v, lic.id, g, COMPACT) == one
+        assert await uow.copies.file(v, lic.id, g, TAGGED) is None  # per form
+        assert await uow.copies.file(v, lic.id, g, FileForm(True, zstd=True)) is None
+        assert await uow.copies.file(v, lic.id, g + 1, COMPACT) is None
+        assert await uow.copies.file_named(one.name) == FileOwner(v, lic.id, g, COMPACT,
                                                                    one.text_sha256)
         assert await uow.copies.file_named(other.name) is None
         await uow.copies.put(v, lic.id, g, b"remade")  # a remade copy forgets its files
-        assert await uow.copies.file(v, lic.id, g, True) is None
+        assert await uow.copies.file(v, lic.id, g, COMPACT) is None
         assert await uow.copies.file_named(one.name) is None
         await uow.copies.put_nodes(v, lic.id, g, False, b"remade", b"[2]")
-        await uow.copies.put_file(v, lic.id, g, False, b"[2]", other)
-        assert await uow.copies.file_named(other.name) == FileOwner(v, lic.id, g, False,
+        await uow.copies.put_file(v, lic.id, g, TAGGED, b"[2]", other)
+        assert await uow.copies.file_named(other.name) == FileOwner(v, lic.id, g, TAGGED,
                                                                      other.text_sha256)
     # Revoking drops the license's copies, their files with them.
     await uc.lifecycle.change(studio, c.ChangeLicense(target, LicenseEvent.REVOKE))
     async with storage.unit_of_work() as uow:
-        assert await uow.copies.file(v, lic.id, g, False) is None
+        assert await uow.copies.file(v, lic.id, g, TAGGED) is None
         assert await uow.copies.file_named(other.name) is None
 
 

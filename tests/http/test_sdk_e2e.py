@@ -242,6 +242,9 @@ def test_the_sdk_takes_the_update_as_a_file_where_the_server_offers_it(
         assert [_normal(n) for n in vm.to_python(nodes)] == _download(server, game, compact)
         assert vm.to_python(c.get("build"))["version"] == "1.0"
     assert [a["delivery"] for a in asked] == ["file", "file"]
+    # Where EncodingService decompresses natively the files come compressed.
+    assert [a.get("compression") for a in asked] == (
+        ["zstd", "zstd"] if hashing == "native" else [None, None])
     # One file a node form, fetched from the origin the client calls.
     assert len(seen) == 2 and len(set(seen)) == 2
     assert all(u.startswith(f"{server.url}/runtime/files/") for u in seen)

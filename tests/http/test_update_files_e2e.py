@@ -17,6 +17,7 @@ import attrs
 import httpx
 import pytest
 
+from adapters_formats.zstd_text import ZstdText
 from licore.update_files import keystream_xor
 from tests.http.e2e import People, license_key, owner_key, setup_people
 from tests.http.test_builds_e2e import file_of, upload
@@ -186,3 +187,22 @@ def test_a_cdn_base_and_the_proxys_location_are_used_when_set(
         on_disk = other.data_dir / "update-files" / name[:2] / name
         key_hex = opened(shop, body, nonce)["file"]["key"]
         assert json.loads(keystream_xor(bytes.fromhex(key_hex), on_disk.read_bytes()))
+
+
+def test_a_compressed_file_is_a_fraction_of_the_plain_one_and_opens_to_the_same_nodes(
+        server: Server, shop: Shop) -> None:
+    plain, _ = update(server, shop, delivery="file", nodes="compact")
+    packed, nonce = update(server, shop, delivery="file", nodes="compact", compression="zstd")
+    assert packed["file"]["compression"] == "zstd" and "compression" not in plain["file"]
+    sealed = opened(shop, packed, nonce)["file"]
+    assert sealed["compression"] == "zstd"  # what the reader does is sealed too
+    data = httpx.get(server.url + packed["file"]["url"]).content
+    assert hashlib.sha256(data).hexdigest() == sealed["sha256"]
+    assert len(data) < plain["file"]["size"] / 3
+    text = ZstdText().decompress(keystream_xor(bytes.fromhex(sealed["key"]), data))
+    spec, spec_nonce = update(server, shop, nodes="compact")
+    assert json.loads(text) == opened(shop, spec, spec_nonce)["instances"]
+    r = httpx.post(f"{server.url}/runtime/update", json={
+        "user_id": BUYER, "product_id": shop.product, "key": shop.license_key,
+        "nonce": secrets.token_hex(16), "delivery": "file", "compression": "gzip"})
+    assert (r.status_code, r.json()) == (400, {"ok": False})

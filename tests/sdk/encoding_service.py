@@ -8,6 +8,11 @@ Blake3 (1), Md5 (2), Sha1 (3) and Sha256 (4). The digest comes from the host: a 
 reads the buffer out and calls a Python function that runs `hashlib`, so every native hash the
 SDK asks for is one VM callback, and the callback's cost is in any time measured.
 
+`CompressBuffer(input, Enum.CompressionAlgorithm.Zstd, level)` and `DecompressBuffer(input,
+Enum.CompressionAlgorithm.Zstd)` (the engine's buffer compression; the reference names the
+methods, the Zstd item is this stand-in's reading of it) run the host's zstandard the same
+way, for update files the server compressed.
+
 `install` composes with a `game` a test has already set (such as the HttpService stand-in of
 test_roblox_defaults): other service names go to that one.
 """
@@ -17,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import struct
 from typing import Any
+
+import zstandard
 
 PRELUDE = """
 local host_hash, previous = __host_hash, game
@@ -70,7 +77,25 @@ game = {
         return previous:GetService(name)
     end,
 }
-Enum = { HashAlgorithm = HashAlgorithm }
+-- Buffer (de)compression, Zstd only, through the host's zstandard: what an update file the
+-- server compressed needs.
+local CompressionAlgorithm = table.freeze({ Zstd = table.freeze({ Name = "Zstd", Value = 0,
+    EnumType = "CompressionAlgorithm" }) })
+local host_pack, host_unpack, fromstr = __host_zstd_pack, __host_zstd_unpack, buffer.fromstring
+__host_zstd_pack, __host_zstd_unpack = nil, nil
+function EncodingService:CompressBuffer(input, algorithm, level)
+    if typeof_(input) ~= "buffer" or algorithm ~= CompressionAlgorithm.Zstd then
+        error("Unable to cast value to buffer")
+    end
+    return fromstr(host_pack(tostr(input), level))
+end
+function EncodingService:DecompressBuffer(input, algorithm)
+    if typeof_(input) ~= "buffer" or algorithm ~= CompressionAlgorithm.Zstd then
+        error("Unable to cast value to buffer")
+    end
+    return fromstr(host_unpack(tostr(input)))
+end
+Enum = { HashAlgorithm = HashAlgorithm, CompressionAlgorithm = CompressionAlgorithm }
 __encoding = { calls = calls }
 """
 
@@ -83,7 +108,17 @@ def install(lua: Any) -> None:
     def host_hash(_lua: Any, args: tuple[Any, ...]) -> tuple[int, ...]:
         return words(sha256(args[0].as_bytes()).digest())
 
+    def host_pack(_lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
+        level = int(args[1]) if len(args) > 1 and args[1] is not None else 3
+        packed = zstandard.ZstdCompressor(level=level).compress(args[0].as_bytes())
+        return (lua.create_string(packed),)
+
+    def host_unpack(_lua: Any, args: tuple[Any, ...]) -> tuple[Any]:
+        return (lua.create_string(zstandard.ZstdDecompressor().decompress(args[0].as_bytes())),)
+
     lua.globals().set("__host_hash", lua.create_function(host_hash))
+    lua.globals().set("__host_zstd_pack", lua.create_function(host_pack))
+    lua.globals().set("__host_zstd_unpack", lua.create_function(host_unpack))
     lua.load_chunk(PRELUDE, "EncodingService")()
 
 

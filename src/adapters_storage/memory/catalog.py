@@ -13,7 +13,7 @@ from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
 from licore.storage_ports import Notice
-from licore.update_files import FileOwner, UpdateFile
+from licore.update_files import FileForm, FileOwner, UpdateFile
 
 
 class MemoryProducts(Repository):
@@ -136,21 +136,21 @@ class MemoryPreparedCopies(Repository):
                                                                     bytes(nodes))
 
     async def file(self, version_id: str, license_id: str, key_generation: int,
-                   compact: bool) -> UpdateFile | None:
-        stored = self.t.update_files.get((version_id, license_id, compact))
+                   form: FileForm) -> UpdateFile | None:
+        stored = self.t.update_files.get((version_id, license_id, form))
         return stored[1] if stored is not None and stored[0] == key_generation else None
 
     async def put_file(self, version_id: str, license_id: str, key_generation: int,
-                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
-        kept = self.t.copy_nodes.get((version_id, license_id, compact))
+                       form: FileForm, nodes: bytes, file: UpdateFile) -> None:
+        kept = self.t.copy_nodes.get((version_id, license_id, form.compact))
         if kept is not None and kept == (key_generation, nodes):
-            self.t.update_files[(version_id, license_id, compact)] = (key_generation, file)
+            self.t.update_files[(version_id, license_id, form)] = (key_generation, file)
 
     async def file_named(self, name: str) -> FileOwner | None:
-        for (version_id, license_id, compact), (generation, file) in (
+        for (version_id, license_id, form), (generation, file) in (
                 self.t.update_files.items()):
             if file.name == name:
-                return FileOwner(version_id, license_id, generation, compact,
+                return FileOwner(version_id, license_id, generation, form,
                                  file.text_sha256)
         return None
 
@@ -178,7 +178,8 @@ class MemoryPreparedCopies(Repository):
     def _forget_nodes(self, key: tuple[str, str]) -> None:
         for compact in (True, False):
             self.t.copy_nodes.pop((*key, compact), None)
-            self.t.update_files.pop((*key, compact), None)
+            for zstd in (True, False):
+                self.t.update_files.pop((*key, FileForm(compact, zstd)), None)
 
 
 class MemoryLicenses(Repository):

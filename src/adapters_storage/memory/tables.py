@@ -29,7 +29,7 @@ from licore.model import (
     Version,
     VersionScript,
 )
-from licore.update_files import UpdateFile
+from licore.update_files import FileForm, UpdateFile
 
 T = TypeVar("T")
 
@@ -50,8 +50,9 @@ class Tables:
     # (version id, license id) -> (key generation, file)
     copies: dict[tuple[str, str], tuple[int, bytes]] = attrs.Factory(dict)
     copy_nodes: dict[tuple[str, str, bool], tuple[int, bytes]] = attrs.Factory(dict)
-    # (version, license, compact) -> (key generation, file)
-    update_files: dict[tuple[str, str, bool], tuple[int, UpdateFile]] = attrs.Factory(dict)
+    # (version, license, form) -> (key generation, file)
+    update_files: dict[tuple[str, str, FileForm], tuple[int, UpdateFile]] = attrs.Factory(
+        dict)
     templates: dict[tuple[str, bool], bytes] = attrs.Factory(dict)  # (version, compact)
     licenses: dict[str, License] = attrs.Factory(dict)
     alerts: dict[str, Alert] = attrs.Factory(dict)

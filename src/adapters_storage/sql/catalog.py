@@ -21,7 +21,7 @@ from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
 from licore.storage_ports import Notice
-from licore.update_files import FileOwner, UpdateFile
+from licore.update_files import FileForm, FileOwner, UpdateFile
 
 
 class SqlProducts(Repository):
@@ -190,16 +190,16 @@ class SqlPreparedCopies(Repository):
             [nodes, version_id, license_id, key_generation, copy])
 
     async def file(self, version_id: str, license_id: str, key_generation: int,
-                   compact: bool) -> UpdateFile | None:
+                   form: FileForm) -> UpdateFile | None:
         rows = await self.db.rows(
             "SELECT name, text_sha256 FROM update_files WHERE version_id = ? "
             "AND license_id = ? AND form = ? AND key_generation = ?",
-            [version_id, license_id, _form(compact), key_generation])
+            [version_id, license_id, form.name, key_generation])
         return UpdateFile(rows[0][0], rows[0][1]) if rows else None
 
     async def put_file(self, version_id: str, license_id: str, key_generation: int,
-                       compact: bool, nodes: bytes, file: UpdateFile) -> None:
-        column = "nodes_compact" if compact else "nodes_tagged"
+                       form: FileForm, nodes: bytes, file: UpdateFile) -> None:
+        column = "nodes_compact" if form.compact else "nodes_tagged"
         await self.db.run(
             "INSERT INTO update_files (version_id, license_id, form, key_generation, name, "
             "text_sha256) SELECT version_id, license_id, ?, key_generation, ?, ? "
@@ -208,7 +208,7 @@ class SqlPreparedCopies(Repository):
             "ON CONFLICT (version_id, license_id, form) DO UPDATE SET "
             "key_generation = excluded.key_generation, name = excluded.name, "
             "text_sha256 = excluded.text_sha256",
-            [_form(compact), file.name, file.text_sha256, version_id, license_id,
+            [form.name, file.name, file.text_sha256, version_id, license_id,
              key_generation, nodes])
 
     async def file_named(self, name: str) -> FileOwner | None:
@@ -218,7 +218,7 @@ class SqlPreparedCopies(Repository):
         if not rows:
             return None
         version_id, license_id, key_generation, form, text_sha256 = rows[0]
-        return FileOwner(version_id, license_id, key_generation, form == "compact",
+        return FileOwner(version_id, license_id, key_generation, FileForm.named(form),
                          text_sha256)
 
     async def drop(self, *, license_id: str | None = None, product_id: str | None = None,

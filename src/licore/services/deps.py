@@ -10,6 +10,7 @@ import attrs
 from licore.ports import (
     ChatService,
     Clock,
+    Compressor,
     ImageCodec,
     KeyVault,
     ModelCodec,
@@ -49,6 +50,7 @@ class Deps:
     images: ImageCodec | None = None  # None: product images are refused (docs/web.md)
     # None: /update never answers with a file (docs/runtime.md, "Updates as files")
     update_files: UpdateFileStore | None = None
+    compressor: Compressor | None = None  # None: update files are never compressed
 
     def new_id(self, prefix: str) -> str:
         return Ids(self.clock, self.random).new(prefix)

@@ -9,7 +9,7 @@ failed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -24,6 +24,7 @@ from licore.events import Topic
 from licore.model import Alert, License, Product, UnlockData, Version
 from licore.ports import (
     Clock,
+    Compressor,
     KeyVault,
     ModelCodec,
     Offload,
@@ -40,7 +41,7 @@ from licore.services.ids import Ids
 from licore.services.limits import WINDOW
 from licore.sources import DEFAULT_IPV6_PREFIX, source_of
 from licore.storage_ports import Storage, UnitOfWork
-from licore.update_files import NAME, UpdateFile, file_key, make_file
+from licore.update_files import NAME, FileForm, UpdateFile, file_key, make_file
 from licore.usage import Call, Endpoint, Outcome, hour_of
 
 SEALED_KEYS_KEPT = 20_000  # licenses whose sealed-code key a process keeps (~5 MB at most)
@@ -91,6 +92,7 @@ class FileOffer:
     sha256: str
     size: int
     exp: int
+    compression: str | None = None  # "zstd": compressed before it was encrypted
 
 
 @attrs.frozen
@@ -138,6 +140,7 @@ class Runtime:
     limits: RuntimeLimits = RuntimeLimits()
     once: SingleFlight = run_alone
     files: UpdateFileStore | None = None  # None: updates are never offered as files
+    compressor: Compressor | None = None  # None: files are never compressed
     # license id -> its sealed-code key: two HMACs an /unlock, the same answer every time
     # for a license (made from its id under the server's key), so made once a process.
     _sealed_keys: dict[tuple[str, str], str] = attrs.field(factory=dict, init=False, repr=False,
@@ -304,34 +307,42 @@ class Runtime:
         """The update as a file (docs/runtime.md, "Updates as files"): the copy's nodes
         encrypted once under a key of their own and kept; the answer seals only that key
         and the file's digest, so a repeat call costs a look-up and a small seal."""
-        compact = command.nodes == "compact"
+        form = FileForm(command.nodes == "compact",
+                        command.compression == "zstd" and self.compressor is not None)
         secret = self.copies.license_secret(lic)
         async with self.storage.unit_of_work() as uow:
-            file = await uow.copies.file(version.id, lic.id, lic.key_generation, compact)
+            file = await uow.copies.file(version.id, lic.id, lic.key_generation, form)
         if file is None:
             file = await self.once(
-                f"update-file|{version.id}|{lic.id}|{lic.key_generation}|{compact}",
-                lambda: self._made_file(lic, product, version, command.key, compact))
-        key = file_key(secret, version.id, lic.key_generation, compact, file.text_sha256)
+                f"update-file|{version.id}|{lic.id}|{lic.key_generation}|{form.name}",
+                lambda: self._made_file(lic, product, version, command.key, form))
+        key = file_key(secret, version.id, lic.key_generation, form, file.text_sha256)
         exp = self.clock.now() + rt.UNLOCK_VALIDITY
+        described: dict[str, Any] = {"key": key.hex(), "sha256": file.sha256,
+                                     "size": file.size}
+        if form.zstd:
+            described["compression"] = "zstd"
         plaintext = json.dumps({"nonce": command.nonce, "version": label, "exp": exp,
-                                "file": {"key": key.hex(), "sha256": file.sha256,
-                                         "size": file.size}},
+                                "file": described},
                                separators=(",", ":"), ensure_ascii=False).encode()
         return Updated(label, True, seal(command.key, command.nonce, plaintext),
-                       FileOffer(file.name, file.sha256, file.size, exp))
+                       FileOffer(file.name, file.sha256, file.size, exp,
+                                 "zstd" if form.zstd else None))
+
+    def _compress(self) -> Callable[[bytes], bytes] | None:
+        return None if self.compressor is None else self.compressor.compress
 
     async def _made_file(self, lic: License, product: Product, version: Version, key: str,
-                         compact: bool) -> UpdateFile:
+                         form: FileForm) -> UpdateFile:
         files = self.files
         assert files is not None
-        text, kept = await self._kept_nodes(lic, product, version, key, compact)
+        text, kept = await self._kept_nodes(lic, product, version, key, form.compact)
         secret = self.copies.license_secret(lic)
-        made = await self.offload(
-            lambda: make_file(secret, version.id, lic.key_generation, compact, text))
+        made = await self.offload(lambda: make_file(
+            secret, version.id, lic.key_generation, form, text, self._compress()))
         await self.offload(lambda: files.write(made.file.name, made.data))
         async with self.storage.unit_of_work() as uow:
-            await uow.copies.put_file(version.id, lic.id, lic.key_generation, compact, kept,
+            await uow.copies.put_file(version.id, lic.id, lic.key_generation, form, kept,
                                       made.file)
         return made.file
 
@@ -354,14 +365,16 @@ class Runtime:
             owner = await uow.copies.file_named(name)
             lic = None if owner is None else await uow.licenses.by_id(owner.license_id)
             kept = None if owner is None else await uow.copies.nodes(
-                owner.version_id, owner.license_id, owner.key_generation, owner.compact)
-        if owner is None or lic is None or kept is None:
+                owner.version_id, owner.license_id, owner.key_generation, owner.form.compact)
+        if owner is None or lic is None or kept is None or (
+                owner.form.zstd and self.compressor is None):
             return False
         text = await self.copies.decrypt(kept, nodes_context(
-            owner.version_id, owner.license_id, owner.key_generation, owner.compact))
+            owner.version_id, owner.license_id, owner.key_generation, owner.form.compact))
         secret = self.copies.license_secret(lic)
         made = await self.offload(lambda: make_file(
-            secret, owner.version_id, owner.key_generation, owner.compact, text))
+            secret, owner.version_id, owner.key_generation, owner.form, text,
+            self._compress()))
         if made.file.name != name:  # the kept nodes changed meanwhile: not that file
             return False
         await self.offload(lambda: files.write(name, made.data))

@@ -82,7 +82,7 @@ class UseCases:
                           RuntimeLimits(settings.runtime_key_rate_limit,
                                         settings.runtime_ip_rate_limit, settings.alert_window,
                                         settings.ipv6_prefix),
-                          deps.once, deps.update_files)
+                          deps.once, deps.update_files, deps.compressor)
         webhooks = Webhooks(storage, clock, ids, deps.random, deps.vault, deps.webhooks,
                             announce)
         lifecycle = LicenseLifecycle(storage, clock, ids, announce, deps.random, deps.vault)
