@@ -158,6 +158,89 @@ def test_a_buyer_who_already_owns_it_gives_processed(
     assert len(held(server, shop, shop.sold, buyer)) == 1
 
 
+def forget_key(server: Server, key: str) -> None:
+    """A day passing for one Idempotency-Key: the housekeeping sweep deletes it."""
+    url = server.database_url
+    if url.startswith("sqlite"):
+        import sqlite3
+
+        con = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            with con:
+                con.execute("DELETE FROM idempotency_keys WHERE idem_key = ?", (key,))
+        finally:
+            con.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute("DELETE FROM idempotency_keys WHERE idem_key = %s", (key,))
+
+
+def revoke(server: Server, shop: Shop, product: str, buyer: int) -> None:
+    v1(server, "DELETE", "/licenses", shop.key,
+       params={"product_id": product, "user": str(buyer)})
+
+
+def test_a_refunded_receipt_delivered_again_days_later_is_settled_and_stays_revoked(
+        server: Server, shop: Shop, gate: Gate) -> None:
+    """Issue 45 item 3: the acknowledgement was lost, the seller revoked for the refund, and
+    the receipt comes back after its Idempotency-Key was forgotten."""
+    buyer, receipt = user(), purchase_id()
+    first = vm(shop)
+    first.hub(gate.url, shop.catalog())
+    assert first.deliver(buyer, DEV_PRODUCT, receipt) == "ReceiptDecision.Processed"
+    revoke(server, shop, shop.sold, buyer)
+    forget_key(server, receipt)
+    later = vm(shop)
+    later.hub(gate.url, shop.catalog())
+    assert later.deliver(buyer, DEV_PRODUCT, receipt) == "ReceiptDecision.Processed"
+    (lc,) = held(server, shop, shop.sold, buyer)
+    assert lc["status"] == "inactive"
+    assert any("revoked by the seller" in line for line in later.logs), later.logs
+    assert later.sleeps == []  # settled: nothing to retry
+
+
+def test_a_refunded_game_pass_still_owned_stays_revoked_on_the_next_join(
+        server: Server, shop: Shop, gate: Gate) -> None:
+    buyer = user()
+    first = vm(shop)
+    first.call("ownPass", buyer, GAME_PASS)
+    first.hub(gate.url, shop.catalog())
+    first.call("join", buyer)
+    assert [lc["status"] for lc in held(server, shop, shop.pass_product, buyer)] == ["active"]
+    revoke(server, shop, shop.pass_product, buyer)
+    forget_key(server, f"game_pass-{buyer}-{GAME_PASS}")
+    later = vm(shop)
+    later.call("ownPass", buyer, GAME_PASS)
+    later.hub(gate.url, shop.catalog())
+    later.call("join", buyer)
+    assert [lc["status"] for lc in held(server, shop, shop.pass_product, buyer)] == ["inactive"]
+    assert any("revoked by the seller" in line for line in later.logs), later.logs
+
+
+def test_a_second_purchase_of_a_held_product_is_told_to_the_game(
+        server: Server, shop: Shop, gate: Gate) -> None:
+    buyer = user()
+    game = vm(shop)
+    told: list[tuple[int, str, str]] = []
+
+    def already(user_id: Any, product: Any, receipt: Any) -> tuple[()]:
+        told.append((int(user_id), str(product.decode() if isinstance(product, bytes)
+                                       else product), str(receipt.get("PurchaseId"))))
+        return ()
+
+    game.hub(gate.url, shop.catalog(), alreadyOwned=game.lua.create_function(
+        lambda _lua, args: already(*args)))
+    first = purchase_id()
+    assert game.deliver(buyer, DEV_PRODUCT, first) == "ReceiptDecision.Processed"
+    assert told == []
+    second = purchase_id()
+    assert game.deliver(buyer, DEV_PRODUCT, second) == "ReceiptDecision.Processed"
+    assert [(u, p) for u, p, _ in told] == [(buyer, shop.sold)]
+    assert len(held(server, shop, shop.sold, buyer)) == 1
+
+
 def test_the_older_process_receipt_callback_is_used_where_bind_receipt_handler_is_missing(
         server: Server, shop: Shop, gate: Gate) -> None:
     game = vm(shop, bind_receipt_handler=False)
