@@ -110,9 +110,11 @@ declare namespace Licore {
 		log?: (message: string) => void;
 		/** Receipts of developer products outside the catalog; true acknowledges one. */
 		otherReceipt?: (receipt: ReceiptInfo) => boolean;
+		/** A buyer paid for a product they already hold (the receipt is acknowledged). */
+		alreadyOwned?: (userId: number, productId: string, receipt: ReceiptInfo) => void;
 	}
 
-	type HubOutcome = "granted" | "owned" | "retry" | "refused";
+	type HubOutcome = "granted" | "owned" | "revoked" | "retry" | "refused";
 
 	interface Hub {
 		readonly receiptMode?: "BindReceiptHandler" | "ProcessReceipt";
