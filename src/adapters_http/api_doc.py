@@ -96,7 +96,9 @@ LICENSE = obj(["id", "platform_id", "verified_at", "is_active", "source"],
               state={"enum": ["active", "paused", "inactive"]},
               # licore's terms (docs/licenses.md), beside the specification's fields
               status={"enum": ["active", "paused", "expired", "inactive"]},
-              expires_at=NTIME, tier=NSTR, transferred_to=NSTR, purchase_id=NSTR)
+              expires_at=NTIME, tier=NSTR, transferred_to=NSTR, purchase_id=NSTR,
+              # in license lists, where the product's grace is known
+              in_grace=BOOL, grace_ends_at=NTIME)
 CHANNEL = {"enum": ["stable", "beta"]}
 LIBRARY_PRODUCT = obj(["id", "slug", "title", "studio", "current_version", "acquired_at",
                        "channel", "beta_version"],
@@ -142,9 +144,9 @@ GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TER
                                              "(a receipt's PurchaseId)"})
 TIER = obj(["name", "unlock_data"], name=TIER_NAME, unlock_data={})
 POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "reminder_days",
-              "tiers"],
+              "grace_days", "tiers"],
              product_id=STR, place_limit=INT, place_policy={"enum": ["alert", "enforce"]},
-             trial_days=INT, reminder_days=INT, tiers=array(TIER))
+             trial_days=INT, reminder_days=INT, grace_days=INT, tiers=array(TIER))
 PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
                    tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
                    price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
@@ -473,11 +475,12 @@ SET_LICENSE_POLICY = Doc(
     "fields not sent stay (extension)", _with(POLICY, ok=BOOL),
     body=obj(["product_id"], product_id=PRODUCT_ID, place_limit=limited(lc.PLACE_LIMIT),
              place_policy={"enum": ["alert", "enforce"]}, trial_days=limited(lc.TRIAL_DAYS),
-             reminder_days=limited(lc.REMINDER_DAYS),
+             reminder_days=limited(lc.REMINDER_DAYS), grace_days=limited(lc.GRACE_DAYS),
              tiers={**array(TIER), "maxItems": lc.MAX_TIERS}),
     errors=(404,), reads=lc.SetLicensePolicy,
     description="tiers replaces the whole list (an empty list removes every tier); "
-                "trial_days 0 removes the trial, reminder_days 0 the reminder.")
+                "trial_days 0 removes the trial, reminder_days 0 the reminder, grace_days "
+                "0 the grace (days a license stays in force past its end).")
 
 # The device authorization flow (device.ENDPOINTS) -----------------------------------------
 

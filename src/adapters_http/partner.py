@@ -166,7 +166,8 @@ def library_answer(command: c.ListLibrary | c.ListLibraryVersions, found: Any) -
 
 
 def dated_licenses(command: c.ListLicenses, found: AsOf[Page[License]]) -> Answer:
-    return wire.listing("licenses", found.value, lambda lc: wire.license(lc, found.now),
+    return wire.listing("licenses", found.value,
+                        lambda lc: wire.license(lc, found.now, found.grace_days or 0),
                         command.page.limit)
 
 

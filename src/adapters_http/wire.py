@@ -58,10 +58,11 @@ def saved_product(p: Product) -> J:
     return {"ok": True, "id": p.id, "slug": p.slug, "discoverable": p.discoverable}
 
 
-def license(lc: License, now: int | None = None) -> J:
+def license(lc: License, now: int | None = None, grace_days: int | None = None) -> J:
     """The specification's fields; given the time, also licore's terms (docs/licenses.md):
     `status`, `expires_at`, `tier`, `purchase_id` and `transferred_to` (who a license
-    transferred away went to), and `is_active` false once the license expired."""
+    transferred away went to), and `is_active` false once the license expired; given the
+    product's grace too, `in_grace` and `grace_ends_at`."""
     body: J = {"id": lc.id, "platform_id": lc.platform_id, "verified_at": iso(lc.verified_at),
                "is_active": lc.state is LicenseState.ACTIVE, "source": lc.source.value,
                "state": lc.state.value}
@@ -69,6 +70,11 @@ def license(lc: License, now: int | None = None) -> J:
         body.update(is_active=licenses.in_force(lc, now), status=licenses.status(lc, now),
                     expires_at=iso(lc.expires_at), tier=lc.tier, purchase_id=lc.purchase_id,
                     transferred_to=lc.transferred_to)
+    if now is not None and grace_days is not None:
+        body.update(is_active=licenses.in_force(lc, now, grace_days),
+                    status=licenses.status(lc, now, grace_days),
+                    in_grace=licenses.in_grace(lc, now, grace_days),
+                    grace_ends_at=iso(licenses.grace_end(lc, grace_days)))
     return body
 
 
@@ -89,7 +95,7 @@ def license_policy(policy: LicensePolicy) -> J:
     p = policy.product
     return {"product_id": p.id, "place_limit": policy.place_limit,
             "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
-            "reminder_days": p.reminder_days or 0,
+            "reminder_days": p.reminder_days or 0, "grace_days": p.grace_days or 0,
             "tiers": [{"name": t.name, "unlock_data": t.unlock_data.value()}
                       for t in policy.tiers]}
 

@@ -481,6 +481,13 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX update_files_name ON update_files(name)",
         "CREATE INDEX update_files_license ON update_files(license_id)",
     ],
+    [
+        # A product's grace (docs/licenses.md, "Grace"): days a license stays in force past
+        # its end. NULL: none.
+        "ALTER TABLE products ADD COLUMN grace_days INTEGER",
+        # The `expires_at` whose start of grace was told (`license.expiring`, in grace).
+        "ALTER TABLE licenses ADD COLUMN grace_told {bigint}",
+    ],
 ]
 
 

@@ -11,11 +11,18 @@ import attrs
 from licore import bounds
 from licore.commands import JsonValue, LicenseTarget, compact_json
 from licore.errors import InvalidRequest
-from licore.licenses import GRANT_SOURCES, MAX_REMINDER_DAYS, PlacePolicy, Source
+from licore.licenses import (
+    GRANT_SOURCES,
+    MAX_GRACE_DAYS,
+    MAX_REMINDER_DAYS,
+    PlacePolicy,
+    Source,
+)
 
 PLACE_LIMIT = bounds.WholeNumber(1, 1000)
 TRIAL_DAYS = bounds.WholeNumber(0, 365)  # 0 takes the trial away
 REMINDER_DAYS = bounds.WholeNumber(0, MAX_REMINDER_DAYS)  # 0 takes the reminder away
+GRACE_DAYS = bounds.WholeNumber(0, MAX_GRACE_DAYS)  # 0 takes the grace away
 DURATION_DAYS = bounds.WholeNumber(1, 36500)
 # Unix seconds up to the year 9999: anything later is a mistake, not a plan.
 TIMESTAMP = bounds.WholeNumber(1, 253_402_300_799)
@@ -118,6 +125,7 @@ class SetLicensePolicy:
     trial_days: int | None = attrs.field(default=None, validator=TRIAL_DAYS)
     tiers: tuple[TierSpec, ...] | None = None
     reminder_days: int | None = attrs.field(default=None, validator=REMINDER_DAYS)
+    grace_days: int | None = attrs.field(default=None, validator=GRACE_DAYS)
 
     def __attrs_post_init__(self) -> None:
         if self.tiers is None:

@@ -297,6 +297,20 @@ def expired(license: HasTerms, now: int) -> bool:
     return license.expires_at is not None and now >= license.expires_at
 
 
+def grace_end(license: HasTerms, grace_days: int | None) -> int | None:
+    """When a license leaves force: its end, plus the product's grace (docs/licenses.md,
+    "Grace"). None: it never ends."""
+    if license.expires_at is None:
+        return None
+    return license.expires_at + (grace_days or 0) * DAY
+
+
+def in_grace(license: HasTerms, now: int, grace_days: int | None) -> bool:
+    """Past its end, yet within the product's grace: still in force, shown as such."""
+    end = grace_end(license, grace_days)
+    return expired(license, now) and end is not None and now < end
+
+
 def standing(license: HasTerms | None, now: int) -> Standing:
     if license is None:
         return Standing.NONE
@@ -305,16 +319,19 @@ def standing(license: HasTerms | None, now: int) -> Standing:
     return Standing.PAUSED if license.state is LicenseState.PAUSED else Standing.INACTIVE
 
 
-def in_force(license: HasTerms, now: int) -> bool:
+def in_force(license: HasTerms, now: int, grace_days: int | None = None) -> bool:
     """Whether the license passes the runtime checks and lets its holder download: active
-    and not past its expiry (the specification's `passes_runtime`, plus time)."""
-    return passes_runtime(license.state) and not expired(license, now)
+    and not past its expiry and the product's grace (the specification's `passes_runtime`,
+    plus time)."""
+    return passes_runtime(license.state) and not (
+        expired(license, now) and not in_grace(license, now, grace_days))
 
 
-def status(license: HasTerms, now: int) -> str:
+def status(license: HasTerms, now: int, grace_days: int | None = None) -> str:
     """What the seller sees: the stored state, or `expired` for an active or paused license
-    past its time (expired is not revoked: renewing brings it back)."""
-    if license.state is not LicenseState.INACTIVE and expired(license, now):
+    past its time and grace (expired is not revoked: renewing brings it back)."""
+    if (license.state is not LicenseState.INACTIVE and expired(license, now)
+            and not in_grace(license, now, grace_days)):
         return "expired"
     return license.state.value
 
@@ -329,3 +346,4 @@ class PlacePolicy(enum.Enum):
 DEFAULT_PLACE_LIMIT = 3
 DAY = 86400  # seconds: terms, trials and reminders are counted in days
 MAX_REMINDER_DAYS = 365
+MAX_GRACE_DAYS = 365

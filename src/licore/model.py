@@ -133,6 +133,8 @@ class Product:
     # the live build, since a stable release empties it (`licore.releases`).
     beta_version_id: str | None = None
     beta_version: str | None = None
+    # Days a license stays in force past its end (docs/licenses.md, "Grace"); None: none.
+    grace_days: int | None = None
 
 
 @attrs.frozen

@@ -71,7 +71,7 @@ def judge(caller: Caller, facts: Facts, now: int) -> Verdict:
         # A key used under another user id: the call fails and the seller hears of it.
         return Verdict(False, (AlertDraft(LEAKED_KEY, lic.id, caller.user_id, lic.platform_id,
                                           caller.game_id),))
-    if not in_force(lic, now) or facts.blacklisted:
+    if not in_force(lic, now, facts.product.grace_days) or facts.blacklisted:
         return Verdict(False)
     return Verdict(True)
 

@@ -273,6 +273,7 @@ class Notice(enum.Enum):
 
     EXPIRED = "expiry_told"
     EXPIRING = "reminder_told"
+    GRACE = "grace_told"  # an active license past its end, within its product's grace
 
 
 class Licenses(Protocol):

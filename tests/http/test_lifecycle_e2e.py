@@ -365,3 +365,26 @@ def test_a_holder_re_keys_their_own_license_through_an_app(server: Server, peopl
     refusal(call(server, "POST", "/library/rekey", lib, json={"product_id": "prd_none"}),
             404, "not_found")
     refusal(call(server, "POST", "/library/rekey", key, json=mine), 403, "insufficient_scope")
+
+
+def test_a_license_in_its_products_grace_still_answers(server: Server, key: str) -> None:
+    """Issue 45 item 5: past its end within the grace, /runtime/check is true and the list
+    says `in_grace`; with the grace taken away the same license is expired."""
+    pid = product(server, key)
+    policy = v1(server, "POST", "/products/policy", key,
+                json={"product_id": pid, "grace_days": 2})
+    assert policy["grace_days"] == 2
+    v1(server, "POST", "/licenses", key, json={"product_id": pid, "user": "2790",
+                                              "duration_days": 1})
+    move_end_into_the_past(server, pid, "2790")
+    lk = license_key(server, pid, "2790")
+    assert check(server, pid, "2790", lk)
+    shown = listed(server, key, pid, "2790")
+    assert (shown["status"], shown["is_active"], shown["in_grace"]) == ("active", True, True)
+    assert shown["grace_ends_at"] is not None
+    v1(server, "POST", "/products/policy", key, json={"product_id": pid, "grace_days": 0})
+    assert not check(server, pid, "2790", lk)
+    shown = listed(server, key, pid, "2790")
+    assert (shown["status"], shown["is_active"], shown["in_grace"]) == ("expired", False, False)
+    refusal(call(server, "POST", "/products/policy", key,
+                 json={"product_id": pid, "grace_days": 366}), 400, "invalid_request")

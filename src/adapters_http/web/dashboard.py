@@ -441,7 +441,8 @@ async def save_policy(board: Dashboard, ctx: Ctx) -> Response:
     product_id = ctx.param("product_id")
     await board.set_policy(here, SetLicensePolicy(
         product_id, place_limit=_whole(ctx, "place_limit"), place_policy=_place_policy(ctx),
-        trial_days=_whole(ctx, "trial_days") or 0, tiers=_tiers(ctx)))
+        trial_days=_whole(ctx, "trial_days") or 0, tiers=_tiers(ctx),
+        grace_days=_whole(ctx, "grace_days") or 0))
     session.flash(ctx.request, "License policy saved.")
     return redirect(ctx.request, studio_url(here, f"/products/{product_id}#policy"))
 

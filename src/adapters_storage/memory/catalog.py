@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 import attrs
 
 from adapters_storage.memory.tables import Repository, first, page, replace_if
-from licore.licenses import DAY, LicenseState
+from licore.licenses import DAY, LicenseState, grace_end, in_force, in_grace
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
@@ -221,7 +221,7 @@ class MemoryLicenses(Repository):
             product = self.t.products.get(lic.product_id)
             studio = self.t.studios.get(product.studio_id) if product else None
             if (lic.platform_id == platform_id and lic.state is LicenseState.ACTIVE
-                    and (now is None or lic.expires_at is None or lic.expires_at > now)
+                    and (now is None or product is None or in_force(lic, now, product.grace_days))
                     and product is not None and studio is not None):
                 entries.append(LibraryEntry(lic, product, studio.name))
         return page(entries, lambda e: e.license.id, limit, cursor)
@@ -234,9 +234,13 @@ class MemoryLicenses(Repository):
         def due(lic: License) -> bool:
             if lic.expires_at is None or lic.state is LicenseState.INACTIVE:
                 return False
-            if notice is Notice.EXPIRED:
-                return lic.expires_at <= now
             product = self.t.products.get(lic.product_id)
+            grace = product.grace_days if product is not None else None
+            if notice is Notice.EXPIRED:
+                end = grace_end(lic, grace)
+                return end is not None and end <= now
+            if notice is Notice.GRACE:
+                return lic.state is LicenseState.ACTIVE and in_grace(lic, now, grace)
             days = product.reminder_days if product is not None else None
             return days is not None and lic.expires_at - days * DAY <= now < lic.expires_at
 

@@ -15,7 +15,7 @@ from adapters_storage.sql.common import (
     update,
     without_id,
 )
-from licore.licenses import DAY, MAX_REMINDER_DAYS, LicenseState
+from licore.licenses import DAY, MAX_GRACE_DAYS, MAX_REMINDER_DAYS, LicenseState
 from licore.model import License, Page, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
@@ -318,16 +318,31 @@ class SqlLicenses(Repository):
             "FROM licenses l JOIN products p ON p.id = l.product_id "
             "JOIN studios s ON s.id = p.studio_id "
             "WHERE l.platform_id = ? AND l.state = 'active' "
-            "AND (l.expires_at IS NULL OR l.expires_at > ?)",
-            [platform_id, -1 if now is None else now], limit, cursor, id_column="l.id")
+            "AND (l.expires_at IS NULL OR l.expires_at + COALESCE(p.grace_days, 0) * ? > ?)",
+            [platform_id, DAY, -1 if now is None else now], limit, cursor, id_column="l.id")
 
     async def due_notices(self, notice: Notice, now: int, limit: int) -> Sequence[License]:
         if notice is Notice.EXPIRED:
+            # Told once the license leaves force: its end plus the product's grace.
             rows = await self.db.rows(
-                f"SELECT {column_list(License)} FROM licenses WHERE expires_at <= ? "
-                "AND state IN ('active', 'paused') "
-                "AND (expiry_told IS NULL OR expiry_told <> expires_at) "
-                "ORDER BY expires_at, id LIMIT ?", [now, limit])
+                f"SELECT {column_list(License, 'l.')} FROM licenses l "
+                "JOIN products p ON p.id = l.product_id WHERE l.expires_at <= ? "
+                "AND l.expires_at + COALESCE(p.grace_days, 0) * ? <= ? "
+                "AND l.state IN ('active', 'paused') "
+                "AND (l.expiry_told IS NULL OR l.expiry_told <> l.expires_at) "
+                "ORDER BY l.expires_at, l.id LIMIT ?", [now, DAY, now, limit])
+        elif notice is Notice.GRACE:
+            # The second bound keeps the read on the expiry index: no grace is longer than
+            # the longest a product may set.
+            rows = await self.db.rows(
+                f"SELECT {column_list(License, 'l.')} FROM licenses l "
+                "JOIN products p ON p.id = l.product_id "
+                "WHERE l.expires_at <= ? AND l.expires_at > ? "
+                "AND p.grace_days > 0 AND l.expires_at + p.grace_days * ? > ? "
+                "AND l.state = 'active' "
+                "AND (l.grace_told IS NULL OR l.grace_told <> l.expires_at) "
+                "ORDER BY l.expires_at, l.id LIMIT ?",
+                [now, now - MAX_GRACE_DAYS * DAY, DAY, now, limit])
         else:
             # The first bound keeps the read on the expiry index: no reminder is longer
             # than the longest window a product may set.

@@ -15,7 +15,7 @@ LICENSE_SHOWN = frozenset({"product_id", "platform_id", "source", "state", "expi
 PRODUCT_SHOWN = frozenset({"slug", "title", "tagline", "description", "price_credit",
                            "discoverable", "licensing_enabled", "placeholder",
                            "verify_scripts", "purchase_pass_id", "place_limit", "place_policy",
-                           "trial_days", "reminder_days", "hub_place_id"})
+                           "trial_days", "reminder_days", "hub_place_id", "grace_days"})
 # Told by `version.published`, not as a change of the product.
 PRODUCT_QUIET = frozenset({"id", "studio_id", "created_at", "updated_at",
                            "current_version_id", "current_version", "beta_version_id",
@@ -23,7 +23,7 @@ PRODUCT_QUIET = frozenset({"id", "studio_id", "created_at", "updated_at",
 # The settings of a build (`POST /v1/packages/settings`, the dashboard's settings form).
 PRODUCT_SETTINGS = frozenset({"placeholder", "verify_scripts", "unlock_data", "protection",
                               "purchase_pass_id", "place_limit", "place_policy", "trial_days",
-                              "reminder_days", "hub_place_id"})
+                              "reminder_days", "hub_place_id", "grace_days"})
 VERSION_SHOWN = frozenset({"product_id", "label", "format", "size_bytes", "sha256",
                            "channel", "withdrawn_at"})
 IMAGE_SHOWN = frozenset({"product_id", "position", "sha256", "content_type", "width",

@@ -156,6 +156,15 @@ class AlertActed:
     subject: str  # the platform id acted on: the license's holder, or the blacklisted user
 
 
+def shown_status(license: License, now: int, product: Product | None) -> str:
+    """A license's status as the dashboard shows it: `in grace` for an active license past
+    its end within its product's grace (docs/licenses.md, "Grace")."""
+    grace = product.grace_days if product is not None else None
+    if license.state is lic.LicenseState.ACTIVE and lic.in_grace(license, now, grace):
+        return "in grace"
+    return lic.status(license, now, grace)
+
+
 @attrs.frozen
 class AuditShown:
     page: Page[AuditEntry]
@@ -240,7 +249,9 @@ class Dashboard:
         now = self.clock.now()
         held = await uow.licenses.by_ids({a.license_id for a in alerts
                                           if a.license_id is not None})
-        return {license_id: lic.status(license, now) for license_id, license in held.items()}
+        graces = {p: (await uow.products.by_id(p)) for p in {x.product_id for x in held.values()}}
+        return {license_id: shown_status(license, now, graces[license.product_id])
+                for license_id, license in held.items()}
 
     async def product_detail(self, seat: Seat, product_id: str) -> ProductDetail:
         async with self.storage.unit_of_work() as uow:
@@ -252,7 +263,7 @@ class Dashboard:
             roles = await uow.hooks.roles_of(product_id)
             images = tuple(await uow.images.of_product(product_id))
         now = self.clock.now()
-        statuses = {x.id: lic.status(x, now) for x in licenses or ()}
+        statuses = {x.id: shown_status(x, now, product) for x in licenses or ()}
         policy = await self.lifecycle.policy(ActingStudio(seat.studio.id), product_id)
         return ProductDetail(product, licenses, versions, tuple(roles), statuses, policy,
                              images)
@@ -266,7 +277,8 @@ class Dashboard:
             license = await uow.licenses.for_user(target.product_id, platform_id)
         if license is None:
             raise NotFound("no license for that user and product")
-        return LicenseDetail(policy.product, license, lic.status(license, self.clock.now()),
+        return LicenseDetail(policy.product, license,
+                             shown_status(license, self.clock.now(), policy.product),
                              places, policy)
 
     async def audit(self, seat: Seat, command: ListAudit) -> AuditShown:

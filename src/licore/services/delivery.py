@@ -160,6 +160,8 @@ class Delivery:
         guild_id, role_id = change.guild_id, change.role_id
         async with self.storage.unit_of_work() as uow:
             license = await uow.licenses.by_id(message.subject)
+            product = (await uow.products.by_id(license.product_id)
+                       if license is not None else None)
             user = await uow.hooks.chat_user(change.platform_id)
             named = license is not None and any(
                 (r.guild_id, r.role_id) == (guild_id, role_id)
@@ -168,7 +170,8 @@ class Delivery:
             return Delivered(True, error=NOT_LINKED)
         if self.chat is None:
             return Delivered(False, error="no chat bot is configured on this server")
-        present = named and license is not None and in_force(license, self.clock.now())
+        present = named and license is not None and in_force(
+            license, self.clock.now(), product.grace_days if product is not None else None)
         return await self.chat.set_role(guild_id, user, role_id, present)
 
 

@@ -45,8 +45,11 @@ async def _held(uow: UnitOfWork, person: ActingPerson, product_id: str,
     """The person's license of the product, if it lets them download (paused and expired
     ones do not)."""
     license = await uow.licenses.for_user(product_id, await _platform_id(uow, person))
-    if license is None or not lic.passes_runtime(license.state) or (
-            now is not None and not lic.in_force(license, now)):
+    if license is None or not lic.passes_runtime(license.state):
+        raise NotFound("no such product in your library")
+    product = await uow.products.by_id(product_id) if now is not None else None
+    if now is not None and not lic.in_force(license, now,
+                                            product.grace_days if product else None):
         raise NotFound("no such product in your library")
     return license
 

@@ -86,9 +86,10 @@ class LicensePolicy:
     tiers: tuple[Tier, ...]
 
 
-def lifecycle_data(license: License, now: int) -> dict[str, Any]:
+def lifecycle_data(license: License, now: int, grace_days: int | None = None,
+                   ) -> dict[str, Any]:
     """The payload of the lifecycle events: `license_data` plus the terms."""
-    return {**license_data(license), "status": lic.status(license, now),
+    return {**license_data(license), "status": lic.status(license, now, grace_days),
             "expires_at": iso(license.expires_at), "tier": license.tier}
 
 
@@ -532,6 +533,8 @@ class LicenseLifecycle:
                 changes["trial_days"] = command.trial_days or None
             if command.reminder_days is not None:
                 changes["reminder_days"] = command.reminder_days or None
+            if command.grace_days is not None:
+                changes["grace_days"] = command.grace_days or None
             if changes:
                 product = attrs.evolve(product, updated_at=self.clock.now(), **changes)
                 await uow.products.save(product)
@@ -544,12 +547,15 @@ class LicenseLifecycle:
     # --- the scheduler's sweep -----------------------------------------------------------
 
     async def sweep_expiries(self, limit: int = 100) -> int:
-        """Write `license.expired` (and remove chat roles) for licenses past their end, and
-        `license.expiring` for those within their product's `reminder_days` of it: each once
-        per end, in the unit of work that marks it told, so that any number of processes
-        sweeping at once write it exactly once. How many events were written."""
+        """Write `license.expired` (and remove chat roles) for licenses past their end and
+        their product's grace, and `license.expiring` for those within their product's
+        `reminder_days` of their end, and again (`in_grace: true`) for those past their end
+        within the grace: each once per end, in the unit of work that marks it told, so that
+        any number of processes sweeping at once write it exactly once. How many events
+        were written."""
         now = self.clock.now()
         return (await self._sweep(Notice.EXPIRED, now, limit)
+                + await self._sweep(Notice.GRACE, now, limit)
                 + await self._sweep(Notice.EXPIRING, now, limit))
 
     async def _sweep(self, notice: Notice, now: int, limit: int) -> int:
@@ -563,8 +569,10 @@ class LicenseLifecycle:
                 product = await uow.products.by_id(license.product_id)
                 if product is None:
                     continue
-                data = lifecycle_data(license, now)
-                if notice is Notice.EXPIRING:
+                data = {**lifecycle_data(license, now, product.grace_days),
+                        "in_grace": notice is Notice.GRACE,
+                        "grace_ends_at": iso(lic.grace_end(license, product.grace_days))}
+                if notice is not Notice.EXPIRED:
                     await self.announce.event(uow, product.studio_id, Topic.LICENSE_EXPIRING,
                                               data)
                 else:

@@ -58,6 +58,7 @@ class AsOf(Generic[T]):
 
     value: T
     now: int
+    grace_days: int | None = None  # the product's grace, where the answer shows it
 
 
 @attrs.frozen
@@ -137,7 +138,9 @@ SAVE_PRODUCT = Operation[c.CreateProduct | c.ChangeProduct, Product]("products:w
 
 
 async def _list_licenses(p: Partner, who: Caller, cmd: c.ListLicenses) -> AsOf[Page[License]]:
-    return p.as_of(await p.licensing.list(who.studio, cmd))
+    found = await p.licensing.list(who.studio, cmd)
+    policy = await p.lifecycle.policy(who.studio, cmd.product_id)
+    return AsOf(found, p.lifecycle.clock.now(), policy.product.grace_days)
 
 
 LIST_LICENSES = Operation[c.ListLicenses, AsOf[Page[License]]]("licenses:read",

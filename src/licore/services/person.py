@@ -136,7 +136,8 @@ class People:
                     if visitor is not None else None)
         newest = tuple(reversed(published.items))[:STORE_VERSIONS]
         return StorePage(product, studio.name if studio is not None else "", newest,
-                         held is not None and in_force(held, self.clock.now()))
+                         held is not None and in_force(held, self.clock.now(),
+                                                       product.grace_days))
 
     async def download(self, person: Account, command: DownloadCopy) -> Download:
         """The person's own copy of a product they hold: the library's download, acting for
