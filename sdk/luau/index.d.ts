@@ -89,6 +89,8 @@ declare namespace Licore {
 	/** How one licore product is sold by the hub kit (docs/selling.md). */
 	interface HubCatalogEntry {
 		developerProduct?: number;
+		/** More developer products, each selling one of the product's plans: id -> plan id. */
+		plans?: Record<number, string>;
 		gamePass?: number;
 		subscription?: string;
 		/** Term per period where the engine cannot say when the period ends; 31. */

@@ -141,12 +141,20 @@ GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TER
                          "description": "where the license came from; grant unless sent"},
                  purchase_id={**limited(lc.PURCHASE_ID),
                               "description": "the sale's id, as the seller's hub names it "
-                                             "(a receipt's PurchaseId)"})
+                                             "(a receipt's PurchaseId)"},
+                 plan={**limited(lc.PLAN_ID),
+                       "description": "one of the product's plans, for its term and tier "
+                                      "(instead of expires_at, duration_days and tier)"})
 TIER = obj(["name", "unlock_data"], name=TIER_NAME, unlock_data={})
+PLAN = obj(["id", "name", "duration_days", "tier"], id=limited(lc.PLAN_ID),
+           name=limited(lc.PLAN_NAME), duration_days={**limited(lc.DURATION_DAYS),
+                                                      "type": ["integer", "null"]},
+           tier={**limited(lc.TIER_NAME), "type": ["string", "null"]})
 POLICY = obj(["product_id", "place_limit", "place_policy", "trial_days", "reminder_days",
-              "grace_days", "tiers"],
+              "grace_days", "tiers", "plans"],
              product_id=STR, place_limit=INT, place_policy={"enum": ["alert", "enforce"]},
-             trial_days=INT, reminder_days=INT, grace_days=INT, tiers=array(TIER))
+             trial_days=INT, reminder_days=INT, grace_days=INT, tiers=array(TIER),
+             plans=array(PLAN))
 PRODUCT_BODY = obj([], id=limited(bounds.IDENTIFIER), title=limited(bounds.TITLE),
                    tagline=limited(bounds.TAGLINE), description=limited(bounds.DESCRIPTION),
                    price_credit=limited(bounds.PRICE_CREDIT), discoverable=BOOL)
@@ -476,11 +484,18 @@ SET_LICENSE_POLICY = Doc(
     body=obj(["product_id"], product_id=PRODUCT_ID, place_limit=limited(lc.PLACE_LIMIT),
              place_policy={"enum": ["alert", "enforce"]}, trial_days=limited(lc.TRIAL_DAYS),
              reminder_days=limited(lc.REMINDER_DAYS), grace_days=limited(lc.GRACE_DAYS),
-             tiers={**array(TIER), "maxItems": lc.MAX_TIERS}),
+             tiers={**array(TIER), "maxItems": lc.MAX_TIERS},
+             plans={**array(obj(["id", "name"], id=limited(lc.PLAN_ID),
+                                name=limited(lc.PLAN_NAME),
+                                duration_days=limited(lc.DURATION_DAYS),
+                                tier=limited(lc.TIER_NAME))),
+                    "maxItems": lc.MAX_PLANS}),
     errors=(404,), reads=lc.SetLicensePolicy,
     description="tiers replaces the whole list (an empty list removes every tier); "
                 "trial_days 0 removes the trial, reminder_days 0 the reminder, grace_days "
-                "0 the grace (days a license stays in force past its end).")
+                "0 the grace (days a license stays in force past its end). plans replaces the "
+                "whole list: each {id, name, duration_days (none: for good), tier (one of "
+                "the tiers, or none)}.")
 
 # The device authorization flow (device.ENDPOINTS) -----------------------------------------
 

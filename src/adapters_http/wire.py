@@ -16,7 +16,7 @@ from licore.audit import AuditEntry
 from licore.events import ChatRole, Message, MessageKind, MessageState, WebhookEndpoint
 from licore.images import ProductImage
 from licore.licenses import LicenseState
-from licore.model import Alert, License, Page, Place, Product, Version
+from licore.model import Alert, License, Page, Place, Plan, Product, Version
 from licore.ports import LibraryEntry
 from licore.protection import ProtectionProblem, settings_document
 from licore.services.claims import Claim
@@ -97,7 +97,12 @@ def license_policy(policy: LicensePolicy) -> J:
             "place_policy": p.place_policy.value, "trial_days": p.trial_days or 0,
             "reminder_days": p.reminder_days or 0, "grace_days": p.grace_days or 0,
             "tiers": [{"name": t.name, "unlock_data": t.unlock_data.value()}
-                      for t in policy.tiers]}
+                      for t in policy.tiers],
+            "plans": [plan(x) for x in policy.plans]}
+
+
+def plan(p: Plan) -> J:
+    return {"id": p.id, "name": p.name, "duration_days": p.duration_days, "tier": p.tier}
 
 
 def library_product(entry: LibraryEntry) -> J:

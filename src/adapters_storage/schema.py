@@ -488,6 +488,17 @@ MIGRATIONS: list[list[str]] = [
         # The `expires_at` whose start of grace was told (`license.expiring`, in grace).
         "ALTER TABLE licenses ADD COLUMN grace_told {bigint}",
     ],
+    [
+        # A product's plans (docs/licenses.md, "Plans"), in the seller's order.
+        """CREATE TABLE product_plans (
+            product_id {id} NOT NULL REFERENCES products(id),
+            id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            duration_days INTEGER,
+            tier TEXT,
+            position INTEGER NOT NULL,
+            PRIMARY KEY (product_id, id))""",
+    ],
 ]
 
 

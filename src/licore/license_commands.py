@@ -29,6 +29,9 @@ TIMESTAMP = bounds.WholeNumber(1, 253_402_300_799)
 TIER_NAME = bounds.Text(min_len=1, max_len=32, pattern=r"[A-Za-z0-9][A-Za-z0-9_-]*",
                         shape="letters, digits, '-' and '_', starting with a letter or digit")
 MAX_TIERS = 20
+MAX_PLANS = 20
+PLAN_ID = TIER_NAME  # the same shape: letters, digits, '-' and '_'
+PLAN_NAME = bounds.Text(min_len=1, max_len=64)
 # The sale a license came from, as the seller's hub names it: a receipt's `PurchaseId`, say.
 PURCHASE_ID = bounds.Text(min_len=1, max_len=128, pattern=r"[\x21-\x7e]+",
                           shape="1 to 128 visible ASCII characters (no spaces)")
@@ -93,6 +96,14 @@ class GrantLicense:
     tier: str | None = attrs.field(default=None, validator=TIER_NAME)
     source: Source = attrs.field(default=Source.GRANT, validator=_grantable)
     purchase_id: str | None = attrs.field(default=None, validator=PURCHASE_ID)
+    # One of the product's plans (docs/licenses.md, "Plans"): its term and tier, in place
+    # of `terms` and `tier`.
+    plan: str | None = attrs.field(default=None, validator=PLAN_ID)
+
+    def __attrs_post_init__(self) -> None:
+        if self.plan is not None and (self.tier is not None or self.terms != Terms()):
+            raise InvalidRequest("send plan, or expires_at, duration_days and tier; not both",
+                                 "plan")
 
 
 @attrs.frozen
@@ -115,6 +126,14 @@ class TierSpec:
 
 
 @attrs.frozen
+class PlanSpec:
+    id: str = attrs.field(validator=PLAN_ID)
+    name: str = attrs.field(validator=PLAN_NAME)
+    duration_days: int | None = attrs.field(default=None, validator=DURATION_DAYS)
+    tier: str | None = attrs.field(default=None, validator=TIER_NAME)
+
+
+@attrs.frozen
 class SetLicensePolicy:
     """A product's license settings; only the fields sent change. `tiers` replaces the whole
     list (an empty one removes every tier)."""
@@ -126,8 +145,15 @@ class SetLicensePolicy:
     tiers: tuple[TierSpec, ...] | None = None
     reminder_days: int | None = attrs.field(default=None, validator=REMINDER_DAYS)
     grace_days: int | None = attrs.field(default=None, validator=GRACE_DAYS)
+    plans: tuple[PlanSpec, ...] | None = None  # replaces the whole list
 
     def __attrs_post_init__(self) -> None:
+        if self.plans is not None:
+            if len(self.plans) > MAX_PLANS:
+                raise InvalidRequest(f"a product may have at most {MAX_PLANS} plans", "plans")
+            ids = [p.id for p in self.plans]
+            if len(set(ids)) != len(ids):
+                raise InvalidRequest("plan ids must differ", "plans")
         if self.tiers is None:
             return
         if len(self.tiers) > MAX_TIERS:
@@ -170,11 +196,12 @@ class GrantForm:
     tier: str | None = None
     source: Source | None = None  # None: `grant`
     purchase_id: str | None = None
+    plan: str | None = None
 
     def command(self) -> GrantLicense:
         return GrantLicense(LicenseTarget(self.product_id, self.user),
                             Terms(self.expires_at, self.duration_days), self.tier,
-                            self.source or Source.GRANT, self.purchase_id)
+                            self.source or Source.GRANT, self.purchase_id, self.plan)
 
 
 @attrs.frozen

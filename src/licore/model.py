@@ -161,6 +161,20 @@ class License:
 
 
 @attrs.frozen
+class Plan:
+    """One way a product is sold (docs/licenses.md, "Plans"): a license for `duration_days`
+    (None: for good), on `tier` (None: the product's own unlock data). A purchase of a plan
+    grants it, or extends a license already held by its duration."""
+
+    product_id: str
+    id: str
+    name: str
+    duration_days: int | None = None
+    tier: str | None = None
+    position: int = 0  # the seller's order
+
+
+@attrs.frozen
 class Tier:
     """An edition of a product with its own unlock data (sealed by `/unlock`)."""
 

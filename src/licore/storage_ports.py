@@ -27,6 +27,7 @@ from licore.model import (
     Membership,
     Page,
     Place,
+    Plan,
     Product,
     Studio,
     Tier,
@@ -155,6 +156,12 @@ class Products(Protocol):
         ...
     async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
         """Replace the product's tiers with `tiers`."""
+        ...
+    async def set_plans(self, product_id: str, plans: Sequence[Plan]) -> None:
+        """Replace the product's plans with `plans`."""
+        ...
+    async def plans(self, product_id: str) -> Sequence[Plan]:
+        """The product's plans in the seller's order."""
         ...
     async def tiers(self, product_id: str) -> Sequence[Tier]:
         """The product's tiers by name."""

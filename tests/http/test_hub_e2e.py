@@ -241,6 +241,27 @@ def test_a_second_purchase_of_a_held_product_is_told_to_the_game(
     assert len(held(server, shop, shop.sold, buyer)) == 1
 
 
+def test_a_plan_sold_by_its_developer_product_grants_then_extends(
+        server: Server, shop: Shop, gate: Gate) -> None:
+    """Issue 45 item 5: one licore product, sold as a 30-day plan and as a plan for good."""
+    pid = v1(server, "POST", "/products", shop.key, json={"title": "Hub plans"}).json()["id"]
+    v1(server, "POST", "/products/policy", shop.key, json={"product_id": pid, "plans": [
+        {"id": "month", "name": "30 days", "duration_days": 30},
+        {"id": "life", "name": "For good"}]})
+    game = vm(shop)
+    game.hub(gate.url, {pid: {"plans": {5_001: "month", 5_002: "life"}}})
+    buyer = user()
+    assert game.deliver(buyer, 5_001, purchase_id()) == "ReceiptDecision.Processed"
+    (first,) = held(server, shop, pid, buyer)
+    assert first["expires_at"] is not None
+    assert game.deliver(buyer, 5_001, purchase_id()) == "ReceiptDecision.Processed"
+    (second,) = held(server, shop, pid, buyer)
+    assert second["expires_at"] > first["expires_at"]  # ISO 8601 sorts as time
+    assert game.deliver(buyer, 5_002, purchase_id()) == "ReceiptDecision.Processed"
+    (last,) = held(server, shop, pid, buyer)
+    assert last["expires_at"] is None and last["status"] == "active"
+
+
 def test_the_older_process_receipt_callback_is_used_where_bind_receipt_handler_is_missing(
         server: Server, shop: Shop, gate: Gate) -> None:
     game = vm(shop, bind_receipt_handler=False)

@@ -8,7 +8,7 @@ import attrs
 
 from adapters_storage.memory.tables import Repository, first, page, replace_if
 from licore.licenses import DAY, LicenseState, grace_end, in_force, in_grace
-from licore.model import License, Page, Product, Tier, Version, VersionScript
+from licore.model import License, Page, Plan, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
@@ -57,6 +57,12 @@ class MemoryProducts(Repository):
 
     async def set_tiers(self, product_id: str, tiers: Sequence[Tier]) -> None:
         self.t.tiers[product_id] = tuple(tiers)
+
+    async def set_plans(self, product_id: str, plans: Sequence[Plan]) -> None:
+        self.t.plans[product_id] = tuple(plans)
+
+    async def plans(self, product_id: str) -> Sequence[Plan]:
+        return sorted(self.t.plans.get(product_id, ()), key=lambda p: (p.position, p.id))
 
     async def tiers(self, product_id: str) -> Sequence[Tier]:
         return sorted(self.t.tiers.get(product_id, ()), key=lambda t: t.name)

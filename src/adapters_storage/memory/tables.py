@@ -23,6 +23,7 @@ from licore.model import (
     License,
     Membership,
     Page,
+    Plan,
     Product,
     Studio,
     Tier,
@@ -66,6 +67,7 @@ class Tables:
     place_times: dict[tuple[str, str], int] = attrs.Factory(dict)
     # product id -> its tiers
     tiers: dict[str, tuple[Tier, ...]] = attrs.Factory(dict)
+    plans: dict[str, tuple[Plan, ...]] = attrs.Factory(dict)  # product id -> its plans
     # (license id, notice column) -> the `expires_at` it was told for
     told: dict[tuple[str, str], int] = attrs.Factory(dict)
     # (product id, platform id) -> when the trial started

@@ -16,7 +16,7 @@ from adapters_storage.sql.common import (
     without_id,
 )
 from licore.licenses import DAY, MAX_GRACE_DAYS, MAX_REMINDER_DAYS, LicenseState
-from licore.model import License, Page, Product, Tier, Version, VersionScript
+from licore.model import License, Page, Plan, Product, Tier, Version, VersionScript
 from licore.ports import LibraryEntry
 from licore.products import slug_candidate, unique_slug
 from licore.releases import Channel
@@ -82,6 +82,17 @@ class SqlProducts(Repository):
             await self.db.run(
                 "INSERT INTO product_tiers (product_id, name, unlock_data) VALUES (?, ?, ?)",
                 [product_id, tier.name, tier.unlock_data.text])
+
+    async def set_plans(self, product_id: str, plans: Sequence[Plan]) -> None:
+        await self.db.run("DELETE FROM product_plans WHERE product_id = ?", [product_id])
+        for plan in plans:
+            await self.db.run(insert("product_plans", Plan), to_row(plan))
+
+    async def plans(self, product_id: str) -> Sequence[Plan]:
+        rows = await self.db.rows(
+            f"SELECT {column_list(Plan)} FROM product_plans WHERE product_id = ? "
+            "ORDER BY position, id", [product_id])
+        return [from_row(Plan, r) for r in rows]
 
     async def tiers(self, product_id: str) -> Sequence[Tier]:
         rows = await self.db.rows(

@@ -20,6 +20,7 @@ from licore.model import (
     Client,
     License,
     Membership,
+    Plan,
     Product,
     Studio,
     Tier,
@@ -144,6 +145,23 @@ class AuditedProducts(_Layer):
             told += (Change("unlock_data", shown=False),)
         await self.journal.of_product(product_id, "product.tiers_changed", "product",
                                       product_id, told)
+
+
+    async def set_plans(self, product_id: str, plans: Sequence[Plan]) -> None:
+        before = tuple(await self.inner.plans(product_id))
+        await self.inner.set_plans(product_id, plans)
+        after = tuple(plans)
+        if before != after:
+            await self.journal.of_product(
+                product_id, "product.plans_changed", "product", product_id,
+                named({"plans": (tuple(_plan(p) for p in before),
+                                 tuple(_plan(p) for p in after))}))
+
+
+def _plan(p: Plan) -> str:
+    """A plan as the trail shows it: `id: name, 30 days, tier pro`."""
+    term = "for good" if p.duration_days is None else f"{p.duration_days} days"
+    return f"{p.id}: {p.name}, {term}" + (f", tier {p.tier}" if p.tier else "")
 
 
 class AuditedVersions(_Layer):

@@ -38,7 +38,7 @@ from licore.licenses import (
     LifecycleEvent,
     Source,
 )
-from licore.model import License, Place, Product, Tier, UnlockData
+from licore.model import License, Place, Plan, Product, Tier, UnlockData
 from licore.ports import Clock, KeyVault, Randomness
 from licore.services.announce import Announcer, iso, license_data
 from licore.services.ids import Ids
@@ -84,6 +84,7 @@ class LicensePolicy:
     product: Product
     place_limit: int  # the one in force: the product's, else the studio's
     tiers: tuple[Tier, ...]
+    plans: tuple[Plan, ...] = ()
 
 
 def lifecycle_data(license: License, now: int, grace_days: int | None = None,
@@ -211,19 +212,20 @@ class LicenseLifecycle:
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, target.product_id)
             platform_id = await resolve_user(uow, target.user)
-            await self._check_tier(uow, product, command.tier)
+            terms, tier, plan = await self._terms_of(uow, product, command)
             now = self.clock.now()
-            end = self._end(command.terms, None, now)
+            end = self._end(terms, None, now)
             sale = lic.purchase_key(command.source, command.purchase_id, platform_id)
             if sale is not None:
                 await self._unrecorded(uow, product.id, sale, platform_id)
                 held = await uow.licenses.hold(product.id, platform_id)
                 if held is not None and held.state is not LicenseState.INACTIVE:
+                    more = await self._extended(uow, studio.studio_id, held, plan, now)
                     await uow.licenses.remember_purchase(product.id, sale, held.id, now)
-                    return Granted(held, held=True)
+                    return Granted(more or held, held=more is None)
             _, shaped = await self.apply(
                 uow, studio.studio_id, product.id, platform_id, LicenseEvent.GRANT,
-                command.source, Shape(end, command.tier, command.purchase_id))
+                command.source, Shape(end, tier, command.purchase_id))
             if sale is not None:
                 await uow.licenses.remember_purchase(product.id, sale, shaped.id, now)
             return Granted(shaped, held=False)
@@ -317,6 +319,39 @@ class LicenseLifecycle:
                 case _:
                     assert_never(effect)
         return license
+
+    async def _terms_of(self, uow: UnitOfWork, product: Product, command: GrantLicense,
+                        ) -> tuple[Terms, str | None, Plan | None]:
+        """A grant's end and tier: its own, or its plan's."""
+        if command.plan is None:
+            await self._check_tier(uow, product, command.tier)
+            return command.terms, command.tier, None
+        for plan in await uow.products.plans(product.id):
+            if plan.id == command.plan:
+                return Terms(duration_days=plan.duration_days), plan.tier, plan
+        raise InvalidRequest("the product has no plan of that id", "plan")
+
+    async def _extended(self, uow: UnitOfWork, studio_id: str, held: License,
+                        plan: Plan | None, now: int) -> License | None:
+        """A plan bought again by its holder: the license renewed by the plan's term (a plan
+        for good makes it so), on the plan's tier if it names one. None: nothing to add
+        (no plan, or a license for good bought again for a term)."""
+        if plan is None:
+            return None
+        if plan.duration_days is None:
+            end = None
+        elif held.expires_at is None:
+            return None
+        else:
+            end = max(now, held.expires_at) + plan.duration_days * DAY
+        extended = attrs.evolve(held, expires_at=end, tier=plan.tier or held.tier)
+        if extended == held:
+            return None
+        row = lic.lifecycle(lic.standing(held, now), LifecycleEvent.RENEW)
+        await self._store(uow, held, extended)
+        await self._effects(uow, studio_id, extended, row.effects,
+                            lifecycle_data(extended, now))
+        return extended
 
     async def _unrecorded(self, uow: UnitOfWork, product_id: str, sale: str,
                           platform_id: str) -> None:
@@ -517,7 +552,8 @@ class LicenseLifecycle:
         if limit is None:
             owner = await uow.studios.by_id(product.studio_id)
             limit = owner.place_limit if owner is not None else lic.DEFAULT_PLACE_LIMIT
-        return LicensePolicy(product, limit, tuple(await uow.products.tiers(product.id)))
+        return LicensePolicy(product, limit, tuple(await uow.products.tiers(product.id)),
+                             tuple(await uow.products.plans(product.id)))
 
     async def set_policy(self, studio: ActingStudio,
                          command: SetLicensePolicy) -> LicensePolicy:
@@ -542,7 +578,16 @@ class LicenseLifecycle:
                 await uow.products.set_tiers(product.id, [
                     Tier(product.id, t.name, UnlockData.of(t.unlock_data.value))
                     for t in command.tiers])
-            return await self._policy(uow, product)
+            if command.plans is not None:
+                await uow.products.set_plans(product.id, [
+                    Plan(product.id, p.id, p.name, p.duration_days, p.tier, at)
+                    for at, p in enumerate(command.plans)])
+            policy = await self._policy(uow, product)
+            tiers = {t.name for t in policy.tiers}
+            if any(p.tier is not None and p.tier not in tiers for p in policy.plans):
+                raise InvalidRequest("each plan's tier must be one of the product's tiers",
+                                     "plans")
+            return policy
 
     # --- the scheduler's sweep -----------------------------------------------------------
 

@@ -14,7 +14,7 @@ from licore.commands import (
 )
 from licore.errors import InvalidRequest, NotFound
 from licore.licenses import in_force
-from licore.model import Account, License, Product, Version
+from licore.model import Account, License, Plan, Product, Version
 from licore.ports import ChatService, Clock, ConnectedApp, LibraryEntry
 from licore.products import browse
 from licore.services.announce import Announcer
@@ -36,6 +36,7 @@ class StorePage:
     studio: str
     versions: tuple[Version, ...]
     owned: bool
+    plans: tuple[Plan, ...] = ()  # how the studio sells it (docs/licenses.md, "Plans")
 
 
 @attrs.frozen
@@ -134,10 +135,11 @@ class People:
             published = await uow.versions.of_product(product.id, True, None, None, False)
             held = (await uow.licenses.for_user(product.id, visitor.platform_id)
                     if visitor is not None else None)
+            plans = tuple(await uow.products.plans(product.id))
         newest = tuple(reversed(published.items))[:STORE_VERSIONS]
         return StorePage(product, studio.name if studio is not None else "", newest,
                          held is not None and in_force(held, self.clock.now(),
-                                                       product.grace_days))
+                                                       product.grace_days), plans)
 
     async def download(self, person: Account, command: DownloadCopy) -> Download:
         """The person's own copy of a product they hold: the library's download, acting for
