@@ -560,17 +560,7 @@ class LicenseLifecycle:
         """A product's place limit and policy, trial length, reminder and tiers."""
         async with self.storage.unit_of_work() as uow:
             product = await held_product(uow, studio, command.product_id)
-            changes: dict[str, Any] = {}
-            if command.place_limit is not None:
-                changes["place_limit"] = command.place_limit
-            if command.place_policy is not None:
-                changes["place_policy"] = command.place_policy
-            if command.trial_days is not None:
-                changes["trial_days"] = command.trial_days or None
-            if command.reminder_days is not None:
-                changes["reminder_days"] = command.reminder_days or None
-            if command.grace_days is not None:
-                changes["grace_days"] = command.grace_days or None
+            changes = _policy_changes(command)
             if changes:
                 product = attrs.evolve(product, updated_at=self.clock.now(), **changes)
                 await uow.products.save(product)
@@ -583,10 +573,7 @@ class LicenseLifecycle:
                     Plan(product.id, p.id, p.name, p.duration_days, p.tier, at)
                     for at, p in enumerate(command.plans)])
             policy = await self._policy(uow, product)
-            tiers = {t.name for t in policy.tiers}
-            if any(p.tier is not None and p.tier not in tiers for p in policy.plans):
-                raise InvalidRequest("each plan's tier must be one of the product's tiers",
-                                     "plans")
+            _check_plans(policy)
             return policy
 
     # --- the scheduler's sweep -----------------------------------------------------------
@@ -625,3 +612,18 @@ class LicenseLifecycle:
                     await self._effects(uow, product.studio_id, license, row.effects, data)
                 written += 1
             return written
+
+
+def _policy_changes(command: SetLicensePolicy) -> dict[str, Any]:
+    """The product's fields a policy change sets: those sent (0 days: none)."""
+    sent = {"place_limit": command.place_limit, "place_policy": command.place_policy}
+    days = {"trial_days": command.trial_days, "reminder_days": command.reminder_days,
+            "grace_days": command.grace_days}
+    return ({k: v for k, v in sent.items() if v is not None}
+            | {k: v or None for k, v in days.items() if v is not None})
+
+
+def _check_plans(policy: LicensePolicy) -> None:
+    tiers = {t.name for t in policy.tiers}
+    if any(p.tier is not None and p.tier not in tiers for p in policy.plans):
+        raise InvalidRequest("each plan's tier must be one of the product's tiers", "plans")
