@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -67,6 +68,20 @@ def core(database_url: str, action: Callable[[Deps], Awaitable[T]]) -> T:
         return asyncio.run(run())
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, run()).result()
+
+
+def end_a_minute_ago(database_url: str, product_id: str, user: str) -> None:
+    """Time passing without waiting for it: the license's stored end set a minute back, as if
+    the clock had reached it (the end a test gives must lie ahead when it is given)."""
+
+    async def age(d: Deps) -> None:
+        async with d.storage.unit_of_work() as uow:
+            held = await uow.licenses.for_user(product_id, user)
+            assert held is not None and held.expires_at is not None
+            past = attrs.evolve(held, expires_at=int(time.time()) - 60)
+            assert await uow.licenses.replace(past, expected=held.state)
+
+    core(database_url, age)
 
 
 @attrs.frozen

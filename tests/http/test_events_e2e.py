@@ -18,7 +18,7 @@ import pytest
 from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from licore.tokens import LICENSE_KEY_PREFIX
-from tests.http.e2e import People, auth, core, owner_key, setup_people
+from tests.http.e2e import People, auth, core, end_a_minute_ago, owner_key, setup_people
 from tests.support.server import Server, running_server
 from tests.support.standins import ChatStandIn, WebhookReceiver, running
 
@@ -219,19 +219,6 @@ def test_a_hand_out_to_someone_who_left_the_server_is_done(world: World) -> None
     assert "Chat-role hand-outs" in board and "license.granted" in board
 
 
-def end_a_minute_ago(world: World, product_id: str, user: str) -> None:
-    """Time passing: the stored end set a minute back, as if the clock had reached it."""
-
-    async def age(d: Deps) -> None:
-        async with d.storage.unit_of_work() as uow:
-            held = await uow.licenses.for_user(product_id, user)
-            assert held is not None and held.expires_at is not None
-            past = attrs.evolve(held, expires_at=int(time.time()) - 60)
-            assert await uow.licenses.replace(past, expected=held.state)
-
-    core(world.server.database_url, age)
-
-
 def add_account(world: World, name: str, platform_id: str) -> None:
     async def add(d: Deps) -> None:
         await UseCases.of(d).operator.add_account(name, platform_id, "a-password")
@@ -298,7 +285,7 @@ def test_the_lifecycle_events_arrive_signed_and_chat_roles_follow_the_license(
         assert [t["expires_at"] for t in told("license.expiring")][-1] == \
             renewed["license"]["expires_at"]
 
-        end_a_minute_ago(world, product, "2562")
+        end_a_minute_ago(world.server.database_url, product, "2562")
         wait_for("the expiry's webhook", lambda: len(told("license.expired")) == 1)
         expired = told("license.expired")[0]
         assert (expired["platform_id"], expired["status"]) == ("2562", "expired")

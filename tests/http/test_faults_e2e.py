@@ -177,7 +177,8 @@ def test_a_killed_worker_is_replaced_and_the_others_keep_answering(
         assert wait_until(lambda: len(workers_of(server)) == 3, 30)
         before = workers_of(server)
         with Load(server, key) as load, uploading(server, key) as uploads:
-            time.sleep(2)
+            # Under load: calls answered and an upload stored, the next one on its way.
+            assert wait_until(lambda: load.counts()["200"] > 20 and uploads["200"] > 0, 60)
             victim = min(before)
             os.kill(victim, signal.SIGKILL)
             assert wait_until(lambda: len(workers_of(server)) == 3
@@ -256,13 +257,16 @@ def test_postgres_restarted_under_load_gives_503_then_recovers_by_itself() -> No
         people = setup_people(server.database_url, "8")
         key = owner_key(server, people, ALL)
         with Load(server, key) as load, uploading(server, key) as uploads:
-            time.sleep(2)
+            # Under load: calls answered and an upload stored, the next one on its way.
+            assert wait_until(lambda: load.counts()["200"] > 20 and uploads["200"] > 0, 60)
             cluster.ctl("-m", "fast", "-w", "stop")
             # While it is away: 503s, and /readyz says so without hanging.
             assert wait_until(lambda: load.counts()["503"] > 0, 30), load.counts()
             ready = httpx.get(f"{server.url}/readyz", timeout=5)
             assert ready.status_code == 503 and "retry-after" in ready.headers
-            time.sleep(3)
+            # Away for a while: more calls refused before it comes back.
+            refused = load.counts()["503"]
+            assert wait_until(lambda: load.counts()["503"] > refused + 20, 30), load.counts()
             cluster.ctl("-o", f"-p {cluster.port} -k {cluster.data.parent} -c "
                         "listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60",
                         "-l", str(cluster.data.parent / "log"), "-w", "start")
