@@ -58,12 +58,12 @@ async def test_an_expired_key_is_taken_afresh_and_swept(storage: Storage) -> Non
                                                    later) is None
     async with storage.unit_of_work() as uow:
         assert await uow.records.idempotency.claim(_record(fingerprint="f1", at=later + 1),
-                                           later + 1) == _record(fingerprint="f9", at=later)
+                                                   later + 1) == _record(fingerprint="f9", at=later)
         assert await uow.records.idempotency.sweep(later) == 1  # k-2, expired and never retried
         assert await uow.records.idempotency.sweep(later) == 0
     async with storage.unit_of_work() as uow:
         assert await uow.records.idempotency.claim(_record("studio:stu_1", "k-2", at=later),
-                                           later) is None
+                                                   later) is None
 
 
 async def test_a_large_binary_answer_is_kept_byte_for_byte(storage: Storage) -> None:

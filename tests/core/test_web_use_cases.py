@@ -128,7 +128,7 @@ async def test_an_alert_row_acts_on_its_license_or_user_within_the_seats_permiss
     async with storage.unit_of_work() as uow:
         await uow.abuse.alerts.record(alert, 3600)
         await uow.abuse.alerts.record(attrs.evolve(alert, id="alr_anon", kind="leaked_key",
-                                             game_id="2", license_id=None,
+                                                   game_id="2", license_id=None,
                                              platform_id=None), 3600)
 
     with pytest.raises(MissingPermission):

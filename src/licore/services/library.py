@@ -128,7 +128,7 @@ class Library:
         if now is not None:  # counted for the usage series (an embedder without a clock: not)
             async with self.storage.unit_of_work() as uow:
                 await uow.records.usage.count(product.id, hour_of(now), Happened.DOWNLOAD,
-                                      version.label)
+                                              version.label)
         if command.nodes is None:
             return Download(data, version.label, version.format)
         return Download(await self._as_nodes(data, version.label, command.nodes == "compact"),

@@ -44,4 +44,4 @@ class Licensing:
             if command.product_id is not None:
                 await own_product(uow, studio, command.product_id)
             return await uow.abuse.alerts.of_studio(studio.studio_id, command.product_id,
-                                              command.page.limit, command.page.cursor)
+                                                    command.page.limit, command.page.cursor)

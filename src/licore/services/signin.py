@@ -266,7 +266,7 @@ class Sessions:
         """The session's wrong user-code entries, as the server counted them."""
         async with self.storage.unit_of_work() as uow:
             wrong = await uow.records.counters.count(f"session-wrong-code:{session_id}",
-                                             SESSION_WINDOW)
+                                                     SESSION_WINDOW)
         return EntryAttempts(wrong=min(wrong, df.WRONG_ENTRY_LIMIT),
                              linked_user_code=linked_user_code)
 
