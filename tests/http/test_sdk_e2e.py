@@ -178,7 +178,7 @@ def test_a_forged_or_stale_unlock_is_refused_with_its_reason(
 
 def test_a_genuine_update_equals_the_buyers_download_and_a_tampered_one_changes_nothing(
         sdk: LuauSdk, server: Server, game: Game) -> None:
-    c = client(sdk, server, game)
+    c = client(sdk, server, game, compactNodes=False)
     nodes, reason = method(c, "update", "0.9", game.buyer)
     assert reason is None
     download = httpx.get(f"{server.url}/v1/library/download", headers=auth(game.library_key),
@@ -257,7 +257,7 @@ def test_a_file_changed_on_its_way_is_refused_and_the_sealed_answer_taken_instea
     c = client(sdk, server, game, get=flipped)
     nodes, reason = method(c, "update", "0.9", game.buyer)
     assert reason is None and len(seen) == 1  # the file was fetched, and not used
-    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game)
+    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game, True)
     assert c.get("fileUpdates") is False  # sealed answers from now on
     method(c, "update", "0.9", game.buyer)
     assert len(seen) == 1
@@ -275,7 +275,8 @@ def test_a_client_told_not_to_never_asks_for_a_file(
     c = client(sdk, server, game, http, get=recording(seen), fileUpdates=False)
     nodes, reason = method(c, "update", "0.9", game.buyer)
     assert reason is None and seen == [] and "delivery" not in asked[0]
-    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game)
+    assert asked[0]["nodes"] == "compact"  # the SDK's default since 0.6.0
+    assert [_normal(n) for n in sdk.to_python(nodes)] == _download(server, game, True)
 
 
 def test_verify_source_reports_the_exact_live_source(
