@@ -128,14 +128,20 @@ CLAIMED = obj(["ok", "result", "product_id", "license"], ok=BOOL,
               product_id=STR, license=LICENSE)
 SAVED = obj(["ok", "id", "slug", "discoverable"], ok=BOOL, id=STR, slug=STR, discoverable=BOOL)
 OK = obj(["ok"], ok=BOOL)
-TARGET = obj(["product_id", "user"], product_id=STR, user=STR)
+# `user`, or (extension) `chat_user`: the person who linked that chat account.
+TARGET = obj(["product_id"], product_id=STR, user=STR, chat_user=STR)
 PRODUCT_ID = limited(bounds.IDENTIFIER)
 USER = limited(bounds.IDENTIFIER)
 TIER_NAME = limited(lc.TIER_NAME)
+CHAT_USER: J = {**limited(c.CHAT_USER),
+                "description": "in place of user: the person who linked this chat account "
+                               "(extension)"}
+TARGET_BODY = obj(["product_id"], product_id=PRODUCT_ID, user=USER, chat_user=CHAT_USER)
 TERMS: J = {"expires_at": {**limited(lc.TIMESTAMP),
                            "description": "unix seconds; later than now"},
             "duration_days": limited(lc.DURATION_DAYS)}
-GRANT_BODY = obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER, **TERMS,
+GRANT_BODY = obj(["product_id"], product_id=PRODUCT_ID, user=USER,
+                 chat_user=CHAT_USER, **TERMS,
                  tier=TIER_NAME,
                  source={"enum": [s.value for s in GRANT_SOURCES],
                          "description": "where the license came from; grant unless sent"},
@@ -227,7 +233,8 @@ SAVE_PRODUCT = Doc("saveProduct", "Create (no id) or change (with id) a product"
                    body=PRODUCT_BODY, errors=(404,), reads=c.ChangeProduct)
 LIST_LICENSES = Doc("listLicenses", "List a product's licenses; with user (extension), that "
                     "user's alone", _listing("licenses", LICENSE),
-                    params=[q("product_id"), q("user", False), *PAGE_PARAMS], errors=(404,))
+                    params=[q("product_id"), q("user", False), q("chat_user", False),
+                            *PAGE_PARAMS], errors=(404,))
 CHANGED_LICENSE = obj(["ok", "license"], ok=BOOL, license=LICENSE)
 GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive one); "
                     "expires_at, duration_days and tier are extensions",
@@ -240,7 +247,7 @@ GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive o
                                 "license_revoked once the seller revoked it, never a re-grant. "
                                 "See docs/licenses.md and docs/selling.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
-                     params=[q("product_id"), q("user")], errors=(404,))
+                     params=[q("product_id"), q("user", False), q("chat_user", False)], errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
                     errors=(404,), reads=c.LicenseTarget)
 RESUME_LICENSE = Doc("resumeLicense", "Resume a paused license (extension)", OK, body=TARGET,
@@ -448,14 +455,14 @@ RENEW_LICENSE = Doc(
 START_TRIAL = Doc(
     "startTrial", "Start a person's trial of the product: one per person and product, ever "
     "(extension)", CHANGED_LICENSE,
-    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER),
+    body=TARGET_BODY,
     errors=(404, 409), reads=c.LicenseTarget,
     description="409 is `already_owned`: the person holds or held a license of the product, "
                 "or took its trial before. A product without a trial is `400 "
                 "invalid_request`.")
 REKEY_LICENSE = Doc("rekeyLicense", "A new key for a license; the old one and its copies "
                     "stop working at once (extension)", CHANGED_LICENSE,
-                    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER),
+                    body=TARGET_BODY,
                     errors=(404,), reads=c.LicenseTarget)
 SET_LICENSE_TIER = Doc(
     "setLicenseTier", "Put a license on one of the product's tiers; null: none (extension)",
@@ -468,11 +475,11 @@ LIST_LICENSE_PLACES = Doc(
     "(extension)",
     obj(["places"], places=array(obj(["game_id", "rank", "first_seen_at"], game_id=STR,
                                      rank=INT, first_seen_at=TIME))),
-    params=[q("product_id"), q("user")], errors=(404,))
+    params=[q("product_id"), q("user", False), q("chat_user", False)], errors=(404,))
 RESET_LICENSE_PLACES = Doc(
     "resetLicensePlaces", "Forget a license's places: the next ones count from 1 "
     "(extension)", obj(["ok", "reset"], ok=BOOL, reset=INT),
-    body=obj(["product_id", "user"], product_id=PRODUCT_ID, user=USER), errors=(404,),
+    body=TARGET_BODY, errors=(404,),
     reads=c.LicenseTarget)
 GET_LICENSE_POLICY = Doc(
     "getLicensePolicy", "A product's place limit and policy, trial length, reminder and tiers "

@@ -499,6 +499,10 @@ MIGRATIONS: list[list[str]] = [
             position INTEGER NOT NULL,
             PRIMARY KEY (product_id, id))""",
     ],
+    [
+        # Licenses granted and looked up by a linked chat account (docs/licenses.md).
+        "CREATE INDEX chat_links_chat_user ON chat_links(chat_user_id)",
+    ],
 ]
 
 

@@ -78,8 +78,12 @@ class ChangeProduct:
 # Licenses (spec 4.3, contract 3) ----------------------------------------------------------
 
 
+# A chat account's id as the chat service gives it (a Discord snowflake): digits.
+CHAT_USER = bounds.Text(min_len=1, max_len=20, pattern=r"[0-9]+", shape="digits")
+
+
 def _user(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is None:  # only where the field is optional (a listing's filter)
+    if value is None or value == "":  # not sent: a listing's filter, or `chat_user` instead
         return
     bounds.IDENTIFIER.check(attribute.name, value)
     if not value.isdigit() and len(value) > bounds.USERNAME.max_len:
@@ -93,6 +97,13 @@ class LicenseTarget:
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     user: str = attrs.field(validator=_user)
+    # Extension (docs/licenses.md, "By chat account"): the person whose linked chat account
+    # has this id, in place of `user`.
+    chat_user: str | None = attrs.field(default=None, validator=CHAT_USER)
+
+    def __attrs_post_init__(self) -> None:
+        if (self.user == "") == (self.chat_user is None):
+            raise InvalidRequest("send user or chat_user, one of them", "user")
 
 
 @attrs.frozen
@@ -112,6 +123,11 @@ class ListLicenses:
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
     page: Paging = Paging()
     user: str | None = attrs.field(default=None, validator=_user)
+    chat_user: str | None = attrs.field(default=None, validator=CHAT_USER)
+
+    def __attrs_post_init__(self) -> None:
+        if self.user and self.chat_user is not None:
+            raise InvalidRequest("send user or chat_user, not both", "user")
 
 
 @attrs.frozen

@@ -190,7 +190,8 @@ class PolicyOf:
 @attrs.frozen
 class GrantForm:
     product_id: str
-    user: str
+    user: str = ""  # or `chat_user`
+    chat_user: str | None = None
     expires_at: int | None = None
     duration_days: int | None = None
     tier: str | None = None
@@ -199,7 +200,7 @@ class GrantForm:
     plan: str | None = None
 
     def command(self) -> GrantLicense:
-        return GrantLicense(LicenseTarget(self.product_id, self.user),
+        return GrantLicense(LicenseTarget(self.product_id, self.user, self.chat_user),
                             Terms(self.expires_at, self.duration_days), self.tier,
                             self.source or Source.GRANT, self.purchase_id, self.plan)
 

@@ -446,6 +446,9 @@ class Hooks(Protocol):
         """Link (or, with None, unlink) a person's chat account."""
         ...
     async def chat_user(self, platform_id: str) -> str | None: ...
+    async def linked_to(self, chat_user_id: str) -> Sequence[str]:
+        """The platform ids of the people who linked this chat account (one, normally)."""
+        ...
     async def linked_holders(self, product_id: str, after: str | None,
                              limit: int) -> Sequence[License]:
         """Active licenses of the product whose holder linked a chat account, by id after

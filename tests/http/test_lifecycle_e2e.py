@@ -388,3 +388,24 @@ def test_a_license_in_its_products_grace_still_answers(server: Server, key: str)
     assert (shown["status"], shown["is_active"], shown["in_grace"]) == ("expired", False, False)
     refusal(call(server, "POST", "/products/policy", key,
                  json={"product_id": pid, "grace_days": 366}), 400, "invalid_request")
+
+
+def test_a_license_granted_and_found_by_chat_account(server: Server, key: str) -> None:
+    """Issue 45 item 6: `chat_user` in place of `user`, for a person who linked it."""
+
+    async def link(d: Deps) -> None:
+        async with d.storage.unit_of_work() as uow:
+            await uow.hooks.link_chat("2795", "556677889900", int(time.time()))
+
+    core(server.database_url, link)
+    pid = product(server, key)
+    done = v1(server, "POST", "/licenses", key,
+              json={"product_id": pid, "chat_user": "556677889900"})["license"]
+    assert done["platform_id"] == "2795"
+    found = v1(server, "GET", "/licenses", key,
+               params={"product_id": pid, "chat_user": "556677889900"})["licenses"]
+    assert [x["id"] for x in found] == [done["id"]]
+    refusal(call(server, "POST", "/licenses", key,
+                 json={"product_id": pid, "chat_user": "1"}), 404, "not_found")
+    refusal(call(server, "POST", "/licenses", key, json={"product_id": pid}),
+            400, "invalid_request")

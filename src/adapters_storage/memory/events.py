@@ -103,6 +103,9 @@ class MemoryHooks(Repository):
         else:
             self.t.chat_links[platform_id] = chat_user_id
 
+    async def linked_to(self, chat_user_id: str) -> Sequence[str]:
+        return sorted(p for p, c in self.t.chat_links.items() if c == chat_user_id)[:2]
+
     async def chat_user(self, platform_id: str) -> str | None:
         return self.t.chat_links.get(platform_id)
 

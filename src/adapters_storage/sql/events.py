@@ -175,6 +175,11 @@ class SqlHooks(Repository):
             await self.db.run("INSERT INTO chat_links (platform_id, chat_user_id, linked_at) "
                               "VALUES (?, ?, ?)", [platform_id, chat_user_id, now])
 
+    async def linked_to(self, chat_user_id: str) -> Sequence[str]:
+        rows = await self.db.rows("SELECT platform_id FROM chat_links WHERE chat_user_id = ? "
+                                  "ORDER BY platform_id LIMIT 2", [chat_user_id])
+        return [str(r[0]) for r in rows]
+
     async def chat_user(self, platform_id: str) -> str | None:
         rows = await self.db.rows("SELECT chat_user_id FROM chat_links WHERE platform_id = ?",
                                   [platform_id])

@@ -273,7 +273,7 @@ class Dashboard:
         places = tuple(await self.lifecycle.places(studio, target))  # NotFound: no license
         policy = await self.lifecycle.policy(studio, target.product_id)
         async with self.storage.unit_of_work() as uow:
-            platform_id = await resolve_user(uow, target.user)
+            platform_id = await resolve_user(uow, target.user, target.chat_user)
             license = await uow.licenses.for_user(target.product_id, platform_id)
         if license is None:
             raise NotFound("no license for that user and product")

@@ -128,7 +128,7 @@ class LicenseLifecycle:
     async def _held(self, uow: UnitOfWork, studio: ActingStudio,
                     target: LicenseTarget) -> tuple[Product, str, License | None]:
         product = await own_product(uow, studio, target.product_id)
-        platform_id = await resolve_user(uow, target.user)
+        platform_id = await resolve_user(uow, target.user, target.chat_user)
         return product, platform_id, await uow.licenses.hold(product.id, platform_id)
 
     async def _store(self, uow: UnitOfWork, before: License, after: License) -> None:
@@ -211,7 +211,7 @@ class LicenseLifecycle:
         target = command.target
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, target.product_id)
-            platform_id = await resolve_user(uow, target.user)
+            platform_id = await resolve_user(uow, target.user, target.chat_user)
             terms, tier, plan = await self._terms_of(uow, product, command)
             now = self.clock.now()
             end = self._end(terms, None, now)
@@ -235,7 +235,7 @@ class LicenseLifecycle:
         target = command.target
         async with self.storage.unit_of_work() as uow:
             await own_product(uow, studio, target.product_id)
-            platform_id = await resolve_user(uow, target.user)
+            platform_id = await resolve_user(uow, target.user, target.chat_user)
             _, license = await self.apply(uow, studio.studio_id, target.product_id,
                                           platform_id, command.event, command.source)
             return license
@@ -433,7 +433,7 @@ class LicenseLifecycle:
         """The seller starts a person's trial of the product."""
         async with self.storage.unit_of_work() as uow:
             product = await own_product(uow, studio, target.product_id)
-            platform_id = await resolve_user(uow, target.user)
+            platform_id = await resolve_user(uow, target.user, target.chat_user)
             return await self._trial(uow, product, platform_id)
 
     async def take_trial(self, person: ActingPerson, command: TakeTrial) -> License:
