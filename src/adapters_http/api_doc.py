@@ -247,7 +247,8 @@ GRANT_LICENSE = Doc("grantLicense", "Grant a license (re-activates an inactive o
                                 "license_revoked once the seller revoked it, never a re-grant. "
                                 "See docs/licenses.md and docs/selling.md.")
 REVOKE_LICENSE = Doc("revokeLicense", "Revoke a license (kept, key cleared)", OK,
-                     params=[q("product_id"), q("user", False), q("chat_user", False)], errors=(404,))
+                     params=[q("product_id"), q("user", False), q("chat_user", False)],
+                     errors=(404,))
 PAUSE_LICENSE = Doc("pauseLicense", "Pause a license (extension)", OK, body=TARGET,
                     errors=(404,), reads=c.LicenseTarget)
 RESUME_LICENSE = Doc("resumeLicense", "Resume a paused license (extension)", OK, body=TARGET,

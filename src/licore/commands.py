@@ -96,7 +96,7 @@ class LicenseTarget:
     else a username (contract 3)."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
-    user: str = attrs.field(validator=_user)
+    user: str = attrs.field(default="", validator=_user)  # or `chat_user`
     # Extension (docs/licenses.md, "By chat account"): the person whose linked chat account
     # has this id, in place of `user`.
     chat_user: str | None = attrs.field(default=None, validator=CHAT_USER)

@@ -409,3 +409,18 @@ def test_a_license_granted_and_found_by_chat_account(server: Server, key: str) -
                  json={"product_id": pid, "chat_user": "1"}), 404, "not_found")
     refusal(call(server, "POST", "/licenses", key, json={"product_id": pid}),
             400, "invalid_request")
+
+
+def test_a_revoke_and_a_pause_by_chat_account(server: Server, key: str) -> None:
+    async def link(d: Deps) -> None:
+        async with d.storage.unit_of_work() as uow:
+            await uow.hooks.link_chat("2796", "556677889911", int(time.time()))
+
+    core(server.database_url, link)
+    pid = product(server, key)
+    target = {"product_id": pid, "chat_user": "556677889911"}
+    v1(server, "POST", "/licenses", key, json=target)
+    v1(server, "POST", "/licenses/pause", key, json=target)
+    assert listed(server, key, pid, "2796")["status"] == "paused"
+    v1(server, "DELETE", "/licenses", key, params=target)
+    assert listed(server, key, pid, "2796")["status"] == "inactive"
