@@ -17,7 +17,6 @@ import attrs
 import httpx
 import pytest
 
-from licore.services.deps import Deps
 from licore.services.wiring import UseCases
 from tests.http.e2e import (
     People,
@@ -25,6 +24,7 @@ from tests.http.e2e import (
     cli,
     core,
     decide,
+    end_a_minute_ago,
     license_key,
     obtain_key,
     poll,
@@ -58,19 +58,6 @@ class World:
         return found
 
 
-def _age(server: Server, product: str, user: str) -> None:
-    """Time passing: the stored end set a minute back, as if the clock had reached it."""
-
-    async def age(d: Deps) -> None:
-        async with d.storage.unit_of_work() as uow:
-            held = await uow.licenses.for_user(product, user)
-            assert held is not None
-            past = attrs.evolve(held, expires_at=int(time.time()) - 60)
-            assert await uow.licenses.replace(past, expected=held.state)
-
-    core(server.database_url, age)
-
-
 @pytest.fixture(scope="module")
 def world(module_database_url: str) -> Iterator[World]:
     # A webhook to a loopback address nobody listens on: its secret is what matters here.
@@ -89,7 +76,7 @@ def world(module_database_url: str) -> Iterator[World]:
             "product_id": product, "user": "8105", "duration_days": 1})
         assert timed.status_code == 200, timed.text
         timed_key = license_key(server, product, "8105")
-        _age(server, product, "8105")
+        end_a_minute_ago(server.database_url, product, "8105")
         yield World(server, people, key, key_id, product, "8105", timed_key)
 
 
