@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
-
 from licore.audit import Change, changes, named
 from licore.events import ChatRole, WebhookEndpoint
 from licore.images import ProductImage
@@ -426,20 +424,3 @@ class AuditedRuntime(_Layer):
             await self.journal.of_license(license_id, "license.places_reset", "license",
                                           license_id, named({"places": (count, 0)}))
         return count
-
-
-@attrs.frozen
-class Layers:
-    """Every audited repository of one unit of work."""
-
-    accounts: AuditedAccounts
-    studios: AuditedStudios
-    clients: AuditedClients
-    api_keys: AuditedApiKeys
-    products: AuditedProducts
-    versions: AuditedVersions
-    licenses: AuditedLicenses
-    blacklist: AuditedBlacklist
-    hooks: AuditedHooks
-    outbox: AuditedOutbox
-    runtime: AuditedRuntime
