@@ -83,11 +83,17 @@ CHAT_USER = bounds.Text(min_len=1, max_len=20, pattern=r"[0-9]+", shape="digits"
 
 
 def _user(instance: object, attribute: attrs.Attribute[Any], value: str | None) -> None:
-    if value is None or value == "":  # not sent: a listing's filter, or `chat_user` instead
+    if value is None:  # only where the field is optional (a listing's filter)
         return
     bounds.IDENTIFIER.check(attribute.name, value)
     if not value.isdigit() and len(value) > bounds.USERNAME.max_len:
         raise InvalidRequest("user must be a username or a numeric platform id", "user")
+
+
+def _target_user(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    """A target's `user`; "" is "not sent", when `chat_user` names the holder instead."""
+    if value != "":
+        _user(instance, attribute, value)
 
 
 @attrs.frozen
@@ -96,7 +102,7 @@ class LicenseTarget:
     else a username (contract 3)."""
 
     product_id: str = attrs.field(validator=bounds.IDENTIFIER)
-    user: str = attrs.field(default="", validator=_user)  # or `chat_user`
+    user: str = attrs.field(default="", validator=_target_user)  # or `chat_user`
     # Extension (docs/licenses.md, "By chat account"): the person whose linked chat account
     # has this id, in place of `user`.
     chat_user: str | None = attrs.field(default=None, validator=CHAT_USER)
