@@ -318,7 +318,8 @@ class LuauProtector:
                 "cannot be sealed (a sealed function's variables are not in an environment)")])
         try:
             return seal_functions(data, root, analysis, license_secret, path,
-                                  every_top_level=seal_all, sealing=sealing)
+                                  every_top_level=seal_all, sealing=sealing,
+                                  shaped=self._bias_key)
         except SealError as error:
             raise ProtectionFailed([ProtectionProblem(
                 path, error.line, f"cannot seal this function: {error.reason}")]) from None

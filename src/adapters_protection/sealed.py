@@ -20,10 +20,11 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from adapters_protection.analysis import Analysis
+from adapters_protection import fingerprint, shape
+from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.edits import Edit, apply, prelude_offset
-from adapters_protection.seal_compiler import Capture, Encoding, compile_functions
-from adapters_protection.syntax import Node, is_local, text, walk
+from adapters_protection.seal_compiler import Capture, Encoding, SealError, compile_functions
+from adapters_protection.syntax import Node, is_local, parser, text, walk
 from licore.protection import Candidate
 from licore.sealing import SealError as SealingError
 from licore.sealing import open_sealed, seal, sealed_code_key
@@ -153,18 +154,32 @@ def _outer_bindings(analysis: Analysis, node: Node, captures: list[Capture]) -> 
 
 
 def seal_functions(data: bytes, root: Node, analysis: Analysis, license_secret: bytes,
-                   path: str, *, every_top_level: bool = False, sealing: str = "") -> bytes:
+                   path: str, *, every_top_level: bool = False, sealing: str = "",
+                   shaped: fingerprint.Keyed | None = None) -> bytes:
     """The script with every marked function replaced by its stub (unchanged if none).
     `sealing` names the key the program is encrypted under (`sealing_context`: the copy's
     version and key generation); the loader writes it in the clear for the SDK to ask
-    `/unlock` for that key."""
+    `/unlock` for that key. With `shaped` (the watermark's bias key), the functions are
+    compiled in the shapes the license's code bits ask for (`shape`), so a buyer who lifts
+    the program back to Luau keeps their mark."""
     marked = marked_functions(root, every_top_level=every_top_level)
     if not marked:
         return data
     encoding = Encoding.from_seed(hmac.new(license_secret, b"licore/sealed-encoding|" +
                                            path.encode(), hashlib.sha256).digest())
-    program, captures = compile_functions(analysis, encoding,
-                                          [(m.node, m.method) for m in marked])
+    source_analysis, source_marked = analysis, marked
+    if shaped is not None:
+        reshape = shape.mark_edits(root, data, [m.node for m in marked],
+                                   fingerprint.code_bits(shaped,
+                                                         fingerprint.bits_key(license_secret)))
+        if reshape:
+            reshaped = parser().parse(apply(data, reshape)).root_node
+            source_analysis = analyse(reshaped)
+            source_marked = marked_functions(reshaped, every_top_level=every_top_level)
+            if len(source_marked) != len(marked):
+                raise SealError(marked[0].node, "reshaping changed the sealed functions")
+    program, captures = compile_functions(source_analysis, encoding,
+                                          [(m.node, m.method) for m in source_marked])
     key = sealed_code_key(license_secret, sealing)
     nonce = hmac.new(license_secret, b"licore/sealed-nonce|" + path.encode() + b"|" +
                      hashlib.sha256(program).digest(), hashlib.sha256).hexdigest()[:32]

@@ -39,7 +39,7 @@ from types import MappingProxyType
 
 import attrs
 
-from adapters_protection import fingerprint
+from adapters_protection import fingerprint, shape
 from adapters_protection.names import (
     MARK_LENGTH,
     MARK_SPACE,
@@ -48,13 +48,15 @@ from adapters_protection.names import (
     mark_value,
 )
 from adapters_protection.strings import STEPS, BadEscape, decipher, decode_quoted
+from adapters_protection.syntax import parser
 from adapters_protection.watermark import read
 from licore.protection import Candidate, Trace
 
 CHANCE = 1e-6  # the most a trace may risk naming an innocent, all evidence together
-_WATERMARK_CHANCE = CHANCE / 2  # shared among the candidates
+_WATERMARK_CHANCE = CHANCE / 4  # shared among the candidates
+_SHAPE_CHANCE = CHANCE / 4  # shared among the candidates (`shape`)
 _NAMES_CHANCE = CHANCE / 4  # shared among the candidates
-_HINTED_CHANCE = CHANCE / 4  # shared among the licenses whose keys appear
+_HINTED_CHANCE = CHANCE / 4  # shared among the licenses whose keys or artefacts appear
 MIN_MARKED_NAMES = 2
 _WORK = 2_000_000  # positions x candidates scored at most
 _NAME_WORK = 250_000  # words x candidates checked for a mark at most
@@ -171,6 +173,8 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
     z = observed.threshold(_WATERMARK_CHANCE / n)
     scores = {c.license_id: observed.score(fingerprint.bits_key(c.license_secret))
               for c in candidates}
+    shaped = _shape_observed(scripts, bias_key)
+    z_shape = shaped.threshold(_SHAPE_CHANCE / n)
     names, examined = _marked_names(scripts, candidates, bias_key,
                                     max(_MIN_WORDS, _NAME_WORK // n))
     needed_names = _names_needed(examined, _NAMES_CHANCE / n)
@@ -190,7 +194,12 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
             evidence.append(_watermark_words(observed, score, z, n))
         elif c.license_id in hints and score >= hinted:
             strength = -observed.log_chance(score)
-            evidence.append(_hinted_words(observed, score, hinted, len(keys)))
+            evidence.append(_hinted_words(observed, score, hinted, len(hints)))
+        if len(shaped):
+            shape_score = shaped.score(fingerprint.bits_key(c.license_secret))
+            if shape_score >= z_shape:
+                strength = max(strength, -shaped.log_chance(shape_score))
+                evidence.append(_shape_words(shaped, shape_score, z_shape, n))
         marked = names.get(c.license_id, [])
         if len(marked) >= needed_names:
             strength = max(strength, -_names_log_tail(examined, len(marked)))
@@ -214,6 +223,33 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
         evidence.append(_planted_words(sorted(keys), keys, blind))
     evidence += [_artefact_words(lid, what, blind) for lid, what in sorted(artefacts.items())]
     return Trace(None, tuple(evidence), 0, False, m, tuple(sorted(hints)))
+
+
+def _shape_observed(scripts: Sequence[tuple[str, str]],
+                    bias_key: fingerprint.Keyed) -> fingerprint.Observed:
+    """The shape marks read off the scripts (`shape`): majority per position, ties
+    dropped; whole scripts up to _READ characters in all."""
+    votes: dict[bytes, list[int]] = {}
+    budget = _READ
+    parse = parser()
+    for _, text in scripts:
+        if len(text) > budget:
+            continue
+        budget -= len(text)
+        for position, bit, _ in shape.read(text.encode(), lambda d: parse.parse(d).root_node):
+            votes.setdefault(position, [0, 0])[bit] += 1
+    return fingerprint.Observed(
+        {p: 1 if ones > zeros else 0 for p, (zeros, ones) in votes.items() if zeros != ones},
+        bias_key)
+
+
+def _shape_words(shaped: fingerprint.Observed, score: float, z: float, n: int) -> str:
+    exponent = (shaped.log_chance(score) + math.log(n)) / math.log(10)
+    return (f"the shape of the code names this license: score {score:.0f} over "
+            f"{len(shaped)} statement positions, where {z:.0f} names a license (statement "
+            f"forms a renamer, a lifter and canonical rewrites keep); the chance that any of "
+            f"the {n} licenses reaches this score without its copy having been used is below "
+            f"1e{math.floor(exponent) + 1}")
 
 
 def _artefact_words(license_id: str, what: str, blind: bool) -> str:
