@@ -12,7 +12,8 @@ import random
 from adapters_protection.luau_protector import LuauProtector
 from tests.protection.lift_attack import candidates, lifted, merged
 from tests.protection.lifter import lift
-from tests.protection.test_sealed import SealedWorld, run
+from tests.protection.sealed_vm import SealedWorld
+from tests.protection.vm import run
 
 LICENSES = 60
 
