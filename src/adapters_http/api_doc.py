@@ -533,7 +533,7 @@ RUNTIME_UNLOCK = Doc(
     {"oneOf": [obj(["ok", "exp", "cipher", "tag"], ok={"const": True}, exp=INT, cipher=STR,
                    tag=STR), RUNTIME_FAIL]},
     body=obj(["user_id", "product_id", "key", "nonce"], **RUNTIME_BASE, nonce=NONCE,
-             game_id=ID), reads=c.Unlock)
+             game_id=ID, sealed_for=limited(bounds.SEALED_FOR)), reads=c.Unlock)
 RUNTIME_VERSION = Doc(
     "runtimeVersion", "The newest published version label",
     {"oneOf": [obj(["ok", "latest", "update", "fileId"], ok={"const": True}, latest=STR,

@@ -1,12 +1,14 @@
 """Sealing: functions marked `--@sealed` become stubs over an encrypted program.
 
-The program (`seal_compiler`) of every sealed function of a script is encrypted with the
-spec's sealing scheme (section 5) under the license's sealed-code key, which the server hands
-out only inside `/unlock` (`licore.sealing.sealed_code_key`). The copy keeps the ciphertext
-and, for each function, a stub that on its first call asks the SDK (`shared.LicoreSealed`)
-to unlock, decrypt and compile the program, then calls the real function. Without a live
-license the SDK has no key, so the stub raises `licore: sealed code needs a live license`
-and nothing of the function runs.
+The program (`seal_compiler`) of every sealed function of a script, compiled from the
+functions in the shapes the license's code bits ask for (`shape`), is encrypted with the
+spec's sealing scheme (section 5) under the sealed-code key of the license, version and key
+generation, which the server hands out only inside `/unlock`
+(`licore.sealing.sealed_code_key`). The copy keeps the ciphertext and, for each function, a
+stub that on its first call asks the SDK's door (`shared.LicoreSealed.entry`) to unlock,
+decrypt and compile the program, then calls the real function. Without a live license the
+SDK has no key, so the stub raises `licore: sealed code needs a live license` and nothing of
+the function runs.
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
 """Naming the license a leaked copy was made for, or saying that it cannot be told.
 
-Three kinds of evidence:
+Four kinds of evidence, and hints:
 - the watermark (`watermark`, `fingerprint`): each carrier read off the copy is a position
   of a Tardos code; every candidate gets a score, and a candidate is accused only when its
   score reaches the threshold at which an innocent license gets there with probability at
-  most CHANCE / 2 / (number of candidates), a Chernoff bound computed on the very positions
+  most CHANCE / 4 / (number of candidates), a Chernoff bound computed on the very positions
   read (so it grows with them: junk that adds positions raises the bar, and a copy whose
   few positions drown in a large file reaches it for nobody). It survives renaming,
   reformatting, minifying and cutting the key, and a merge of several buyers' copies
   accuses one of them;
+- shape marks (`shape`): the statement forms of sealed functions, which survive a lift of
+  the sealed program back to Luau, renaming and canonical rewrites; scored like the
+  watermark, apart from it, against a bar of their own (CHANCE / 4 / candidates);
 - marked names (`names`): generated identifiers carry a keyed mark; a license is accused by
   them only when it has more marked names than chance would give any of the candidates
   among the words examined, with probability at most CHANCE / 4 overall;
@@ -17,6 +20,8 @@ Three kinds of evidence:
   nobody on its own. Its license's watermark score is held to a bar set for as many
   hypotheses as keys were found rather than one per candidate (probability at most
   CHANCE / 4 overall); a key whose license no mark names is reported as possibly planted.
+  A sealed program found in the text (`artefacts`) is a hint the same way: pasted as easily
+  as a key, it agrees with marks or is listed as possibly planted, never a verdict.
 
 Together an innocent license is named with probability at most CHANCE per trace, whatever
 the leaker added, removed or planted, as long as they do not know that license's secret.
