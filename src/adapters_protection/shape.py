@@ -27,6 +27,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
@@ -68,25 +69,49 @@ def _literal(node: Node) -> str | None:
     return None
 
 
+def _feature(node: Node) -> str | None:
+    value = _literal(node)
+    if value is not None:
+        return value
+    if node.type in _COUNTED:
+        return _COUNTED[node.type]
+    if node.type in ("binary_expression", "unary_expression", "update_statement"):
+        operator = next((c.type for c in node.children if not c.is_named), "")
+        if node.type == "update_statement":  # x += e counts as the + of x = x + e
+            operator = operator[:-1]
+        operator = _SAME_AS.get(operator, operator)
+        return "op" + operator if operator else None
+    return None
+
+
+_SIGNED = threading.local()  # the signatures of the tree `sites` is reading, by node id
+
+
 def signature(node: Node | None) -> Counter[str]:
-    """What `node` computes, in terms renaming and canonical rewrites leave alone."""
-    features: Counter[str] = Counter()
+    """What `node` computes, in terms renaming and canonical rewrites leave alone. Within
+    `sites`, each node's is worked out once (a statement's holds its nested statements')."""
     if node is None:
-        return features
-    for child in walk(node):
-        value = _literal(child)
-        if value is not None:
-            features[value] += 1
-        elif child.type in _COUNTED:
-            features[_COUNTED[child.type]] += 1
-        elif child.type in ("binary_expression", "unary_expression", "update_statement"):
-            operator = next((c.type for c in child.children if not c.is_named), "")
-            if child.type == "update_statement":  # x += e counts as the + of x = x + e
-                operator = operator[:-1]
-            operator = _SAME_AS.get(operator, operator)
-            if operator:
-                features["op" + operator] += 1
-    return features
+        return Counter()
+    cache: dict[int, Counter[str]] | None = getattr(_SIGNED, "cache", None)
+    if cache is None:
+        cache = {}
+    done = cache.get(node.id)
+    if done is not None:
+        return done
+    order, stack = [], [node]
+    while stack:  # every node under `node` not worked out yet, parents before children
+        current = stack.pop()
+        order.append(current)
+        stack.extend(c for c in current.children if c.id not in cache)
+    for current in reversed(order):
+        features: Counter[str] = Counter()
+        for child in current.children:
+            features.update(cache[child.id])
+        own = _feature(current)
+        if own is not None:
+            features[own] += 1
+        cache[current.id] = features
+    return cache[node.id]
 
 
 def _position(family: bytes, *parts: Counter[str] | str) -> bytes:
@@ -208,9 +233,17 @@ def _wrappable(statement: Node, last: bool) -> bool:
 _Found = tuple[bytes, int, Node, dict[str, Node]]
 
 
-def sites(root: Node, within: Callable[[Node], bool] = lambda _: True) -> Iterator[_Found]:
+def sites(root: Node, within: Callable[[Node], bool] = lambda _: True) -> list[_Found]:
     """Each site: (position, the bit it shows, its statement, its parts), in the
     statement lists for which `within` holds of their first statement."""
+    _SIGNED.cache = {}
+    try:
+        return list(_sites(root, within))
+    finally:
+        _SIGNED.cache = None
+
+
+def _sites(root: Node, within: Callable[[Node], bool]) -> Iterator[_Found]:
     for statements in _statements(root):
         if not statements or not within(statements[0]):
             continue
@@ -270,7 +303,7 @@ def _local_site(statement: Node, declared: tuple[Node, Node | None, Node | None]
     return None
 
 
-def _called(statement: Node) -> Iterator[tuple[bytes, int, Node, dict[str, Node]]]:
+def _called(statement: Node) -> Iterator[_Found]:
     """Method calls on a name within the statement (not inside nested blocks or
     functions, which are read as their own statements): `o:m(a)` or `o.m(o, a)`, the same
     call when `o` is a name (read once either way)."""
@@ -280,27 +313,31 @@ def _called(statement: Node) -> Iterator[tuple[bytes, int, Node, dict[str, Node]
         if node.type in ("block", "function_definition"):
             continue
         stack.extend(node.children)
-        if node.type != "function_call":
-            continue
-        callee, args = node.child_by_field_name("name"), node.child_by_field_name("arguments")
-        if callee is None or args is None:
-            continue
-        listed = code_children(args)
-        if callee.type == "method_index_expression":
-            receiver, method = (callee.child_by_field_name("table"),
-                                callee.child_by_field_name("method"))
-            if receiver is not None and method is not None and receiver.type == "identifier" \
-                    and args.children and args.children[0].type == "(":
-                yield (_position(METHOD, text(method), *(signature(a) for a in listed)), 1,
-                       node, {"receiver": receiver, "method": method, "args": args})
-        elif callee.type == "dot_index_expression" and listed:
-            receiver, field = (callee.child_by_field_name("table"),
-                               callee.child_by_field_name("field"))
-            if receiver is not None and field is not None and receiver.type == "identifier" \
-                    and listed[0].type == "identifier" and text(listed[0]) == text(receiver):
-                yield (_position(METHOD, text(field), *(signature(a) for a in listed[1:])), 0,
-                       node, {"receiver": receiver, "field": field, "args": args,
-                              "self": listed[0]})
+        found = _method_site(node) if node.type == "function_call" else None
+        if found is not None:
+            yield found
+
+
+def _method_site(call: Node) -> _Found | None:
+    callee, args = call.child_by_field_name("name"), call.child_by_field_name("arguments")
+    if callee is None or args is None:
+        return None
+    listed = code_children(args)
+    receiver = callee.child_by_field_name("table")
+    if receiver is None or receiver.type != "identifier":
+        return None
+    if callee.type == "method_index_expression":
+        method = callee.child_by_field_name("method")
+        if method is None or not args.children or args.children[0].type != "(":
+            return None
+        return (_position(METHOD, text(method), *(signature(a) for a in listed)), 1, call,
+                {"receiver": receiver, "method": method, "args": args})
+    field = callee.child_by_field_name("field")
+    if callee.type != "dot_index_expression" or field is None or not listed or (
+            listed[0].type != "identifier" or text(listed[0]) != text(receiver)):
+        return None
+    return (_position(METHOD, text(field), *(signature(a) for a in listed[1:])), 0, call,
+            {"receiver": receiver, "field": field, "args": args, "self": listed[0]})
 
 
 def read(data: bytes, parse: Callable[[bytes], Node]) -> list[Site]:
@@ -319,7 +356,7 @@ def mark_edits(root: Node, data: bytes, inside: Sequence[Node],
     def within(node: Node) -> bool:
         return any(start <= node.start_byte < end for start, end in spans)
 
-    found = list(sites(root, within))
+    found = sites(root, within)
     wanted = bits_of([position for position, _, _, _ in found])
     edits: list[Edit] = []
     depths: dict[int, tuple[Node, Node, int]] = {}  # statement -> (it, inside, depth wanted)

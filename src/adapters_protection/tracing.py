@@ -69,6 +69,7 @@ _MIN_SAMPLE = 2048
 _MIN_WORDS = 256
 _READ = 4 << 20  # characters of watermark read at most (a keyed sample beyond)
 _PIECE = 64 << 10
+_SHAPE_READ = 512 << 10  # characters of whole scripts read for shape marks (a lift is small)
 _MIN_KEY_LENGTH = 16  # shorter secrets are not searched for as text
 _MAX_DECODED = 500  # encrypted literals tried under every decoder step
 _MAX_DECODED_LENGTH = 256
@@ -233,9 +234,10 @@ def trace(scripts: Sequence[tuple[str, str]], candidates: Sequence[Candidate],
 def _shape_observed(scripts: Sequence[tuple[str, str]],
                     bias_key: fingerprint.Keyed) -> fingerprint.Observed:
     """The shape marks read off the scripts (`shape`): majority per position, ties
-    dropped; whole scripts up to _READ characters in all."""
+    dropped; whole scripts up to _SHAPE_READ characters in all (a bigger script is not
+    read for them: what a lifted crack holds is small, and junk only dilutes)."""
     votes: dict[bytes, list[int]] = {}
-    budget = _READ
+    budget = _SHAPE_READ
     parse = parser()
     for _, text in scripts:
         if len(text) > budget:
