@@ -5,6 +5,7 @@ and a marked program does exactly what the original did, in the Luau VM."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,15 @@ def _marked(data: bytes, choose: random.Random | int) -> tuple[bytes, dict[bytes
     root = _parse(data)
     bits: dict[bytes, int] = {}
 
-    def bits_of(positions: list[bytes]) -> list[int]:
+    def bits_of(positions: Sequence[bytes]) -> list[int]:
         return [bits.setdefault(p, choose if isinstance(choose, int) else choose.randint(0, 1))
                 for p in positions]
 
-    return apply(data, shape.mark_edits(root, data, [root], bits_of)), bits  # type: ignore[arg-type]
+    return apply(data, shape.mark_edits(root, data, [root], bits_of)), bits
+
+
+def _same_as(bits: dict[bytes, int]) -> Callable[[Sequence[bytes]], list[int]]:
+    return lambda positions: [bits[p] for p in positions]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
@@ -47,9 +52,8 @@ def test_the_reader_reads_what_the_writer_wrote_at_the_same_positions(source: Pa
         assert read and all(bits[p] == bit for p, bit, _ in read)
         seen.append({p for p, _, _ in read})
         again = _parse(marked)
-        kept = dict(bits)
         assert apply(marked, shape.mark_edits(again, marked, [again],
-                                              lambda ps, k=kept: [k[p] for p in ps])) == marked
+                                              _same_as(bits))) == marked
     assert all(s == seen[0] for s in seen)  # the forms never move a position
 
 
