@@ -12,10 +12,12 @@ tests install Chromium. With CI=true this test never skips."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
 import json
 import os
 import re
+import secrets
 import shutil
 import socket
 import ssl
@@ -34,8 +36,12 @@ from cryptography.x509.oid import NameOID
 from licore.services.signin import FAILURE_WINDOW, FAILURES_PER_NAME_AND_SOURCE, PACE_WINDOW
 from tests.browser.site import add_person
 from tests.conftest import IN_CI
+from tests.http.e2e import license_key, owner_key, setup_people
+from tests.http.test_builds_e2e import file_of, upload
+from tests.http.test_runtime_e2e import ALL, v1
 from tests.http.test_trusted_proxies_e2e import LIMIT
 from tests.support.locks import exclusive
+from tests.support.models import product_model
 from tests.support.server import Server, free_port, running_server
 
 NGINX = Path("/usr/sbin/nginx")
@@ -103,10 +109,14 @@ def _certificates(folder: Path) -> Path:
     return folder / "ca.pem"
 
 
-def _site(folder: Path, licore_port: int, http_port: int, https_port: int) -> str:
-    """The deployed site with this machine's ports, upstream and certificates."""
+def _site(folder: Path, licore_port: int, http_port: int, https_port: int,
+          data_dir: Path | None = None) -> str:
+    """The deployed site with this machine's ports, upstream, certificates and licore's
+    data folder (the test's folder where no licore's files are served)."""
+    data_dir = folder if data_dir is None else data_dir
     text = SITE.read_text()
     swaps = [("server 127.0.0.1:8000;", f"server 127.0.0.1:{licore_port};"),
+             ("/var/lib/licore/licore-data/update-files/", f"{data_dir}/update-files/"),
              ("listen 80;", f"listen 127.0.0.1:{http_port};"),
              ("listen 443 ssl http2;", f"listen 127.0.0.1:{https_port} ssl http2;"),
              ("/etc/letsencrypt/live/licore.example.com/fullchain.pem",
@@ -145,7 +155,8 @@ def licore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"sqlite:///{tmp_path_factory.mktemp('nginx-db') / 'licore.db'}"
     with running_server(url, LICORE_TRUSTED_PROXIES="127.0.0.1/32",
                         LICORE_RUNTIME_IP_RATE_LIMIT=str(LIMIT),
-                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000") as server:
+                        LICORE_RUNTIME_KEY_RATE_LIMIT="100000",
+                        LICORE_UPDATE_FILES_ACCEL="/_licore_update_files/") as server:
         yield server
 
 
@@ -160,7 +171,8 @@ def proxy(licore: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     ca = _certificates(folder)
     for attempt in range(3):  # a port taken between the pick and nginx's bind: pick again
         https_port = free_port()
-        (folder / "site.conf").write_text(_site(folder, licore.port, free_port(), https_port))
+        (folder / "site.conf").write_text(_site(folder, licore.port, free_port(), https_port,
+                                                licore.data_dir))
         (folder / "nginx.conf").write_text(_main_config(folder))
         process = subprocess.Popen([str(NGINX), "-p", str(folder), "-c",
                                     str(folder / "nginx.conf"), "-g", "daemon off;"],
@@ -242,3 +254,30 @@ def test_a_strangers_wrong_passwords_behind_nginx_lock_only_the_stranger(
         licore.next_window(PACE_WINDOW)  # a failure slows its source: wait it out
     assert sign_in("127.0.0.4", alice.password) == 429
     assert sign_in("127.0.0.5", alice.password) == 303
+
+
+def test_nginx_sends_update_files_itself(proxy: Proxy, licore: Server) -> None:
+    """The site's internal location serves licore's update files (X-Accel-Redirect): the
+    bytes are the file licore made, with ranges, and licore's caching headers."""
+    people = setup_people(licore.database_url, "91")
+    key = owner_key(licore, people, ALL)
+    product = v1(licore, "POST", "/products", key, json={"title": "Nginx"}).json()["id"]
+    r = upload(licore, key, product, "1.0.0", file_of(product_model(extra=20)))
+    v1(licore, "POST", "/packages/publish", key,
+       json={"product_id": product, "version_id": r.json()["version"]["id"]})
+    v1(licore, "POST", "/licenses", key, json={"product_id": product, "user": "291"})
+    client = proxy.client("127.0.0.6")
+    answer = client.post("/runtime/update", json={
+        "user_id": "291", "product_id": product, "nonce": secrets.token_hex(16),
+        "key": license_key(licore, product, "291"), "delivery": "file"}).json()
+    name = answer["file"]["url"].rsplit("/", 1)[1]
+    on_disk = (licore.data_dir / "update-files" / name[:2] / name).read_bytes()
+    whole = client.get(answer["file"]["url"])
+    assert whole.status_code == 200
+    assert whole.content == on_disk
+    assert hashlib.sha256(whole.content).hexdigest() == answer["file"]["sha256"]
+    assert "immutable" in whole.headers["cache-control"]
+    assert "x-accel-redirect" not in whole.headers  # nginx's own, never shown
+    part = client.get(answer["file"]["url"], headers={"Range": "bytes=5-24"})
+    assert part.status_code == 206 and part.content == on_disk[5:25]
+    assert client.get("/_licore_update_files/" + name[:2] + "/" + name).status_code == 404
