@@ -127,7 +127,8 @@ def deps_from_env() -> Deps:
 
 def _codec() -> ModelCodec:
     from adapters_formats.codec import RobloxModelCodec
-    return RobloxModelCodec()
+    from licore_cli.model_checks import OffProcessChecks
+    return OffProcessChecks(RobloxModelCodec())
 
 
 def _images() -> ImageCodec:
