@@ -12,7 +12,18 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.http.e2e import auth, decide, license_key, poll, setup_people, start_flow
+from tests.http.e2e import (
+    auth,
+    decide,
+    license_key,
+    owner_key,
+    poll,
+    setup_people,
+    start_flow,
+)
+from tests.http.test_builds_e2e import file_of, upload
+from tests.http.test_runtime_e2e import ALL, v1
+from tests.support.models import product_model
 from tests.support.server import Server, running_server
 
 pytestmark = pytest.mark.postgres
@@ -77,3 +88,29 @@ def test_a_web_session_made_on_one_host_is_good_on_the_other(
     # the same cookie, sent to the other host (a load balancer may pick either)
     elsewhere = httpx.get(f"{two.url}/dashboard", cookies={"licore_session": cookie})
     assert elsewhere.status_code == 200 and "Studio73" in elsewhere.text
+
+
+def test_an_update_file_made_on_one_host_is_remade_byte_for_byte_by_the_other(
+        hosts: tuple[Server, Server]) -> None:
+    """docs/runtime.md, "Updates as files": each host keeps its own files; one that lacks a
+    file remakes it from the database, the same bytes under the same name."""
+    one, two = hosts
+    people = setup_people(one.database_url, "74")
+    key = owner_key(one, people, ALL)
+    product = v1(one, "POST", "/products", key, json={"title": "Files"}).json()["id"]
+    r = upload(one, key, product, "1.0.0", file_of(product_model(extra=10)))
+    v1(one, "POST", "/packages/publish", key,
+       json={"product_id": product, "version_id": r.json()["version"]["id"]})
+    v1(one, "POST", "/licenses", key, json={"product_id": product, "user": "274"})
+    answer = httpx.post(f"{one.url}/runtime/update", json={
+        "user_id": "274", "product_id": product, "key": license_key(one, product, "274"),
+        "nonce": secrets.token_hex(16), "delivery": "file", "compression": "zstd"}).json()
+    url = answer["file"]["url"]
+    made_here = httpx.get(one.url + url)
+    assert made_here.status_code == 200
+    name = url.rsplit("/", 1)[1]
+    assert not (two.data_dir / "update-files" / name[:2] / name).exists()
+    remade = httpx.get(two.url + url)
+    assert remade.status_code == 200
+    assert remade.content == made_here.content
+    assert remade.headers["etag"] == made_here.headers["etag"]
