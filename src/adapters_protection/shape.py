@@ -5,18 +5,21 @@ it back to Luau keeps them, and read back from any Luau text.
 The watermark (`watermark`) lives in the forms of comparisons, numbers and field accesses,
 which a canonicaliser rewrites in one pass (operand order, mirrored comparisons, number
 forms) and which a sealed program does not even keep (it stores a number as its value).
-Shape marks live in three choices between statements that do exactly the same thing,
+Shape marks live in choices between statements that do exactly the same thing,
 which none of those rewrites touches, and which the sealed program keeps node for node:
 
 - `local x = e`, or `local x` then `x = e` (one name, one value that does not mention
   `x`: the value sees the outer `x` in the first form, the new one in the second);
-- a call or an assignment statement as it is, or alone in `do ... end`;
-- `x = x op e`, or `x op= e` (`x` a name: it is read once and written once either way).
+- a call, an assignment, an `if`, a loop or a final `return` as it is, or alone inside one
+  to three `do ... end` (two bits);
+- `x = x op e`, or `x op= e` (`x` a name: it is read once and written once either way);
+- `o:m(a)` or `o.m(o, a)` (`o` a name);
+- `if c then a end`, or with an empty `else`.
 
 A site's position is a digest of what the statement computes, in terms a renamer and those
 canonical rewrites leave alone: the literal values it holds (a number by value, whatever
-its form), how many names, calls, fields and operators of each kind (a comparison and its
-mirror count as one), and the family. Sites that compute alike share a position, and
+its form), how many calls, fields and operators of each kind (a comparison and its mirror
+count as one; names are not counted), and the family. Sites that compute alike share a position, and
 therefore a bit, so a merge of them never contradicts itself. Reading needs neither the
 original nor the path; the scanner below is the definition of a site, used alike to write
 and to read, and writing only ever picks the form the license's bit asks for.
@@ -35,7 +38,7 @@ from adapters_protection.edits import Edit
 from adapters_protection.strings import BadEscape, decode_quoted
 from adapters_protection.syntax import Node, code_children, text, walk
 
-LOCAL, DO, DEEP, UPDATE, METHOD = b"L", b"D", b"E", b"U", b"M"
+LOCAL, DO, DEEP, UPDATE, METHOD, ELSE = b"L", b"D", b"E", b"U", b"M", b"S"
 _UPDATES = frozenset({"+", "-", "*", "/", "//", "%", "^", ".."})
 _SAME_AS = {">": "<", ">=": "<=", "~=": "==", "not": ""}
 # Node kinds counted, as one kind where a shape mark's two forms differ (a method call is
@@ -253,6 +256,7 @@ def _sites(root: Node, within: Callable[[Node], bool]) -> Iterator[_Found]:
         skip = -1
         for i, statement in enumerate(statements):
             yield from _called(statement)
+            yield from _else_site(statement)
             if i == skip:
                 continue
             following = statements[i + 1] if i + 1 < len(statements) else None
@@ -284,6 +288,21 @@ def _statement_site(statement: Node, following: Node | None, last: bool,
         return (_position(DO, inner.type, signature(inner)), depth & 1, statement,
                 {"inner": inner, "depth": inner})
     return None
+
+
+def _else_site(statement: Node) -> Iterator[_Found]:
+    """`if c then a end`, or `if c then a else end`: an empty `else` does nothing."""
+    if statement.type != "if_statement":
+        return
+    other = next((c for c in statement.named_children if c.type == "else_statement"), None)
+    if other is None:
+        closing = statement.children[-1]
+        if closing.type == "end":
+            yield (_position(ELSE, signature(statement)), 0, statement, {"closing": closing})
+        return
+    body = other.child_by_field_name("body")
+    if body is None or not code_children(body):
+        yield _position(ELSE, signature(statement)), 1, statement, {"empty_else": other}
 
 
 def _local_site(statement: Node, declared: tuple[Node, Node | None, Node | None],
@@ -394,6 +413,12 @@ def _reform(statement: Node, parts: dict[str, Node], want: int, data: bytes) -> 
         made = next(c.type for c in statement.children if not c.is_named)[:-1].encode()
         return [(statement.start_byte, value.start_byte, word + b" = " + word + b" " +
                  made + b" ("), (value.end_byte, value.end_byte, b")")]
+    if "closing" in parts:  # if c then a end  ->  if c then a else end
+        at = parts["closing"].start_byte
+        return [(at, at, b"else ")]
+    if "empty_else" in parts:  # if c then a else end  ->  if c then a end
+        other = parts["empty_else"]
+        return [(other.start_byte, other.end_byte, b"")]
     assert "receiver" in parts
     return _method_form(parts, want)
 
