@@ -139,8 +139,9 @@ class Trace:
     """The license a leaked copy names, and the evidence, in plain words (never a key).
     `license_id` None is "cannot tell": the evidence then says what was found and why it
     does not reach the threshold for naming anyone. Only marks in the copy name a license;
-    `possibly_planted` are the licenses whose keys appear in the copy without a mark naming
-    them (a key can be copied into anyone's leak, so it is never the evidence)."""
+    `possibly_planted` are the licenses whose keys or sealed programs appear in the copy
+    without a mark naming them (either can be copied into anyone's leak, so it is never the
+    evidence)."""
 
     license_id: str | None
     evidence: tuple[str, ...]

@@ -410,7 +410,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
     found = _with_use_cases(lambda u: u.copies.trace(None, args.product, path.name, data))
     # A key in a copy is never what names a license (anyone who saw it can paste it into
     # their own leak): its license is listed apart, as possibly planted.
-    planted = ([f"possibly planted (its key appears, no mark names it): "
+    planted = ([f"possibly planted (its key or sealed program appears, no mark names it): "
                 f"{', '.join(found.possibly_planted)}"] if found.possibly_planted else [])
     if found.license_id is None:
         raise SystemExit("\n".join(

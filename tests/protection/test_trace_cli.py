@@ -151,7 +151,7 @@ def test_trace_never_names_a_license_whose_key_was_planted_in_a_diluted_copy(
         assert said.splitlines()[0] == leaker
         unexplained = {framed}
     label, _, listed = said.splitlines()[-1].partition(": ")
-    assert label == "possibly planted (its key appears, no mark names it)"
+    assert label == "possibly planted (its key or sealed program appears, no mark names it)"
     assert framed in listed.split(", ") and set(listed.split(", ")) <= unexplained
     assert framed not in said.splitlines()[0]
     assert all(k not in said for k in keys.values())
