@@ -1,7 +1,8 @@
-"""How long studio A's webhook deliveries take while studio B's endpoints hang (docs/events.md,
-"How delivery is scheduled"; docs/performance.md).
+"""How long studio A's webhook deliveries take while other studios' endpoints hang
+(docs/events.md, "How delivery is scheduled"; docs/performance.md).
 
-Run from the repository root: `.venv/bin/python bench/outbox.py [--events 100] [--timeout 5]`.
+Run from the repository root: `.venv/bin/python bench/outbox.py [--events 100] [--timeout 5]
+[--bad-studios 7]`.
 
 One delivery loop as `licore serve` runs it (`licore_cli.worker.work_forever`, 16 slots), the
 real webhook sender (`SignedSender`, signing and all) and storage on SQLite in a temporary
@@ -10,9 +11,9 @@ answers 204 at once; its events are made at a steady 20 a second, and each one's
 the time from the change that made it to its arrival.
 
 - baseline: studio A alone.
-- isolation: first studio B's three endpoints, which accept each request and never answer,
-  get `--events` events queued (three messages each), then A's events are made as above.
-  Each of B's sends waits out the whole `--timeout`.
+- isolation: first each bad studio's three endpoints (`--bad-studios`, 1 by default), which
+  accept each request and never answer, get `--events` events queued (three messages each),
+  then A's events are made as above. Each of their sends waits out the whole `--timeout`.
 
 Printed: A's p50, p99 and worst latency in each, and their ratio to the same run's baseline.
 """
@@ -90,7 +91,7 @@ def url(server: asyncio.Server) -> str:
 
 
 async def run(b_events: int, send_timeout: float, with_b: bool,
-              a_events: int = 100) -> list[float]:
+              a_events: int = 100, bad_studios: int = 1) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         storage = open_storage(f"sqlite:///{tmp}/bench.db")
         await storage.migrate()
@@ -100,18 +101,21 @@ async def run(b_events: int, send_timeout: float, with_b: bool,
         arrived: dict[str, float] = {}
         all_came = asyncio.Event()
         servers = [await healthy(arrived, a_events, all_came)]
-        servers += [await silent() for _ in range(3 if with_b else 0)]
+        servers += [await silent() for _ in range(3 * bad_studios if with_b else 0)]
         try:
-            a_world, b_world = await build_world(deps), await build_world(deps, "b")
-            a, b = ActingStudio(a_world.studio.id), ActingStudio(b_world.studio.id)
+            a_world = await build_world(deps)
+            a = ActingStudio(a_world.studio.id)
             await uc.webhooks.add(a, c.AddWebhook(url(servers[0]), ("license.granted",)))
             a_product = await uc.products.create(a, c.CreateProduct(title="A"))
-            b_product = await uc.products.create(b, c.CreateProduct(title="B"))
-            for server in servers[1:]:
-                await uc.webhooks.add(b, c.AddWebhook(url(server), ("license.granted",)))
-            for n in range(b_events if with_b else 0):
-                await uc.lifecycle.change(b, c.ChangeLicense(
-                    c.LicenseTarget(b_product.id, str(500_000 + n)), LicenseEvent.GRANT))
+            for i in range(bad_studios if with_b else 0):
+                # build_world tells worlds apart by the length of their tag
+                b = ActingStudio((await build_world(deps, "b" * (i + 1))).studio.id)
+                b_product = await uc.products.create(b, c.CreateProduct(title=f"B{i}"))
+                for server in servers[1 + 3 * i:4 + 3 * i]:
+                    await uc.webhooks.add(b, c.AddWebhook(url(server), ("license.granted",)))
+                for n in range(b_events):
+                    await uc.lifecycle.change(b, c.ChangeLicense(
+                        c.LicenseTarget(b_product.id, str(500_000 + n)), LicenseEvent.GRANT))
             worker = asyncio.create_task(work_forever(uc.delivery, 0.05))
             made: dict[str, float] = {}
             start = time.monotonic()
@@ -143,18 +147,21 @@ async def main() -> None:
     parser.add_argument("--events", type=int, default=100, help="B's queued events")
     parser.add_argument("--timeout", type=float, default=5.0, help="the webhook timeout")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, alternating")
+    parser.add_argument("--bad-studios", type=int, default=1,
+                        help="studios whose three endpoints each never answer")
     args = parser.parse_args()
     await run(0, args.timeout, with_b=False, a_events=20)  # warm-up: imports, the TLS context
     runs: dict[bool, list[list[float]]] = {False: [], True: []}
     for n in range(args.repeat):
         for with_b in ((False, True) if n % 2 == 0 else (True, False)):
-            runs[with_b].append(await run(args.events, args.timeout, with_b))
-    print(f"studio A: 100 events at {A_RATE:g}/s; studio B: 3 endpoints that never answer, "
-          f"{args.events} events queued first; webhook timeout {args.timeout:g} s; "
-          f"median of {args.repeat} runs each")
+            runs[with_b].append(await run(args.events, args.timeout, with_b,
+                                          bad_studios=args.bad_studios))
+    print(f"studio A: 100 events at {A_RATE:g}/s; {args.bad_studios} bad studios: 3 endpoints "
+          f"each that never answer, {args.events} events each queued first; webhook timeout "
+          f"{args.timeout:g} s; median of {args.repeat} runs each")
     print(f"{'':<28}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     got: dict[bool, tuple[float, float, float]] = {}
-    for with_b, name in ((False, "baseline (A alone)"), (True, "A while B's endpoints hang")):
+    for with_b, name in ((False, "baseline (A alone)"), (True, "A while theirs hang")):
         got[with_b] = (statistics.median(p(r, .5) for r in runs[with_b]),
                        statistics.median(p(r, .99) for r in runs[with_b]),
                        statistics.median(r[-1] for r in runs[with_b]))
