@@ -214,12 +214,14 @@ class Sessions:
         account = await method.identify(fields)
         if account is None:
             raise SignInRefused()
-        if account.disabled_at is not None:
-            raise AccountDisabled()
+        # The right proof is no guess, even for a disabled account: it counts as a success,
+        # so the owner is not paced when the operator enables the account again.
         async with self.storage.unit_of_work() as uow:
             for window in sorted({b.window for b in buckets}):
                 await uow.records.counters.hit([f"signin-ok:{b.key}" for b in buckets
                                                 if b.window == window], now - now % window)
+        if account.disabled_at is not None:
+            raise AccountDisabled()
         return SignedIn(account, self.clock.now())
 
     async def platform_account(self, platform_id: str, name: str) -> Account | None:
