@@ -136,7 +136,8 @@ def test_policy_then_grant_places_tier_renew_and_transfer_on_the_license_page(
     assert status(page) == "License policy saved."
     assert partner(site, world, "/products/policy", product_id=product) == {
         "product_id": product, "place_limit": 1, "place_policy": "enforce", "trial_days": 7,
-        "reminder_days": 0, "tiers": [{"name": "pro", "unlock_data": {"edition": "pro"}}]}
+        "reminder_days": 0, "tiers": [{"name": "pro", "unlock_data": {"edition": "pro"}}],
+        "grace_days": 0, "plans": []}
     assert page.get_by_label("Tier 1 name").input_value() == "pro"
     assert page.get_by_label("Tier 1 data (JSON)").input_value() == '{"edition":"pro"}'
 
