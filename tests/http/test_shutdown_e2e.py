@@ -8,6 +8,7 @@ import json
 import signal
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -16,9 +17,27 @@ from tests.support.server import running_server
 pytestmark = pytest.mark.slow
 
 
+def _every_worker_serving(port: int, connections: int = 48) -> None:
+    """Each worker listens on its own socket from the start (SO_REUSEPORT), and a connection
+    the kernel gives a worker still starting waits for it. Answers to 48 connections at once
+    mean every one of 3 workers got some (all but surely: 3 x (2/3)^48) and is serving, so
+    the SIGTERM below meets no worker that never started, whose waiting connections it
+    would end unanswered."""
+    def fetch() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: licore\r\nConnection: close\r\n\r\n")
+            while conn.recv(65536):
+                pass
+
+    with ThreadPoolExecutor(connections) as pool:
+        list(pool.map(lambda _: fetch(), range(connections)))
+
+
 @pytest.mark.parametrize("workers", ["1", "3"])
 def test_sigterm_during_a_slow_upload_lets_it_finish(database_url: str, workers: str) -> None:
     with running_server(database_url, workers=workers) as server:
+        if workers != "1":
+            _every_worker_serving(server.port)
         body = json.dumps({"key": "k" * 40, "user_id": "1", "product_id": "p",
                            "nonce": "n" * 16}).encode()
         with socket.create_connection(("127.0.0.1", server.port), timeout=60) as conn:
