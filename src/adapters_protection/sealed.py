@@ -27,6 +27,7 @@ from adapters_protection.analysis import Analysis, analyse
 from adapters_protection.edits import Edit, apply, prelude_offset
 from adapters_protection.seal_compiler import Capture, Encoding, SealError, compile_functions
 from adapters_protection.syntax import Node, is_local, parser, text, walk
+from licore.bounds import SEALED_FOR
 from licore.protection import Candidate
 from licore.sealing import SealError as SealingError
 from licore.sealing import open_sealed, seal, sealed_code_key
@@ -190,13 +191,12 @@ def seal_functions(data: bytes, root: Node, analysis: Analysis, license_secret: 
     written = _written_captures(analysis, [m.node for m in marked])
     stubs = _Stubs(analysis, root, written)
     edits: list[Edit] = []
+    named = f',"{sealing}"' if sealing else ""  # which key: copies made before name none
     loader = (f'local {_LOADER_NAME}W=debug.info(1,"s") local function {_LOADER_NAME}(i,c) '
               f'local f return function(...) if not f then local L=shared and '
               f'shared.LicoreSealed if not L then error("licore: sealed code needs the licore '
-              f'SDK",2) end f=L.entry("{nonce}","{cipher}","{sealed.tag}",{_LOADER_NAME}W,i,c) '
-              f'end return f(...) end end ')
-    if sealing:
-        loader = loader.replace(f'{_LOADER_NAME}W,i,c)', f'{_LOADER_NAME}W,i,c,"{sealing}")')
+              f'SDK",2) end f=L.entry("{nonce}","{cipher}","{sealed.tag}",{_LOADER_NAME}W,i,c'
+              f'{named}) end return f(...) end end ')
     at = prelude_offset(data)
     edits.append((at, at, loader.encode()))
     for index, (mark, caps) in enumerate(zip(marked, captures, strict=True), start=1):
@@ -252,7 +252,7 @@ _NONCE = re.compile(rb"^[0-9a-f]{32}$")
 _TAG = re.compile(rb"^[0-9a-f]{64}$")
 _CIPHER = re.compile(rb"^[A-Za-z0-9+/]{16,}={0,2}$")
 _LITERAL = re.compile(rb"""["']([A-Za-z0-9+/=]{16,})["']""")
-_CONTEXT = re.compile(rb"""["']([A-Za-z0-9_]{1,64}\.[0-9]{1,9})["']""")
+_CONTEXT = re.compile(rb"""["'](""" + (SEALED_FOR.pattern or "").encode() + rb""")["']""")
 _MAX_TRIED = 10_000  # (program, key) pairs tried at most
 
 
